@@ -1,0 +1,40 @@
+# The two commands a newcomer needs (see README):
+#   make run   — set up the virtual environment if missing, then serve Clarion on SQLite
+#   make test  — set up the virtual environment if missing, then run every check and test
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.clarion-installed
+
+.PHONY: run test setup lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/clarion serve
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports
+
+typecheck: $(STAMP)
+	$(BIN)/mypy -p clarion
+	$(BIN)/mypy tests benchmarks
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest --cov --cov-report=term-missing:skip-covered
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist

@@ -1,0 +1,55 @@
+"""The opaque listing cursor (L9, L13): an exact round-trip of ``(created_at, pending_id)``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import UTC, datetime
+
+from clarion.domain.errors import InvalidArgument
+
+
+def encode_cursor(created_at: datetime, pending_id: str) -> str:
+    """Unpadded URL-safe base64 of ``<created_at ISO-8601 UTC, microseconds>|<pending_id>``."""
+    stamp = created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    raw = f"{stamp}|{pending_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Decode a cursor; raise :class:`InvalidArgument` naming ``cursor`` when it is corrupt."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError) as exc:
+        raise InvalidArgument("cursor: not a valid cursor", field="cursor") from exc
+    stamp, sep, pending_id = raw.partition("|")
+    if not sep or not pending_id:
+        raise InvalidArgument("cursor: malformed cursor", field="cursor")
+    try:
+        created_at = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise InvalidArgument("cursor: malformed cursor timestamp", field="cursor") from exc
+    if encode_cursor(created_at, pending_id) != cursor.rstrip("="):
+        # Non-canonical encodings would make two cursors mean one position; refuse them.
+        raise InvalidArgument("cursor: malformed cursor", field="cursor")
+    return created_at, pending_id
+
+
+def parse_timestamp(value: str, *, argument: str) -> datetime:
+    """Parse an RFC 3339 timestamp argument (L8, L13) to an aware UTC datetime."""
+    text = value.strip()
+    if text.endswith(("z", "Z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidArgument(
+            f"{argument}: not an RFC 3339 timestamp: {value!r}", field=argument
+        ) from exc
+    if parsed.tzinfo is None or "T" not in text.upper():
+        raise InvalidArgument(
+            f"{argument}: RFC 3339 timestamps need a date, a time and a UTC offset: {value!r}",
+            field=argument,
+        )
+    return parsed.astimezone(UTC)

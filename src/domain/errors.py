@@ -1,0 +1,75 @@
+"""The error family every Clarion layer raises.
+
+Hierarchy::
+
+    ClarionError
+    ├── NotFound              the bundle/task/session does not exist or the caller may not see it
+    ├── NotActive             the bundle exists but no longer accepts a resolution (R2, no winner)
+    ├── ValidationError       caller input is wrong; ``field`` names the offending field
+    │   ├── InvalidOutcome    an answer/rejection does not fit the bundle (N6–N8b, L16)
+    │   ├── InvalidQuestions  a question set for a new bundle is malformed (creation rules)
+    │   └── InvalidArgument   a listing argument (``cursor``, ``created_since``, ...) is malformed
+    ├── ClaimError            the claim itself failed (R4a); never the caller's fault
+    └── DeliveryError         a claimed resolution could not be delivered (R7); ``retryable``
+                              says whether the bundle was restored to pending
+
+Every surface maps these through exactly one table (REST status/body, MCP tool error). Messages
+are safe to show to the caller: they never carry database error text.
+"""
+
+from __future__ import annotations
+
+
+class ClarionError(Exception):
+    """Base class of every error Clarion raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ClarionError):
+    """The thing does not exist, or the caller may not see it (the two are indistinguishable)."""
+
+
+class NotActive(ClarionError):
+    """The bundle exists but is no longer active and has no winner (R2 second branch)."""
+
+
+class ValidationError(ClarionError):
+    """Caller input is invalid. ``field`` names the offending field or argument."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class InvalidOutcome(ValidationError):
+    """An outcome does not fit the bundle's questions (N6–N8b, L16)."""
+
+
+class InvalidQuestions(ValidationError):
+    """A question set submitted for a new bundle is malformed."""
+
+
+class InvalidArgument(ValidationError):
+    """A listing argument could not be parsed (L13)."""
+
+
+class ClaimError(ClarionError):
+    """The claim failed for a reason other than losing it (R4a). Not the caller's fault."""
+
+
+class DeliveryError(ClarionError):
+    """A claimed resolution could not be delivered (R7).
+
+    ``retryable`` is true when the bundle was restored to pending and may be answered again.
+    """
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+NOT_FOUND_MESSAGE = "clarification request not found"
+NOT_ACTIVE_MESSAGE = "clarification request is no longer active"

@@ -1,0 +1,141 @@
+"""The listing contract (L1–L16): visibility, the query, and the shape of one listed bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+
+import attrs
+from clarion.domain.cursor import encode_cursor
+from clarion.domain.model import Identity, Option
+from clarion.domain.rows import ClarificationRow, first_context, order_rows
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+def clamp_limit(limit: int | None) -> int:
+    """L10: absent or below 1 → 50; above 200 → 200."""
+    if limit is None or limit < 1:
+        return DEFAULT_LIMIT
+    return min(limit, MAX_LIMIT)
+
+
+@attrs.frozen
+class Visibility:
+    """Which workspaces a caller sees (L1a). Unscoped callers see everything."""
+
+    unscoped: bool
+    workspace_ids: frozenset[str] = frozenset()
+
+    @classmethod
+    def everything(cls) -> Visibility:
+        return cls(unscoped=True)
+
+    @classmethod
+    def only(cls, workspace_ids: Collection[str]) -> Visibility:
+        return cls(unscoped=False, workspace_ids=frozenset(workspace_ids))
+
+
+def workspace_visible_to(owner_id: str, identity: Identity) -> bool:
+    """A workspace is visible when unowned or owned by the caller (spec "Permissions")."""
+    return not identity.is_scoped or owner_id == "" or owner_id == identity.user_id
+
+
+def task_visible(visibility: Visibility, task_workspace_id: str, workspace_exists: bool) -> bool:
+    """L1c: unscoped, or the task's workspace is empty, dangling, or in the visible set."""
+    return (
+        visibility.unscoped
+        or task_workspace_id == ""
+        or not workspace_exists
+        or task_workspace_id in visibility.workspace_ids
+    )
+
+
+@attrs.frozen
+class ListQuery:
+    """One page request. ``workspace_id == ""`` means "not supplied" (L7a.4)."""
+
+    visibility: Visibility
+    limit: int = DEFAULT_LIMIT
+    workspace_id: str = ""
+    created_since: datetime | None = None
+    after: tuple[datetime, str] | None = None  # decoded cursor (L9)
+
+
+@attrs.frozen
+class ListedQuestion:
+    """L4: one question of a listed bundle; every field always present (L4a)."""
+
+    question_id: str
+    title: str
+    prompt: str
+    status: str
+    options: tuple[Option, ...]
+
+
+@attrs.frozen
+class ListedBundle:
+    """L3: one listed bundle."""
+
+    pending_id: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+    context: str
+    questions: tuple[ListedQuestion, ...]
+
+    def age_seconds(self, now: datetime) -> int:
+        """D7: server clock minus ``created_at``, floored at 0."""
+        return max(0, int((now - self.created_at).total_seconds()))
+
+    @property
+    def cursor(self) -> str:
+        return encode_cursor(self.created_at, self.pending_id)
+
+
+@attrs.frozen
+class ListPage:
+    """A page of bundles in L6 order; ``has_more`` when a further page exists (L9)."""
+
+    bundles: tuple[ListedBundle, ...]
+    has_more: bool
+
+    @property
+    def next_cursor(self) -> str:
+        return self.bundles[-1].cursor if self.has_more and self.bundles else ""
+
+
+def bundle_order_key(bundle: ListedBundle) -> tuple[datetime, str]:
+    """L6: ``created_at`` ascending, then ``pending_id`` ascending."""
+    return (bundle.created_at, bundle.pending_id)
+
+
+def after_position(bundle: ListedBundle, query: ListQuery) -> bool:
+    """L8 and L9: at or after ``created_since`` and strictly after the cursor."""
+    if query.created_since is not None and bundle.created_at < query.created_since:
+        return False
+    return query.after is None or bundle_order_key(bundle) > query.after
+
+
+def listed_bundle(pending_id: str, task_id: str, rows: Sequence[ClarificationRow]) -> ListedBundle:
+    """Build the L3/L4 view of a bundle from its rows (D1 ``created_at``, D2 question order)."""
+    ordered = order_rows(rows)
+    questions = tuple(
+        ListedQuestion(
+            question_id=row.question_id,
+            title=row.question.title if row.question else "",
+            prompt=row.question.prompt if row.question else "",
+            status=row.display_status,
+            options=row.question.options if row.question else (),
+        )
+        for row in ordered
+    )
+    return ListedBundle(
+        pending_id=pending_id,
+        task_id=task_id,
+        session_id=ordered[0].session_id,
+        created_at=min(row.created_at for row in ordered),
+        context=first_context(ordered),
+        questions=questions,
+    )

@@ -1,0 +1,314 @@
+"""The durable per-question row, read from message metadata, and the bundle built from rows.
+
+Every reader (listing, validation, claim, replay) goes through :func:`parse_row`, so they can
+never disagree on a question's id (fixes upstream §9.13) or on what counts as pending.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+from clarion.domain.model import (
+    ANSWERED,
+    CLARIFICATION_REQUEST,
+    PENDING,
+    REJECTED,
+    Answer,
+    Option,
+    Question,
+    is_pendingish,
+)
+
+
+@attrs.frozen
+class MessageRecord:
+    """A stored ``task_session_messages`` row as repositories hold it (metadata kept raw)."""
+
+    id: str
+    session_id: str
+    task_id: str
+    turn_id: str
+    type: str
+    metadata: Mapping[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    author_type: str = "agent"
+    content: str = ""
+
+
+@attrs.frozen
+class ClarificationRow:
+    """The view of one clarification row that every rule in Clarion reads."""
+
+    id: str
+    pending_id: str
+    session_id: str
+    task_id: str  # may be "" on legacy rows (M5)
+    turn_id: str
+    question_id: str  # flat ``question_id``, else ``question.id``, else ""
+    question: Question | None  # None when the ``question`` metadata is absent or unparseable
+    question_index: int  # 0 when absent or unparseable (D2)
+    status: str | None  # raw stored status; None when absent or JSON null
+    response: Answer | None  # parsed ``response`` object; None when absent or not an object
+    context: str
+    created_at: datetime
+    updated_at: datetime
+    detached: bool
+    delivery_pending: bool
+
+    @property
+    def is_pending(self) -> bool:
+        return is_pendingish(self.status)
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.status in (ANSWERED, REJECTED)
+
+    @property
+    def display_status(self) -> str:
+        """L4a: an absent or empty status is reported as ``pending``; any other value verbatim."""
+        return PENDING if self.status is None or self.status == "" else self.status
+
+
+def is_truthy(value: Any) -> bool:
+    """Upstream's truthy flag: JSON true, the strings "true"/"1", and numeric 1."""
+    if value is True:
+        return True
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int):
+        return value == 1
+    return isinstance(value, str) and value in ("true", "1")
+
+
+def question_id_from_metadata(metadata: Mapping[str, Any]) -> str:
+    """The one reading of a row's question id: flat ``question_id``, else ``question.id``."""
+    flat = metadata.get("question_id")
+    if isinstance(flat, str) and flat:
+        return flat
+    nested = metadata.get("question")
+    if isinstance(nested, Mapping):
+        nested_id = nested.get("id")
+        if isinstance(nested_id, str):
+            return nested_id
+    return ""
+
+
+def question_index_from_metadata(metadata: Mapping[str, Any]) -> int:
+    """D2: numeric ``question_index`` (int or float), else 0."""
+    raw = metadata.get("question_index")
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return 0
+    try:
+        return int(raw)
+    except (OverflowError, ValueError):  # inf / nan
+        return 0
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def status_from_metadata(metadata: Mapping[str, Any]) -> str | None:
+    """The raw status: None when absent or null; non-string values as their JSON text."""
+    raw = metadata.get("status")
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return raw
+    return json.dumps(raw)
+
+
+def parse_question(raw: Any, question_id: str) -> Question | None:
+    """Parse ``metadata.question``; options that are not objects are skipped (L15)."""
+    if not isinstance(raw, Mapping):
+        return None
+    options_raw = raw.get("options")
+    options: list[Option] = []
+    if isinstance(options_raw, list):
+        for entry in options_raw:
+            if isinstance(entry, Mapping):
+                options.append(
+                    Option(
+                        option_id=_string(entry.get("option_id")),
+                        label=_string(entry.get("label")),
+                        description=_string(entry.get("description")),
+                    )
+                )
+    return Question(
+        id=question_id,
+        prompt=_string(raw.get("prompt")),
+        title=_string(raw.get("title")),
+        options=tuple(options),
+    )
+
+
+def parse_response(raw: Any, question_id: str) -> Answer | None:
+    """Parse a stored ``response`` object; a non-object response yields None (R2b)."""
+    if not isinstance(raw, Mapping):
+        return None
+    selected = raw.get("selected_options")
+    options = tuple(s for s in selected if isinstance(s, str)) if isinstance(selected, list) else ()
+    return Answer(
+        question_id=question_id,
+        selected_options=options,
+        custom_text=_string(raw.get("custom_text")),
+    )
+
+
+def parse_row(record: MessageRecord) -> ClarificationRow:
+    """Build the clarification view of a stored message row."""
+    metadata = record.metadata
+    question_id = question_id_from_metadata(metadata)
+    return ClarificationRow(
+        id=record.id,
+        pending_id=_string(metadata.get("pending_id")),
+        session_id=record.session_id,
+        task_id=record.task_id,
+        turn_id=record.turn_id,
+        question_id=question_id,
+        question=parse_question(metadata.get("question"), question_id),
+        question_index=question_index_from_metadata(metadata),
+        status=status_from_metadata(metadata),
+        response=parse_response(metadata.get("response"), question_id),
+        context=_string(metadata.get("context")),
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        detached=is_truthy(metadata.get("agent_disconnected")),
+        delivery_pending=is_truthy(metadata.get("response_delivery_pending")),
+    )
+
+
+def d2_key(row: ClarificationRow) -> tuple[int, datetime, str]:
+    """D2: ``question_index``, then ``created_at``, then message ``id`` — a total order."""
+    return (row.question_index, row.created_at, row.id)
+
+
+def order_rows(rows: Iterable[ClarificationRow]) -> tuple[ClarificationRow, ...]:
+    """Rows in D2 order (a new tuple; the input is not changed)."""
+    return tuple(sorted(rows, key=d2_key))
+
+
+def bundle_questions(rows: Sequence[ClarificationRow]) -> tuple[Question, ...]:
+    """The bundle's question set in D2 order; an unparseable question keeps only its id."""
+    return tuple(row.question or Question(id=row.question_id) for row in order_rows(rows))
+
+
+@attrs.frozen
+class Bundle:
+    """A bundle as read by ``pending_id``: its clarification rows plus its session's task id.
+
+    ``rows`` are in D2 order. ``session_task_id`` is the session row's ``task_id`` (None when
+    the session row is missing), used by M5 when the rows carry no task id.
+    """
+
+    pending_id: str
+    rows: tuple[ClarificationRow, ...]
+    session_task_id: str | None
+
+    @property
+    def session_id(self) -> str:
+        return self.rows[0].session_id if self.rows else ""
+
+    @property
+    def task_id(self) -> str:
+        """M5: the rows' task id (the smallest non-empty one if they disagree), else the
+        session row's; "" when neither yields one (M5a)."""
+        return resolve_task_id((row.task_id for row in self.rows), self.session_task_id)
+
+    @property
+    def questions(self) -> tuple[Question, ...]:
+        return bundle_questions(self.rows)
+
+    @property
+    def context(self) -> str:
+        return first_context(self.rows)
+
+    @property
+    def created_at(self) -> datetime:
+        """D1: the minimum ``created_at`` of the bundle's rows."""
+        return min(row.created_at for row in self.rows)
+
+
+def resolve_task_id(row_task_ids: Iterable[str], session_task_id: str | None) -> str:
+    """M5 as one rule for every reader: smallest non-empty row task id, else the session's."""
+    non_empty = [task_id for task_id in row_task_ids if task_id]
+    if non_empty:
+        return min(non_empty)
+    return session_task_id or ""
+
+
+def first_context(rows: Sequence[ClarificationRow]) -> str:
+    """The bundle context: the earliest row's ``context`` string."""
+    ordered = sorted(rows, key=lambda r: (r.created_at, r.id))
+    return ordered[0].context if ordered else ""
+
+
+def make_bundle(
+    pending_id: str, rows: Iterable[ClarificationRow], session_task_id: str | None
+) -> Bundle:
+    return Bundle(pending_id=pending_id, rows=order_rows(rows), session_task_id=session_task_id)
+
+
+def clarification_metadata(
+    *,
+    pending_id: str,
+    question: Question,
+    index: int,
+    total: int,
+    context: str,
+) -> dict[str, Any]:
+    """The metadata of a new clarification row (upstream facts §1.3)."""
+    return {
+        "pending_id": pending_id,
+        "question_id": question.id,
+        "question": {
+            "id": question.id,
+            "title": question.title,
+            "prompt": question.prompt,
+            "options": [
+                {
+                    "option_id": option.option_id,
+                    "label": option.label,
+                    "description": option.description,
+                }
+                for option in question.options
+            ],
+        },
+        "question_index": index,
+        "question_total": total,
+        "context": context,
+        "status": PENDING,
+    }
+
+
+def response_metadata(answer: Answer) -> dict[str, Any]:
+    """How a normalized answer is stored in ``metadata.response`` (every key always written)."""
+    return {
+        "question_id": answer.question_id,
+        "selected_options": list(answer.selected_options),
+        "custom_text": answer.custom_text,
+    }
+
+
+__all__ = [
+    "CLARIFICATION_REQUEST",
+    "Bundle",
+    "ClarificationRow",
+    "MessageRecord",
+    "bundle_questions",
+    "clarification_metadata",
+    "d2_key",
+    "first_context",
+    "is_truthy",
+    "make_bundle",
+    "order_rows",
+    "parse_row",
+    "question_id_from_metadata",
+    "resolve_task_id",
+    "response_metadata",
+]

@@ -1,0 +1,33 @@
+"""Ports: the protocols adapters implement. Contract suites live in :mod:`clarion.ports.testing`."""
+
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository, ClaimResult, ReconcileReport
+from clarion.ports.events import Event, EventPublisher, EventSource
+from clarion.ports.host import HostRepository
+from clarion.ports.resume import ResumeDispatcher, ResumeRefused, ResumeRequest
+from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.tokens import TokenStore
+from clarion.ports.waiters import Confirm, Delivery, DeliveryResult, WaitEnd, WaitEnded, Waiters
+
+__all__ = [
+    "ClaimRepository",
+    "ClaimResult",
+    "Clock",
+    "Confirm",
+    "Delivery",
+    "DeliveryResult",
+    "Event",
+    "EventPublisher",
+    "EventSource",
+    "HostRepository",
+    "IdGenerator",
+    "ReconcileReport",
+    "ResumeDispatcher",
+    "ResumeRefused",
+    "ResumeRequest",
+    "TaskAuthorizer",
+    "TokenStore",
+    "WaitEnd",
+    "WaitEnded",
+    "Waiters",
+]

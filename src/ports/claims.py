@@ -1,0 +1,143 @@
+"""The claim repository: durable clarification rows, the one claim, and the list query."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import attrs
+from clarion.domain.listing import ListPage, ListQuery
+from clarion.domain.model import Answer, Question
+from clarion.domain.rows import Bundle, ClarificationRow
+
+
+@attrs.frozen
+class ClaimResult:
+    """What the claim returns. ``claimed`` is True for exactly one caller per active bundle.
+
+    On a win ``rows`` are the rows this claim transitioned (with their new metadata) and
+    ``responded_at`` is the timestamp the claim wrote to them (their ``updated_at``). On a loss
+    ``rows`` is empty and ``responded_at`` is None.
+    """
+
+    claimed: bool
+    rows: tuple[ClarificationRow, ...] = ()
+    responded_at: datetime | None = None
+
+    @property
+    def claimed_ids(self) -> tuple[str, ...]:
+        return tuple(row.id for row in self.rows)
+
+
+@attrs.frozen
+class ReconcileReport:
+    """Startup reconciliation of rows left with ``response_delivery_pending`` (facts §4.6)."""
+
+    restored: tuple[str, ...] = ()  # pending ids made answerable again
+    finalized: tuple[str, ...] = ()  # pending ids whose marker was cleared, status kept
+
+
+class ClaimRepository(Protocol):
+    """Durable clarification rows and every transition on them.
+
+    Contract (checked by ``clarion.ports.testing.claims``):
+
+    - *Active* is D4: a bundle is active iff one of its clarification rows has a pending-ish
+      status (absent, "" or "pending"), lies on its session's current turn (newest by
+      ``started_at``, ``created_at``, ``id``), and the session is not COMPLETED, FAILED or
+      CANCELLED. Detached rows stay active.
+    - A bundle is *well formed* iff every message carrying its ``pending_id`` is a
+      clarification row on one session and one turn. Malformed bundles never claim and are
+      never listed.
+    - ``complete_active_bundle`` is the only claim. Among any number of concurrent callers on
+      one active bundle exactly one gets ``claimed=True``; it transitions the pending rows (only
+      those) to ``terminal`` in one transaction, writing ``response`` (answered only, keyed by
+      the row's question id), ``response_delivery_pending=true`` and ``updated_at``. Every other
+      caller gets ``claimed=False`` and nothing is written.
+    - Lookups by ``pending_id`` consider clarification rows only.
+    - Timestamps are UTC with microsecond precision, identical for every reader.
+
+    Methods raise :class:`clarion.domain.errors.ClaimError` (or let a driver error through)
+    when the store fails; they never raise for a lost claim.
+    """
+
+    def create_bundle(
+        self,
+        *,
+        pending_id: str,
+        session_id: str,
+        task_id: str,
+        questions: Sequence[Question],
+        context: str,
+    ) -> Bundle:
+        """Write one pending row per question on the session's current turn (starting a turn
+        when the session has none). Raises :class:`NotFound` when the session does not exist."""
+        ...
+
+    def load_bundle(self, pending_id: str) -> Bundle | None:
+        """The bundle's clarification rows (any session, turn or status) in D2 order, with its
+        session's task id; None when no clarification row carries ``pending_id``."""
+        ...
+
+    def complete_active_bundle(
+        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+    ) -> ClaimResult:
+        """The claim. ``terminal`` is "answered" or "rejected" (anything else raises
+        ``ValueError``); ``responses`` maps question id → normalized answer (None to reject)."""
+        ...
+
+    def finalize_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        """Clear ``response_delivery_pending`` on exactly the claimed rows, which must all still
+        carry ``terminal`` and the marker; None (nothing written) otherwise. Leaves
+        ``updated_at`` alone so every reader keeps the claim's timestamp."""
+        ...
+
+    def restore_active_bundle(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        """Roll a claimed, undelivered bundle back to pending (dropping ``response`` and the
+        marker, keeping ``agent_disconnected``). Only when every claimed row still carries
+        ``terminal`` and the marker, on the current turn of a non-terminal session, and the
+        bundle is well formed; None (nothing written) otherwise."""
+        ...
+
+    def expire_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        """Mark the bundle's pending current-turn rows ``expired`` and detached (any session
+        state); returns the changed rows."""
+        ...
+
+    def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
+        """Set ``agent_disconnected`` on the session's pending current-turn rows that are not
+        already detached, status untouched; returns the changed rows (empty on repeat)."""
+        ...
+
+    def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
+        """Pending ids with a pending-ish row on the session's current turn (no session-state
+        check: the workflow-guard reading), in creation order."""
+        ...
+
+    def session_has_active_bundle(self, session_id: str) -> bool:
+        """The workflow guard: ``bool(active_pending_ids(session_id))``."""
+        ...
+
+    def list_active_bundles(self, query: ListQuery) -> ListPage:
+        """L1–L16 in one query: active, well-formed bundles whose every row has a question id,
+        whose M5 task exists and is visible per L1c (and matches ``workspace_id`` when given),
+        at/after ``created_since``, strictly after ``after``, in L6 order, ``limit`` bundles
+        with ``has_more`` when more exist."""
+        ...
+
+    def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
+        """§4.11: session id → "clarification" for non-terminal sessions with an active
+        bundle on their current turn; sessions with nothing pending are absent."""
+        ...
+
+    def reconcile_undelivered(self) -> ReconcileReport:
+        """Startup: for each bundle with rows still marked ``response_delivery_pending``,
+        restore it to pending when it is still restorable, else clear the marker."""
+        ...
