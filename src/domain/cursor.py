@@ -11,8 +11,10 @@ from clarion.domain.errors import InvalidArgument
 
 def encode_cursor(created_at: datetime, pending_id: str) -> str:
     """Unpadded URL-safe base64 of ``<created_at ISO-8601 UTC, microseconds>|<pending_id>``."""
-    stamp = created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    raw = f"{stamp}|{pending_id}".encode()
+    # isoformat, not strftime: strftime("%Y") drops the zero padding of years before 1000,
+    # which strptime("%Y") then cannot read back (L13 round-trip).
+    stamp = created_at.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+    raw = f"{stamp}Z|{pending_id}".encode()
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
@@ -30,7 +32,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         created_at = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     except ValueError as exc:
         raise InvalidArgument("cursor: malformed cursor timestamp", field="cursor") from exc
-    if encode_cursor(created_at, pending_id) != cursor.rstrip("="):
+    if encode_cursor(created_at, pending_id) != cursor:
         # Non-canonical encodings would make two cursors mean one position; refuse them.
         raise InvalidArgument("cursor: malformed cursor", field="cursor")
     return created_at, pending_id

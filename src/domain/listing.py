@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 
 import attrs
+
 from clarion.domain.cursor import encode_cursor
 from clarion.domain.model import Identity, Option
 from clarion.domain.rows import ClarificationRow, first_context, order_rows

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 import attrs
+
 from clarion.domain.errors import InvalidQuestions
 from clarion.domain.model import Option, Question
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
+
 from clarion.domain.model import (
     ANSWERED,
     CLARIFICATION_REQUEST,
