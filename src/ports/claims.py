@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 import attrs
+
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import Answer, Question
 from clarion.domain.rows import Bundle, ClarificationRow
@@ -111,6 +112,14 @@ class ClaimRepository(Protocol):
         state); returns the changed rows."""
         ...
 
+    def cancel_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        """Operator cancel (A9): like ``expire_active_bundle`` but writing ``cancelled`` — the
+        bundle's pending current-turn rows become ``cancelled`` and detached (any session
+        state); rows that are already terminal are left alone. Returns the changed rows."""
+        ...
+
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
         """Set ``agent_disconnected`` on the session's pending current-turn rows that are not
         already detached, status untouched; returns the changed rows (empty on repeat)."""
@@ -129,7 +138,7 @@ class ClaimRepository(Protocol):
         """L1–L16 in one query: active, well-formed bundles whose every row has a question id,
         whose M5 task exists and is visible per L1c (and matches ``workspace_id`` when given),
         at/after ``created_since``, strictly after ``after``, in L6 order, ``limit`` bundles
-        with ``has_more`` when more exist."""
+        (clamped per L10) with ``has_more`` when more exist."""
         ...
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:

@@ -81,8 +81,12 @@ class HostRepository(Protocol):
         author_type: str = "user",
         type: str = "message",
         metadata: Mapping[str, Any] | None = None,
+        task_id: str | None = None,
     ) -> MessageRecord:
-        """Append a transcript message to a turn of the session."""
+        """Append a transcript message to a turn of the session (``created_at = updated_at =``
+        the clock's now; ``metadata`` is copied). ``task_id`` None stores the session's task id;
+        "" stores the legacy empty task id (M5). Raises ``NotFound`` when the session does not
+        exist or ``turn_id`` is not one of its turns."""
         ...
 
     def list_messages(self, session_id: str) -> tuple[MessageRecord, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 import attrs
+
 from clarion.domain.model import Answer
 
 
@@ -19,6 +20,10 @@ class ResumeRequest:
     prompt: str  # the resume prompt (upstream facts §2.10)
     answers: tuple[Answer, ...]
     rejected: bool
+
+
+RESUME_MESSAGE_TYPE = "resume"
+"""The transcript message type under which a durable outbox records a resume prompt."""
 
 
 class ResumeRefused(Exception):

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import attrs
+
 from clarion.domain.model import Resolution
 
 
@@ -51,6 +52,9 @@ class Waiters(Protocol):
     Contract (checked by ``clarion.ports.testing.waiters``):
 
     - ``register`` creates an entry for a pending id in a session (idempotent).
+    - A task counts as waiting from the first step of its ``wait`` call (before it first
+      yields), so a caller may register, start waiting, and only then make the bundle visible
+      without an answer slipping past it.
     - ``wait`` blocks (one event per entry, no thread) until the entry is delivered, cancelled or
       the timeout elapses. On delivery the waiter runs the responder's ``confirm`` exactly once
       before returning the resolution; if ``confirm`` raises, the wait ends with

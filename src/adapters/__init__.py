@@ -1,0 +1,1 @@
+"""Adapters: the in-memory, SQL, REST, MCP and web implementations of Clarion's ports."""

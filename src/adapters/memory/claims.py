@@ -1,0 +1,362 @@
+"""The in-memory :class:`clarion.ports.ClaimRepository`: the executable reference of D4, the
+claim (upstream facts §4.5), finalize/restore (§4.6), expire/detach (§4.2, §4.3), the list
+query (§7, L1–L16 with the §9.13/§9.14 fixes) and the pending-action projection (§4.11).
+
+It reads every row through :func:`clarion.domain.rows.parse_row` and decides membership with
+the domain functions, so it is also the oracle the SQL repository is tested against.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+import structlog
+
+from clarion.adapters.memory.listing import list_active_bundles
+from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
+from clarion.domain.activeness import (
+    pending_action_for_session,
+)
+from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.host import Turn
+from clarion.domain.listing import (
+    ListPage,
+    ListQuery,
+)
+from clarion.domain.model import (
+    ANSWERED,
+    CANCELLED,
+    CLARIFICATION_REQUEST,
+    EXPIRED,
+    PENDING,
+    TERMINAL_OUTCOMES,
+    Answer,
+    Question,
+)
+from clarion.domain.rows import (
+    Bundle,
+    ClarificationRow,
+    MessageRecord,
+    clarification_metadata,
+    make_bundle,
+    order_rows,
+    parse_row,
+    response_metadata,
+)
+from clarion.ports.claims import ClaimResult, ReconcileReport
+from clarion.ports.system import Clock, IdGenerator
+
+logger = structlog.get_logger(__name__)
+
+DELIVERY_PENDING = "response_delivery_pending"
+DETACHED = "agent_disconnected"
+
+
+class InMemoryClaimRepository:
+    """Clarification rows in an :class:`InMemoryStore`; every operation holds the store lock,
+    so each is one atomic step and exactly one concurrent claim can win."""
+
+    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _rows(self, pending_id: str) -> list[tuple[MessageRecord, ClarificationRow]]:
+        """The bundle's clarification rows (lookups never see other message types, §9.17)."""
+        return [
+            (record, parse_row(record))
+            for record in self._store.records_with_pending_id(pending_id)
+            if record.type == CLARIFICATION_REQUEST
+        ]
+
+    def load_bundle(self, pending_id: str) -> Bundle | None:
+        with self._store.lock:
+            rows = order_rows(row for _, row in self._rows(pending_id))
+            if not rows:
+                return None
+            return make_bundle(pending_id, rows, self._store.session_task_id(rows[0].session_id))
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _write(
+        self,
+        record: MessageRecord,
+        change: Callable[[dict[str, Any]], None],
+        updated_at: datetime | None,
+    ) -> ClarificationRow:
+        metadata = copy.deepcopy(dict(record.metadata))
+        change(metadata)
+        new = attrs.evolve(
+            record,
+            metadata=frozen_metadata(metadata),
+            updated_at=record.updated_at if updated_at is None else updated_at,
+        )
+        self._store.put_message(new)
+        return parse_row(new)
+
+    def create_bundle(
+        self,
+        *,
+        pending_id: str,
+        session_id: str,
+        task_id: str,
+        questions: Sequence[Question],
+        context: str,
+    ) -> Bundle:
+        with self._store.lock:
+            session = self._store.sessions.get(session_id)
+            if session is None:
+                raise NotFound(f"session not found: {session_id}")
+            turn_id = self._store.current_turn_id(session_id)
+            if turn_id is None:
+                turn_id = self._start_turn(session_id)
+            rows = []
+            for index, question in enumerate(questions):
+                now = self._clock.now()
+                record = MessageRecord(
+                    id=self._ids.new_id(),
+                    session_id=session_id,
+                    task_id=task_id,
+                    turn_id=turn_id,
+                    type=CLARIFICATION_REQUEST,
+                    metadata=frozen_metadata(
+                        clarification_metadata(
+                            pending_id=pending_id,
+                            question=question,
+                            index=index,
+                            total=len(questions),
+                            context=context,
+                        )
+                    ),
+                    created_at=now,
+                    updated_at=now,
+                    author_type="agent",
+                    content=question.prompt,
+                )
+                self._store.put_message(record)
+                rows.append(parse_row(record))
+            return make_bundle(pending_id, rows, session.task_id)
+
+    def _start_turn(self, session_id: str) -> str:
+        now = self._clock.now()
+        turn = Turn(id=self._ids.new_id(), session_id=session_id, started_at=now, created_at=now)
+        self._store.put_turn(turn)
+        return turn.id
+
+    def complete_active_bundle(
+        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+    ) -> ClaimResult:
+        if terminal not in TERMINAL_OUTCOMES:
+            raise ValueError(f"invalid clarification terminal status {terminal!r}")
+        with self._store.lock:
+            if not self._store.bundle_is_well_formed(pending_id):
+                return ClaimResult(claimed=False)
+            # Only the pending rows of a (legacy, mixed) bundle are claimed (§4.5, L12).
+            claimed = [
+                (rec, row) for rec, row in self._rows(pending_id) if self._store.row_is_active(row)
+            ]
+            if not claimed:
+                return ClaimResult(claimed=False)
+            changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
+            now = self._clock.now()
+            rows = [self._write(rec, change, now) for rec, change in changes]
+        logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
+        return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
+
+    @staticmethod
+    def _claim_change(
+        row: ClarificationRow, terminal: str, responses: Mapping[str, Answer] | None
+    ) -> Callable[[dict[str, Any]], None]:
+        """Check one row before anything is written (any failure aborts the whole claim)."""
+        if not row.question_id:
+            raise ClaimError(f"clarification message {row.id} is missing question_id")
+        answer: Answer | None = None
+        if terminal == ANSWERED:
+            answer = (responses or {}).get(row.question_id)
+            if answer is None:
+                raise ClaimError(f"missing response for clarification question {row.question_id}")
+
+        def change(metadata: dict[str, Any]) -> None:
+            metadata["status"] = terminal
+            metadata[DELIVERY_PENDING] = True
+            if answer is not None:
+                metadata["response"] = response_metadata(answer)
+
+        return change
+
+    def _delivery_rows(self, pending_id: str) -> list[tuple[MessageRecord, ClarificationRow]]:
+        return [(rec, row) for rec, row in self._rows(pending_id) if row.delivery_pending]
+
+    def finalize_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        wanted = list(claimed_ids)
+        with self._store.lock:
+            marked = self._delivery_rows(pending_id)
+            if not _exact_claim(wanted, marked, terminal):
+                return None
+            # updated_at stays the claim's, so winner and loser report one responded_at.
+            rows = [self._write(rec, _drop(DELIVERY_PENDING), None) for rec, _ in marked]
+            return order_rows(rows)
+
+    def restore_active_bundle(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        wanted = list(claimed_ids)
+        if not wanted or len(set(wanted)) != len(wanted):
+            return None
+        with self._store.lock:
+            if not self._store.bundle_is_well_formed(pending_id):
+                return None
+            restorable = {
+                rec.id: (rec, row)
+                for rec, row in self._delivery_rows(pending_id)
+                if self._is_active_claimed(row)
+            }
+            picked = [restorable.get(message_id) for message_id in wanted]
+            if any(item is None or item[1].status != terminal for item in picked):
+                return None
+            now = self._clock.now()
+            rows = [self._write(item[0], _restore, now) for item in picked if item is not None]
+            return order_rows(rows)
+
+    def _is_active_claimed(self, row: ClarificationRow) -> bool:
+        """Restorable: on the current turn of a non-terminal session (status aside)."""
+        return self._store.row_is_active(attrs.evolve(row, status=PENDING))
+
+    def expire_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        return self._end_bundle(session_id, pending_id, EXPIRED)
+
+    def cancel_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        return self._end_bundle(session_id, pending_id, CANCELLED)
+
+    def _end_bundle(
+        self, session_id: str, pending_id: str, status: str
+    ) -> tuple[ClarificationRow, ...]:
+        """Expire or cancel: pending current-turn rows of the bundle in ``session_id`` (any
+        session state) become ``status`` and detached; terminal siblings are left alone."""
+
+        def change(metadata: dict[str, Any]) -> None:
+            metadata["status"] = status
+            metadata[DETACHED] = True
+
+        with self._store.lock:
+            targets = [
+                rec
+                for rec, row in self._rows(pending_id)
+                if row.session_id == session_id
+                and self._store.row_is_active(row, live_session=False)
+            ]
+            now = self._clock.now() if targets else None
+            rows = [self._write(rec, change, now) for rec in targets]
+        return order_rows(rows)
+
+    def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
+        with self._store.lock:
+            targets = [
+                rec
+                for rec, row in self._session_rows(session_id)
+                if not row.detached and self._store.row_is_active(row, live_session=False)
+            ]
+            now = self._clock.now() if targets else None
+            rows = [self._write(rec, _detach, now) for rec in targets]
+        return order_rows(rows)
+
+    def _session_rows(self, session_id: str) -> list[tuple[MessageRecord, ClarificationRow]]:
+        return [
+            (record, parse_row(record))
+            for record in self._store.session_messages(session_id)
+            if record.type == CLARIFICATION_REQUEST
+        ]
+
+    def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
+        with self._store.lock:
+            first_seen: dict[str, tuple[datetime, str]] = {}
+            for _, row in self._session_rows(session_id):
+                if row.pending_id and self._store.row_is_active(row, live_session=False):
+                    key = (row.created_at, row.id)
+                    first_seen[row.pending_id] = min(first_seen.get(row.pending_id, key), key)
+        return tuple(sorted(first_seen, key=lambda pid: (first_seen[pid], pid)))
+
+    def session_has_active_bundle(self, session_id: str) -> bool:
+        return bool(self.active_pending_ids(session_id))
+
+    def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
+        actions: dict[str, str] = {}
+        with self._store.lock:
+            for session_id in set(session_ids):
+                session = self._store.sessions.get(session_id)
+                if session is None:
+                    continue
+                rows = (row for _, row in self._session_rows(session_id))
+                action = pending_action_for_session(
+                    rows, session, self._store.current_turn_id(session_id)
+                )
+                if action is not None:
+                    actions[session_id] = action
+        return actions
+
+    def reconcile_undelivered(self) -> ReconcileReport:
+        restored: list[str] = []
+        finalized: list[str] = []
+        with self._store.lock:
+            rows = (parse_row(record) for record in self._store.clarification_records())
+            pending_ids = sorted(
+                {row.pending_id for row in rows if row.delivery_pending and row.pending_id}
+            )
+            for pending_id in pending_ids:
+                marked = self._delivery_rows(pending_id)
+                statuses = {row.status for _, row in marked}
+                ids = [rec.id for rec, _ in marked]
+                status = next(iter(statuses)) if len(statuses) == 1 else None
+                if status is not None and self.restore_active_bundle(pending_id, status, ids):
+                    restored.append(pending_id)
+                    continue
+                for rec, _ in marked:
+                    self._write(rec, _drop(DELIVERY_PENDING), None)
+                finalized.append(pending_id)
+        return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
+
+    def list_active_bundles(self, query: ListQuery) -> ListPage:
+        return list_active_bundles(self._store, query)
+
+
+def _exact_claim(
+    wanted: Iterable[str], marked: Sequence[tuple[MessageRecord, ClarificationRow]], terminal: str
+) -> bool:
+    """The marked rows are exactly the claimed ids and all still carry ``terminal``."""
+    wanted_ids = list(wanted)
+    marked_ids = {rec.id for rec, _ in marked}
+    return (
+        bool(wanted_ids)
+        and len(set(wanted_ids)) == len(wanted_ids)
+        and set(wanted_ids) == marked_ids
+        and all(row.status == terminal for _, row in marked)
+    )
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    def change(metadata: dict[str, Any]) -> None:
+        metadata.pop(key, None)
+
+    return change
+
+
+def _restore(metadata: dict[str, Any]) -> None:
+    metadata["status"] = PENDING
+    metadata.pop("response", None)
+    metadata.pop(DELIVERY_PENDING, None)
+
+
+def _detach(metadata: dict[str, Any]) -> None:
+    metadata[DETACHED] = True

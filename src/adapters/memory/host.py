@@ -1,0 +1,181 @@
+"""The in-memory :class:`clarion.ports.HostRepository`."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import attrs
+
+from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
+from clarion.domain.errors import NotFound
+from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.model import SessionState
+from clarion.domain.rows import MessageRecord
+from clarion.ports.system import Clock, IdGenerator
+
+
+class InMemoryHostRepository:
+    """Workspaces, tasks, sessions, turns and the transcript, held in an :class:`InMemoryStore`."""
+
+    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+
+    def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
+        with self._store.lock:
+            workspace = Workspace(
+                id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
+            )
+            self._store.workspaces[workspace.id] = workspace
+            return workspace
+
+    def get_workspace(self, workspace_id: str) -> Workspace | None:
+        with self._store.lock:
+            return self._store.workspaces.get(workspace_id)
+
+    def list_workspaces(self) -> tuple[Workspace, ...]:
+        with self._store.lock:
+            return tuple(
+                sorted(self._store.workspaces.values(), key=lambda w: (w.created_at, w.id))
+            )
+
+    def create_task(self, title: str, workspace_id: str = "") -> Task:
+        with self._store.lock:
+            task = Task(
+                id=self._ids.new_id(),
+                title=title,
+                workspace_id=workspace_id,
+                created_at=self._clock.now(),
+            )
+            self._store.tasks[task.id] = task
+            return task
+
+    def get_task(self, task_id: str) -> Task | None:
+        with self._store.lock:
+            return self._store.tasks.get(task_id)
+
+    def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
+        with self._store.lock:
+            tasks = [
+                task
+                for task in self._store.tasks.values()
+                if not workspace_id or task.workspace_id == workspace_id
+            ]
+            return tuple(sorted(tasks, key=lambda t: (t.created_at, t.id)))
+
+    def delete_task(self, task_id: str) -> bool:
+        with self._store.lock:
+            return self._store.delete_task(task_id)
+
+    def create_session(
+        self, task_id: str, *, is_primary: bool = False, agent_token_hash: str = ""
+    ) -> tuple[Session, Turn]:
+        with self._store.lock:
+            if task_id not in self._store.tasks:
+                raise NotFound(f"task not found: {task_id}")
+            now = self._clock.now()
+            session = Session(
+                id=self._ids.new_id(),
+                task_id=task_id,
+                state=SessionState.RUNNING,
+                is_primary=is_primary,
+                created_at=now,
+                updated_at=now,
+                agent_token_hash=agent_token_hash,
+            )
+            self._store.sessions[session.id] = session
+            return session, self._new_turn(session.id)
+
+    def get_session(self, session_id: str) -> Session | None:
+        with self._store.lock:
+            return self._store.sessions.get(session_id)
+
+    def sessions_for_tasks(self, task_ids: Collection[str]) -> dict[str, tuple[Session, ...]]:
+        wanted = set(task_ids)
+        with self._store.lock:
+            grouped: dict[str, list[Session]] = {}
+            for session in self._store.sessions.values():
+                if session.task_id in wanted:
+                    grouped.setdefault(session.task_id, []).append(session)
+        return {
+            task_id: tuple(sorted(sessions, key=lambda s: (s.created_at, s.id)))
+            for task_id, sessions in grouped.items()
+        }
+
+    def set_session_state(
+        self, session_id: str, state: str, *, expected: Collection[str] | None = None
+    ) -> Session | None:
+        with self._store.lock:
+            session = self._store.sessions.get(session_id)
+            if session is None or (expected is not None and session.state not in expected):
+                return None
+            updated = attrs.evolve(session, state=state, updated_at=self._clock.now())
+            self._store.sessions[session_id] = updated
+            return updated
+
+    def start_turn(self, session_id: str) -> Turn:
+        with self._store.lock:
+            if session_id not in self._store.sessions:
+                raise NotFound(f"session not found: {session_id}")
+            return self._new_turn(session_id)
+
+    def _new_turn(self, session_id: str) -> Turn:
+        now = self._clock.now()
+        turn = Turn(id=self._ids.new_id(), session_id=session_id, started_at=now, created_at=now)
+        self._store.put_turn(turn)
+        return turn
+
+    def current_turn(self, session_id: str) -> Turn | None:
+        with self._store.lock:
+            turn_id = self._store.current_turn_id(session_id)
+            return self._store.turns[turn_id] if turn_id is not None else None
+
+    def complete_current_turn(self, session_id: str) -> Turn | None:
+        with self._store.lock:
+            turn = self.current_turn(session_id)
+            if turn is None or turn.completed_at is not None:
+                return turn
+            completed = attrs.evolve(turn, completed_at=self._clock.now())
+            self._store.put_turn(completed)
+            return completed
+
+    def append_message(
+        self,
+        session_id: str,
+        *,
+        turn_id: str,
+        content: str,
+        author_type: str = "user",
+        type: str = "message",
+        metadata: Mapping[str, Any] | None = None,
+        task_id: str | None = None,
+    ) -> MessageRecord:
+        with self._store.lock:
+            session = self._store.sessions.get(session_id)
+            if session is None:
+                raise NotFound(f"session not found: {session_id}")
+            turn = self._store.turns.get(turn_id)
+            if turn is None or turn.session_id != session_id:
+                raise NotFound(f"turn not found: {turn_id}")
+            now = self._clock.now()
+            record = MessageRecord(
+                id=self._ids.new_id(),
+                session_id=session_id,
+                task_id=session.task_id if task_id is None else task_id,
+                turn_id=turn_id,
+                type=type,
+                metadata=frozen_metadata(metadata or {}),
+                created_at=now,
+                updated_at=now,
+                author_type=author_type,
+                content=content,
+            )
+            self._store.put_message(record)
+            return record
+
+    def list_messages(self, session_id: str) -> tuple[MessageRecord, ...]:
+        with self._store.lock:
+            records = list(self._store.session_messages(session_id))
+        return tuple(sorted(records, key=lambda m: (m.created_at, m.id)))

@@ -1,0 +1,63 @@
+"""The in-memory list query (L1–L16, M5, M5a; upstream facts §7 with the §9.13/§9.14 fixes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from clarion.adapters.memory.store import InMemoryStore
+from clarion.domain.listing import (
+    ListedBundle,
+    ListPage,
+    ListQuery,
+    after_position,
+    bundle_order_key,
+    clamp_limit,
+    listed_bundle,
+    task_visible,
+)
+from clarion.domain.rows import ClarificationRow, parse_row, resolve_task_id
+
+
+def list_active_bundles(store: InMemoryStore, query: ListQuery) -> ListPage:
+    """One page of active, answerable, visible bundles in L6 order.
+
+    Visibility and every other filter are predicates applied before the limit, so ``limit``
+    counts returned bundles (L1a); ``has_more`` comes from looking one bundle further (L9).
+    """
+    limit = clamp_limit(query.limit)
+    with store.lock:
+        grouped: dict[str, list[ClarificationRow]] = {}
+        for record in store.clarification_records():
+            row = parse_row(record)
+            if row.pending_id:
+                grouped.setdefault(row.pending_id, []).append(row)
+        matches = [
+            listed
+            for pending_id, rows in grouped.items()
+            if (listed := _listable(store, pending_id, rows, query)) is not None
+        ]
+    matches.sort(key=bundle_order_key)
+    return ListPage(bundles=tuple(matches[:limit]), has_more=len(matches) > limit)
+
+
+def _listable(
+    store: InMemoryStore, pending_id: str, rows: Sequence[ClarificationRow], query: ListQuery
+) -> ListedBundle | None:
+    # §9.14: the claim's malformed guard; L16: every row has a question id; D4/L2a: active.
+    if not store.bundle_is_well_formed(pending_id) or any(not row.question_id for row in rows):
+        return None
+    if not any(store.row_is_active(row) for row in rows):
+        return None
+    task_id = resolve_task_id(
+        (row.task_id for row in rows), store.session_task_id(rows[0].session_id)
+    )
+    task = store.tasks.get(task_id)
+    if task is None:  # M5a: an inner join on an existing task
+        return None
+    workspace_exists = task.workspace_id in store.workspaces
+    if not task_visible(query.visibility, task.workspace_id, workspace_exists):  # L1c
+        return None
+    if query.workspace_id and task.workspace_id != query.workspace_id:  # L7, L7a
+        return None
+    listed = listed_bundle(pending_id, task_id, rows)
+    return listed if after_position(listed, query) else None  # L8, L9, L14

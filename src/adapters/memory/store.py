@@ -1,0 +1,125 @@
+"""One in-memory world shared by the in-memory repositories, guarded by one re-entrant lock.
+
+Every repository method takes ``store.lock`` for its whole read-modify-write, which is what
+makes the in-memory claim a single atomic step (the analogue of one SQL transaction).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from clarion.domain.activeness import bundle_is_well_formed, current_turn_id, row_is_active
+from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
+from clarion.domain.model import CLARIFICATION_REQUEST
+from clarion.domain.rows import ClarificationRow, MessageRecord
+
+
+def frozen_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A private deep copy behind a read-only view: callers can neither change what they
+    passed in after the write nor change the stored row through what they read."""
+    return MappingProxyType(copy.deepcopy(dict(metadata)))
+
+
+@attrs.define
+class InMemoryStore:
+    """Workspaces, tasks, sessions, turns, messages, users and tokens, keyed by id.
+
+    Values are immutable records; writers replace them. Turns and messages are written through
+    :meth:`put_turn` and :meth:`put_message`, which keep the per-session and per-pending-id
+    indexes that make lookups independent of the size of the whole store.
+    """
+
+    workspaces: dict[str, Workspace] = attrs.field(factory=dict)
+    tasks: dict[str, Task] = attrs.field(factory=dict)
+    sessions: dict[str, Session] = attrs.field(factory=dict)
+    turns: dict[str, Turn] = attrs.field(factory=dict)
+    messages: dict[str, MessageRecord] = attrs.field(factory=dict)
+    users: dict[str, User] = attrs.field(factory=dict)
+    tokens: dict[str, AccessToken] = attrs.field(factory=dict)
+    lock: threading.RLock = attrs.field(factory=threading.RLock)
+    _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
+    _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
+    _messages_by_pending: dict[Any, dict[str, None]] = attrs.field(factory=dict, init=False)
+
+    def collection_names(self) -> tuple[str, ...]:
+        """The stores this world keeps (the P1 structural check reads this)."""
+        return ("workspaces", "tasks", "sessions", "turns", "messages", "users", "tokens")
+
+    def put_turn(self, turn: Turn) -> None:
+        self.turns[turn.id] = turn
+        self._turns_by_session.setdefault(turn.session_id, {})[turn.id] = None
+
+    def put_message(self, record: MessageRecord) -> None:
+        old = self.messages.get(record.id)
+        if old is not None:
+            self._unindex(old)
+        self.messages[record.id] = record
+        self._messages_by_session.setdefault(record.session_id, {})[record.id] = None
+        key = _pending_key(record)
+        if key is not None:
+            self._messages_by_pending.setdefault(key, {})[record.id] = None
+
+    def _unindex(self, record: MessageRecord) -> None:
+        self._messages_by_session.get(record.session_id, {}).pop(record.id, None)
+        key = _pending_key(record)
+        if key is not None:
+            self._messages_by_pending.get(key, {}).pop(record.id, None)
+
+    def session_turns(self, session_id: str) -> Iterator[Turn]:
+        return (self.turns[tid] for tid in self._turns_by_session.get(session_id, {}))
+
+    def session_messages(self, session_id: str) -> Iterator[MessageRecord]:
+        return (self.messages[mid] for mid in self._messages_by_session.get(session_id, {}))
+
+    def current_turn_id(self, session_id: str) -> str | None:
+        """D4's current turn: newest by ``started_at``, ``created_at``, ``id``."""
+        return current_turn_id(self.session_turns(session_id))
+
+    def row_is_active(self, row: ClarificationRow, *, live_session: bool = True) -> bool:
+        """D4 for one row against this world (``live_session=False``: the guard variant)."""
+        session = self.sessions.get(row.session_id)
+        current = self.current_turn_id(row.session_id)
+        return row_is_active(row, session, current, require_live_session=live_session)
+
+    def bundle_is_well_formed(self, pending_id: str) -> bool:
+        """The malformed-bundle guard over every message carrying ``pending_id``."""
+        return bundle_is_well_formed(pending_id, self.records_with_pending_id(pending_id))
+
+    def session_task_id(self, session_id: str) -> str | None:
+        """The session row's task id (M5's fallback); None without the session."""
+        session = self.sessions.get(session_id)
+        return session.task_id if session is not None else None
+
+    def records_with_pending_id(self, pending_id: str) -> list[MessageRecord]:
+        """Every message carrying ``pending_id`` (any type) — the malformed guard's input."""
+        ids = self._messages_by_pending.get(pending_id, {})
+        return [self.messages[mid] for mid in ids]
+
+    def clarification_records(self) -> Iterator[MessageRecord]:
+        return (m for m in self.messages.values() if m.type == CLARIFICATION_REQUEST)
+
+    def delete_task(self, task_id: str) -> bool:
+        """Cascade: task → its sessions → their turns and messages."""
+        if self.tasks.pop(task_id, None) is None:
+            return False
+        doomed = [sid for sid, session in self.sessions.items() if session.task_id == task_id]
+        for session_id in doomed:
+            del self.sessions[session_id]
+            for turn_id in self._turns_by_session.pop(session_id, {}):
+                del self.turns[turn_id]
+            for message_id in list(self._messages_by_session.get(session_id, {})):
+                self._unindex(self.messages.pop(message_id))
+            self._messages_by_session.pop(session_id, None)
+        return True
+
+
+def _pending_key(record: MessageRecord) -> Any:
+    """The raw ``pending_id`` value when it is hashable text (the only kind a lookup asks for)."""
+    value = record.metadata.get("pending_id")
+    return value if isinstance(value, str) and value else None

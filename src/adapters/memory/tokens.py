@@ -1,0 +1,76 @@
+"""The in-memory :class:`clarion.ports.TokenStore`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import attrs
+
+from clarion.adapters.memory.store import InMemoryStore
+from clarion.domain.errors import NotFound
+from clarion.domain.host import AccessToken, User
+from clarion.ports.system import Clock, IdGenerator
+
+
+class InMemoryTokenStore:
+    """Users and personal-access-token records (hashes only) in an :class:`InMemoryStore`."""
+
+    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+
+    def create_user(self, name: str, *, is_admin: bool = False) -> User:
+        with self._store.lock:
+            user = User(
+                id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
+            )
+            self._store.users[user.id] = user
+            return user
+
+    def get_user(self, user_id: str) -> User | None:
+        with self._store.lock:
+            return self._store.users.get(user_id)
+
+    def create_token(
+        self,
+        user_id: str,
+        *,
+        token_id: str,
+        token_hash: str,
+        name: str = "",
+        expires_at: datetime | None = None,
+    ) -> AccessToken:
+        with self._store.lock:
+            if user_id not in self._store.users:
+                raise NotFound(f"user not found: {user_id}")
+            token = AccessToken(
+                id=token_id,
+                user_id=user_id,
+                name=name,
+                token_hash=token_hash,
+                created_at=self._clock.now(),
+                expires_at=expires_at,
+            )
+            self._store.tokens[token.id] = token
+            return token
+
+    def find_token(self, token_hash: str) -> AccessToken | None:
+        with self._store.lock:
+            return next(
+                (t for t in self._store.tokens.values() if t.token_hash == token_hash), None
+            )
+
+    def revoke_token(self, token_id: str) -> bool:
+        with self._store.lock:
+            token = self._store.tokens.get(token_id)
+            if token is None or token.revoked_at is not None:
+                return False
+            self._store.tokens[token_id] = attrs.evolve(token, revoked_at=self._clock.now())
+            return True
+
+    def touch_token(self, token_id: str, at: datetime) -> None:
+        with self._store.lock:
+            token = self._store.tokens.get(token_id)
+            if token is not None:
+                self._store.tokens[token_id] = attrs.evolve(token, last_used_at=at)

@@ -1,0 +1,48 @@
+"""The reference :class:`clarion.ports.TaskAuthorizer` over a :class:`HostRepository`
+(spec "Permissions", L1a, L1c, M5a; upstream facts §5.11 ``authorizeTaskID``)."""
+
+from __future__ import annotations
+
+from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound
+from clarion.domain.listing import Visibility, workspace_visible_to
+from clarion.domain.model import Identity
+from clarion.ports.host import HostRepository
+
+
+class HostTaskAuthorizer:
+    """Authorizes tasks by their workspace's owner, as recorded by the host repository."""
+
+    def __init__(self, host: HostRepository) -> None:
+        self._host = host
+
+    def authorize_task(self, identity: Identity, task_id: str) -> None:
+        """Return when ``identity`` may see ``task_id``.
+
+        Raises:
+            NotFound: the task is missing, ``task_id`` is empty, or its workspace belongs to
+                someone else — one error for all three, so a denial reveals nothing (A5a).
+        """
+        if not identity.is_scoped:
+            return
+        task = self._host.get_task(task_id) if task_id else None
+        if task is None:
+            raise NotFound(NOT_FOUND_MESSAGE)
+        if task.workspace_id == "":
+            return  # D5: a task without a workspace is visible to everyone
+        workspace = self._host.get_workspace(task.workspace_id)
+        # L1c disjunct 2: a dangling workspace reference does not hide the task.
+        if workspace is None or workspace_visible_to(workspace.owner_id, identity):
+            return
+        raise NotFound(NOT_FOUND_MESSAGE)
+
+    def visibility(self, identity: Identity) -> Visibility:
+        """L1a: everything for unscoped callers, else the workspaces they may see."""
+        if not identity.is_scoped:
+            return Visibility.everything()
+        return Visibility.only(
+            frozenset(
+                workspace.id
+                for workspace in self._host.list_workspaces()
+                if workspace_visible_to(workspace.owner_id, identity)
+            )
+        )

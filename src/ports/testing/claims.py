@@ -1,0 +1,358 @@
+"""Contract suite for :class:`clarion.ports.ClaimRepository`: bundle creation and reads, and the
+claim itself (upstream facts §4.5; spec D2, D4, M5, P1, R1, R2, R2b, L12), composed with the
+lifecycle and list suites into :class:`ClaimRepositoryContract`."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.model import (
+    ANSWERED,
+    EXPIRED,
+    PENDING,
+    REJECTED,
+    Answer,
+    SessionState,
+)
+from clarion.domain.replay import replay_winner
+from clarion.domain.rows import Bundle
+from clarion.ports.claims import ClaimResult
+from clarion.ports.testing.lifecycle import ClaimLifecycleContract
+from clarion.ports.testing.listing import ListActiveBundlesContract
+from clarion.ports.testing.world import (
+    ContractWorld,
+    answers_for,
+    claim,
+    row_metadata,
+    sample_questions,
+    statuses,
+)
+
+RACERS = 8
+RACE_ROUNDS = 4
+
+
+def racer_answers(bundle: Bundle, racer: int) -> dict[str, Answer]:
+    """Each racer submits a different answer, so the replay shows who won."""
+    return answers_for(bundle, 1 + racer % 2, f"racer {racer}")
+
+
+def race_claims(world: ContractWorld, bundle: Bundle, racers: int) -> list[ClaimResult]:
+    """Start ``racers`` threads at one barrier, each claiming ``bundle`` once."""
+    barrier = threading.Barrier(racers)
+    results: list[ClaimResult | None] = [None] * racers
+    errors: list[BaseException] = []
+
+    def race(racer: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[racer] = world.claims.complete_active_bundle(
+                bundle.pending_id, ANSWERED, racer_answers(bundle, racer)
+            )
+        except BaseException as exc:  # noqa: BLE001 - a thread's top level; re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=race, args=(racer,)) for racer in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    if errors:
+        raise errors[0]
+    finished = [result for result in results if result is not None]
+    assert len(finished) == racers, "a racer did not finish"
+    return finished
+
+
+class ClaimTransitionsContract:
+    """Creating, reading and claiming bundles. Subclass and provide a ``world`` fixture."""
+
+    # -- create and load -----------------------------------------------------------------
+
+    def test_create_bundle_writes_one_pending_row_per_question_on_the_current_turn(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        bundle = world.ask(session.id, "p-1", questions=3, context="ctx")
+        loaded = world.bundle("p-1")
+        assert loaded == bundle
+        assert [row.question_id for row in loaded.rows] == ["q1", "q2", "q3"]
+        assert loaded.questions == sample_questions(3)
+        assert {row.turn_id for row in loaded.rows} == {world.turn(session.id).id}
+        assert all(row.status == PENDING and not row.detached for row in loaded.rows)
+        assert loaded.session_id == session.id
+        assert loaded.task_id == session.task_id
+        assert loaded.context == "ctx"
+        assert all(row.created_at.tzinfo is not None for row in loaded.rows)
+
+    def test_create_bundle_in_a_missing_session_raises_not_found(
+        self, world: ContractWorld
+    ) -> None:
+        with pytest.raises(NotFound):
+            world.claims.create_bundle(
+                pending_id="p-1",
+                session_id="no-such-session",
+                task_id="t",
+                questions=sample_questions(1),
+                context="",
+            )
+
+    def test_load_bundle_of_an_unknown_pending_id_is_none(self, world: ContractWorld) -> None:
+        assert world.claims.load_bundle("nope") is None
+
+    def test_lookups_by_pending_id_see_clarification_rows_only(self, world: ContractWorld) -> None:
+        """Upstream §9.17: a permission row sharing the namespace is not a bundle."""
+        session = world.session()
+        world.raw_row(session.id, {"pending_id": "perm-1"}, type="permission_request")
+        assert world.claims.load_bundle("perm-1") is None
+
+    def test_load_bundle_orders_rows_by_question_index_then_created_at_then_id(
+        self, world: ContractWorld
+    ) -> None:
+        """D2 is total even with duplicate or missing ``question_index``."""
+        session = world.session()
+        late = world.raw_row(session.id, row_metadata("p-1", question_id="a", index=1))
+        first = world.raw_row(session.id, row_metadata("p-1", question_id="b", index=None))
+        second = world.raw_row(session.id, row_metadata("p-1", question_id="c", index=0))
+        assert [row.id for row in world.bundle("p-1").rows] == [first.id, second.id, late.id]
+
+    def test_load_bundle_resolves_an_empty_row_task_id_from_the_session(
+        self, world: ContractWorld
+    ) -> None:
+        """M5: legacy rows carry task_id ""; the session's task id is the answer."""
+        session = world.session()
+        world.raw_row(session.id, row_metadata("p-1"), task_id="")
+        bundle = world.bundle("p-1")
+        assert bundle.rows[0].task_id == ""
+        assert bundle.task_id == session.task_id
+
+    # -- the claim -----------------------------------------------------------------------
+
+    def test_an_answer_claims_every_pending_row_and_stores_each_response(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        bundle = world.ask(session.id, "p-1", questions=2)
+        responses = answers_for(bundle, option=2, text="because")
+        result = world.claims.complete_active_bundle("p-1", ANSWERED, responses)
+        assert result.claimed
+        assert sorted(result.claimed_ids) == sorted(row.id for row in bundle.rows)
+        after = world.bundle("p-1")
+        for row in after.rows:
+            assert row.status == ANSWERED
+            assert row.response == responses[row.question_id]
+            assert row.delivery_pending
+            assert row.updated_at == result.responded_at
+        assert {row.id: row for row in result.rows} == {row.id: row for row in after.rows}
+
+    def test_a_rejection_claims_without_writing_any_response(self, world: ContractWorld) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        result = world.claims.complete_active_bundle("p-1", REJECTED, None)
+        assert result.claimed
+        assert all(
+            row.status == REJECTED and row.response is None for row in world.bundle("p-1").rows
+        )
+
+    def test_a_second_claim_loses_and_writes_nothing(self, world: ContractWorld) -> None:
+        """R1/R2: exactly one claim; the loser changes nothing."""
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        assert claim(world, "p-1").claimed
+        before = world.bundle("p-1")
+        lost = world.claims.complete_active_bundle("p-1", REJECTED, None)
+        assert lost == ClaimResult(claimed=False)
+        assert lost.responded_at is None
+        assert lost.claimed_ids == ()
+        assert world.bundle("p-1") == before
+
+    def test_the_claim_refuses_a_terminal_status_other_than_answered_or_rejected(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1")
+        with pytest.raises(ValueError, match="terminal"):
+            world.claims.complete_active_bundle("p-1", "cancelled", None)
+        assert statuses(world, "p-1") == [PENDING]
+
+    def test_an_unknown_pending_id_never_claims(self, world: ContractWorld) -> None:
+        assert not world.claims.complete_active_bundle("nope", REJECTED, None).claimed
+
+    def test_a_superseded_bundle_never_claims(self, world: ContractWorld) -> None:
+        """D4 conjunct 2: a newer turn supersedes without any write (facts §4.4)."""
+        session = world.session()
+        world.ask(session.id, "p-1")
+        world.host.start_turn(session.id)
+        assert not claim(world, "p-1").claimed
+        assert statuses(world, "p-1") == [PENDING]
+
+    def test_a_bundle_of_a_terminal_session_never_claims(self, world: ContractWorld) -> None:
+        """D4 conjunct 3, for each terminal state."""
+        for index, state in enumerate(sorted(SessionState.TERMINAL)):
+            session = world.session()
+            world.ask(session.id, f"p-{index}")
+            world.host.set_session_state(session.id, state)
+            assert not claim(world, f"p-{index}").claimed, state
+            assert statuses(world, f"p-{index}") == [PENDING]
+
+    def test_an_expired_bundle_never_claims(self, world: ContractWorld) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1")
+        world.claims.expire_active_bundle(session.id, "p-1")
+        assert not claim(world, "p-1").claimed
+        assert statuses(world, "p-1") == [EXPIRED]
+
+    def test_malformed_bundles_never_claim(self, world: ContractWorld) -> None:
+        """The malformed guard: one pending id across turns, sessions or message types."""
+        one = world.session()
+        world.raw_row(one.id, row_metadata("turns", question_id="q1"))
+        world.host.start_turn(one.id)
+        world.raw_row(one.id, row_metadata("turns", question_id="q2"))
+        other = world.session(one.task_id)
+        world.raw_row(one.id, row_metadata("sessions", question_id="q1"))
+        world.raw_row(other.id, row_metadata("sessions", question_id="q2"))
+        world.raw_row(one.id, row_metadata("types"))
+        world.raw_row(one.id, {"pending_id": "types"}, type="permission_request")
+        for pending_id in ("turns", "sessions", "types"):
+            assert not world.claims.complete_active_bundle(pending_id, REJECTED, None).claimed
+            assert all(row.is_pending for row in world.bundle(pending_id).rows), pending_id
+
+    def test_a_mixed_legacy_bundle_claims_only_its_pending_rows(self, world: ContractWorld) -> None:
+        """Facts §4.5, L12: terminal siblings are left exactly as they were."""
+        session = world.session()
+        done = world.raw_row(
+            session.id,
+            row_metadata(
+                "p-1",
+                question_id="q1",
+                index=0,
+                status=ANSWERED,
+                response={"question_id": "q1", "selected_options": ["q1_opt2"]},
+            ),
+        )
+        world.raw_row(session.id, row_metadata("p-1", question_id="q2", index=1))
+        world.raw_row(session.id, row_metadata("p-1", question_id="q3", index=2, status=None))
+        before = world.bundle("p-1").rows[0]
+        responses = {qid: Answer(question_id=qid, custom_text="x") for qid in ("q1", "q2", "q3")}
+        result = world.claims.complete_active_bundle("p-1", ANSWERED, responses)
+        assert result.claimed
+        assert done.id not in result.claimed_ids
+        assert len(result.claimed_ids) == 2
+        rows = world.bundle("p-1").rows
+        assert rows[0] == before
+        assert [row.status for row in rows] == [ANSWERED, ANSWERED, ANSWERED]
+        assert rows[1].response == responses["q2"]
+        assert rows[2].response == responses["q3"]
+
+    def test_a_bundle_whose_only_row_has_an_unknown_status_never_claims(
+        self, world: ContractWorld
+    ) -> None:
+        """D3: an unrecognized status is not pending."""
+        session = world.session()
+        world.raw_row(session.id, row_metadata("p-1", status="responding-ish"))
+        assert not world.claims.complete_active_bundle("p-1", REJECTED, None).claimed
+
+    def test_a_detached_bundle_still_claims(self, world: ContractWorld) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1")
+        world.claims.detach_active_bundles(session.id)
+        assert claim(world, "p-1").claimed
+
+    def test_claiming_a_row_without_a_question_id_raises_and_writes_nothing(
+        self, world: ContractWorld
+    ) -> None:
+        """R4a: the claim aborts as a whole (L16 keeps such bundles out of reach)."""
+        session = world.session()
+        world.raw_row(session.id, row_metadata("p-1", question_id="q1", index=0))
+        world.raw_row(
+            session.id, row_metadata("p-1", question_id=None, question={"prompt": "?"}, index=1)
+        )
+        with pytest.raises(ClaimError):
+            world.claims.complete_active_bundle("p-1", REJECTED, None)
+        assert statuses(world, "p-1") == [PENDING, PENDING]
+
+    def test_an_answer_missing_a_response_for_a_claimed_question_raises_and_writes_nothing(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        bundle = world.ask(session.id, "p-1", questions=2)
+        partial = {"q1": answers_for(bundle)["q1"]}
+        with pytest.raises(ClaimError):
+            world.claims.complete_active_bundle("p-1", ANSWERED, partial)
+        assert statuses(world, "p-1") == [PENDING, PENDING]
+
+    def test_a_nested_only_question_id_is_claimed_under_that_id(self, world: ContractWorld) -> None:
+        """Fixes upstream §9.13: the claim reads question ids like every other reader."""
+        session = world.session()
+        world.raw_row(session.id, row_metadata("p-1", question_id=None, question={"id": "nested"}))
+        answer = Answer(question_id="nested", custom_text="ok")
+        assert world.claims.complete_active_bundle("p-1", ANSWERED, {"nested": answer}).claimed
+        assert world.bundle("p-1").rows[0].response == answer
+
+    def test_the_claim_stamps_rows_with_the_repository_clock(self, world: ContractWorld) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1")
+        start = world.clock.peek() + timedelta(hours=1)
+        world.clock.set(start)
+        result = claim(world, "p-1")
+        assert result.responded_at is not None
+        assert start <= result.responded_at < start + timedelta(seconds=1)
+        assert result.responded_at.tzinfo is not None
+        assert result.responded_at.utcoffset() == timedelta(0)
+        assert result.responded_at == result.rows[0].updated_at
+
+    def test_a_loser_replays_the_winner_with_the_same_responded_at(
+        self, world: ContractWorld
+    ) -> None:
+        """R2b and upstream §9.18: one timestamp for winner and loser."""
+        session = world.session()
+        bundle = world.ask(session.id, "p-1", questions=2)
+        won = world.claims.complete_active_bundle("p-1", ANSWERED, answers_for(bundle, 2, "w"))
+        assert not claim(world, "p-1", option=1).claimed
+        replay = replay_winner("p-1", world.bundle("p-1").rows)
+        assert replay is not None
+        assert replay.status == ANSWERED
+        assert replay.responded_at == won.responded_at
+        assert replay.answers == tuple(answers_for(bundle, 2, "w").values())
+
+    def test_exactly_one_of_many_concurrent_claims_wins(self, world: ContractWorld) -> None:
+        """R1: N racers per round; one ``claimed=True``; every loser replays the winner."""
+        for round_number in range(RACE_ROUNDS):
+            pending_id = f"race-{round_number}"
+            bundle = world.bundle_in_new_session(pending_id, questions=2)
+            results = race_claims(world, bundle, RACERS)
+            winners = [racer for racer, result in enumerate(results) if result.claimed]
+            assert len(winners) == 1, results
+            winner = results[winners[0]]
+            replay = replay_winner(pending_id, world.bundle(pending_id).rows)
+            assert replay is not None
+            assert replay.responded_at == winner.responded_at
+            assert replay.answers == tuple(racer_answers(bundle, winners[0]).values())
+
+    def test_the_claim_is_recorded_in_message_metadata_with_no_resolutions_store(
+        self, world: ContractWorld
+    ) -> None:
+        """P1: no ``clarification_resolutions`` store; the transcript carries the outcome."""
+        names = {name.lower() for name in world.storage_names()}
+        assert names, "storage_names() must name the implementation's stores"
+        assert "clarification_resolutions" not in names
+        session = world.session()
+        world.ask(session.id, "p-1")
+        claim(world, "p-1")
+        (message,) = world.host.list_messages(session.id)
+        assert message.metadata["status"] == ANSWERED
+        assert message.metadata["response"]["selected_options"] == ["q1_opt1"]
+
+
+class ClaimRepositoryContract(
+    ClaimTransitionsContract, ClaimLifecycleContract, ListActiveBundlesContract
+):
+    """The whole :class:`clarion.ports.ClaimRepository` contract: the claim, the lifecycle
+    around it, and the list query."""
+
+
+__all__ = ["ClaimRepositoryContract", "ClaimTransitionsContract", "race_claims"]

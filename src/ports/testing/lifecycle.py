@@ -1,0 +1,212 @@
+"""Contract suite for the lifecycle around the claim: finalize and restore (facts §4.6), expire,
+cancel and detach (§4.2, §4.3, A9), the workflow guard (§4.10), the pending-action projection
+(§4.11, T1) and startup reconciliation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from clarion.domain.model import ANSWERED, CANCELLED, EXPIRED, PENDING, REJECTED, SessionState
+from clarion.ports.claims import ReconcileReport
+from clarion.ports.testing.world import ContractWorld, claim, row_metadata, statuses
+
+
+class ClaimLifecycleContract:
+    """Every state change of a bundle other than the claim. Provide a ``world`` fixture."""
+
+    # -- finalize and restore ------------------------------------------------------------
+
+    def test_finalize_clears_the_marker_on_exactly_the_claimed_rows_keeping_updated_at(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        won = claim(world, "p-1")
+        world.clock.advance(timedelta(minutes=5))
+        finalized = world.claims.finalize_delivery("p-1", ANSWERED, won.claimed_ids)
+        assert finalized is not None
+        assert sorted(row.id for row in finalized) == sorted(won.claimed_ids)
+        for row in world.bundle("p-1").rows:
+            assert row.status == ANSWERED
+            assert not row.delivery_pending
+            assert row.updated_at == won.responded_at
+        assert world.claims.finalize_delivery("p-1", ANSWERED, won.claimed_ids) is None
+
+    def test_finalize_refuses_a_different_terminal_status_or_row_set(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        won = claim(world, "p-1")
+        assert world.claims.finalize_delivery("p-1", REJECTED, won.claimed_ids) is None
+        assert world.claims.finalize_delivery("p-1", ANSWERED, won.claimed_ids[:1]) is None
+        assert world.claims.finalize_delivery("p-1", ANSWERED, ()) is None
+        assert all(row.delivery_pending for row in world.bundle("p-1").rows)
+
+    def test_restore_returns_a_claimed_bundle_to_pending_so_it_can_be_claimed_again(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        world.claims.detach_active_bundles(session.id)
+        won = claim(world, "p-1")
+        restored = world.claims.restore_active_bundle("p-1", ANSWERED, won.claimed_ids)
+        assert restored is not None
+        assert len(restored) == 2
+        for row in world.bundle("p-1").rows:
+            assert row.status == PENDING
+            assert row.response is None
+            assert not row.delivery_pending
+            assert row.detached  # agent_disconnected is kept
+        assert claim(world, "p-1").claimed
+
+    def test_restore_refuses_wrong_status_empty_or_duplicate_ids_and_finalized_rows(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        won = claim(world, "p-1")
+        ids = won.claimed_ids
+        assert world.claims.restore_active_bundle("p-1", REJECTED, ids) is None
+        assert world.claims.restore_active_bundle("p-1", ANSWERED, ()) is None
+        assert world.claims.restore_active_bundle("p-1", ANSWERED, (ids[0], ids[0])) is None
+        world.claims.finalize_delivery("p-1", ANSWERED, ids)
+        assert world.claims.restore_active_bundle("p-1", ANSWERED, ids) is None
+        assert statuses(world, "p-1") == [ANSWERED, ANSWERED]
+
+    def test_restore_never_reactivates_a_superseded_or_terminal_session_bundle(
+        self, world: ContractWorld
+    ) -> None:
+        superseded = world.session()
+        world.ask(superseded.id, "old")
+        old = claim(world, "old")
+        world.host.start_turn(superseded.id)
+        ended = world.session()
+        world.ask(ended.id, "ended")
+        gone = claim(world, "ended")
+        world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        assert world.claims.restore_active_bundle("old", ANSWERED, old.claimed_ids) is None
+        assert world.claims.restore_active_bundle("ended", ANSWERED, gone.claimed_ids) is None
+        assert statuses(world, "old") == [ANSWERED]
+        assert statuses(world, "ended") == [ANSWERED]
+
+    # -- expire and detach ---------------------------------------------------------------
+
+    def test_expire_marks_pending_current_rows_expired_and_detached_in_any_session_state(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.raw_row(session.id, row_metadata("p-1", question_id="q1", index=0, status=REJECTED))
+        world.raw_row(session.id, row_metadata("p-1", question_id="q2", index=1, status=None))
+        world.host.set_session_state(session.id, SessionState.CANCELLED)
+        changed = world.claims.expire_active_bundle(session.id, "p-1")
+        assert [row.question_id for row in changed] == ["q2"]
+        rows = world.bundle("p-1").rows
+        assert [row.status for row in rows] == [REJECTED, EXPIRED]
+        assert rows[1].detached
+        assert not rows[0].detached
+        assert world.claims.expire_active_bundle(session.id, "p-1") == ()
+
+    def test_expire_ignores_superseded_rows_and_other_sessions(self, world: ContractWorld) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1")
+        world.host.start_turn(session.id)
+        assert world.claims.expire_active_bundle(session.id, "p-1") == ()
+        other = world.session()
+        world.ask(other.id, "p-2")
+        assert world.claims.expire_active_bundle(session.id, "p-2") == ()
+        assert statuses(world, "p-1") == [PENDING]
+        assert statuses(world, "p-2") == [PENDING]
+
+    def test_cancel_marks_pending_current_rows_cancelled_and_detached(
+        self, world: ContractWorld
+    ) -> None:
+        """A9: like expiry but ``cancelled``; terminal siblings and other bundles untouched."""
+        session = world.session()
+        world.raw_row(session.id, row_metadata("p-1", question_id="q1", index=0, status=ANSWERED))
+        world.raw_row(session.id, row_metadata("p-1", question_id="q2", index=1))
+        world.ask(session.id, "p-2")
+        changed = world.claims.cancel_active_bundle(session.id, "p-1")
+        assert [row.question_id for row in changed] == ["q2"]
+        rows = world.bundle("p-1").rows
+        assert [row.status for row in rows] == [ANSWERED, CANCELLED]
+        assert rows[1].detached
+        assert not rows[0].detached
+        assert statuses(world, "p-2") == [PENDING]
+        assert not world.claims.complete_active_bundle("p-1", REJECTED, None).claimed
+        assert world.claims.cancel_active_bundle(session.id, "p-1") == ()
+
+    def test_detach_marks_current_pending_rows_once_and_leaves_status_untouched(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        world.raw_row(session.id, row_metadata("legacy", status=None))
+        changed = world.claims.detach_active_bundles(session.id)
+        assert sorted(row.pending_id for row in changed) == ["legacy", "p-1", "p-1"]
+        assert all(row.detached for row in world.bundle("p-1").rows)
+        assert world.bundle("legacy").rows[0].status is None
+        assert world.claims.detach_active_bundles(session.id) == ()
+
+    def test_detach_skips_superseded_rows_and_rows_already_detached_by_a_truthy_string(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "old")
+        world.host.start_turn(session.id)
+        world.raw_row(session.id, row_metadata("flagged", agent_disconnected="true"))
+        assert world.claims.detach_active_bundles(session.id) == ()
+        assert not world.bundle("old").rows[0].detached
+
+    # -- workflow guard, projection, reconciliation --------------------------------------
+
+    def test_active_pending_ids_list_current_turn_bundles_in_creation_order(
+        self, world: ContractWorld
+    ) -> None:
+        """The workflow guard ignores session state but not supersession (facts §1.6)."""
+        session = world.session()
+        world.ask(session.id, "stale")
+        world.host.start_turn(session.id)
+        world.ask(session.id, "zeta")
+        world.ask(session.id, "alpha")
+        world.raw_row(session.id, row_metadata("done", status=ANSWERED))
+        assert world.claims.active_pending_ids(session.id) == ("zeta", "alpha")
+        world.host.set_session_state(session.id, SessionState.FAILED)
+        assert world.claims.session_has_active_bundle(session.id)
+        idle = world.session()
+        assert world.claims.active_pending_ids(idle.id) == ()
+        assert not world.claims.session_has_active_bundle(idle.id)
+
+    def test_pending_actions_name_sessions_blocked_on_an_active_bundle(
+        self, world: ContractWorld
+    ) -> None:
+        """§4.11/T1: superseded, answered and terminal-session bundles project nothing."""
+        blocked, superseded, answered, ended, idle = (world.session() for _ in range(5))
+        for session in (blocked, superseded, answered, ended):
+            world.ask(session.id, f"p-{session.id}")
+        world.host.start_turn(superseded.id)
+        claim(world, f"p-{answered.id}")
+        world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        everyone = [s.id for s in (blocked, superseded, answered, ended, idle)] + ["ghost"]
+        assert world.claims.pending_actions_for_sessions(everyone) == {blocked.id: "clarification"}
+        assert world.claims.pending_actions_for_sessions([]) == {}
+
+    def test_reconcile_restores_undelivered_live_claims_and_finalizes_the_rest(
+        self, world: ContractWorld
+    ) -> None:
+        """Facts §4.6 (2): restorable → pending; terminal session or newer turn → marker off."""
+        live, ended, delivered = world.session(), world.session(), world.session()
+        for session in (live, ended, delivered):
+            world.ask(session.id, f"p-{session.id}")
+            claim(world, f"p-{session.id}")
+        world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        won = world.bundle(f"p-{delivered.id}").rows
+        world.claims.finalize_delivery(f"p-{delivered.id}", ANSWERED, [r.id for r in won])
+        report = world.claims.reconcile_undelivered()
+        assert report.restored == (f"p-{live.id}",)
+        assert report.finalized == (f"p-{ended.id}",)
+        assert statuses(world, f"p-{live.id}") == [PENDING]
+        ended_rows = world.bundle(f"p-{ended.id}").rows
+        assert [row.status for row in ended_rows] == [ANSWERED]
+        assert not ended_rows[0].delivery_pending
+        assert world.claims.reconcile_undelivered() == ReconcileReport()

@@ -1,0 +1,72 @@
+"""Every shipped contract suite, run against the in-memory reference adapters."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryHostRepository,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
+from clarion.adapters.system import UuidIds
+from clarion.app.authorization import HostTaskAuthorizer
+from clarion.ports import TaskAuthorizer
+from clarion.ports.testing import (
+    ClaimRepositoryContract,
+    ContractWorld,
+    HostRepositoryContract,
+    ManualClock,
+    TaskAuthorizerContract,
+    TokenStoreContract,
+)
+
+
+def memory_world() -> ContractWorld:
+    store, clock, ids = InMemoryStore(), ManualClock(), UuidIds()
+    return ContractWorld(
+        host=InMemoryHostRepository(store, clock, ids),
+        claims=InMemoryClaimRepository(store, clock, ids),
+        tokens=InMemoryTokenStore(store, clock, ids),
+        clock=clock,
+        storage_names=store.collection_names,
+    )
+
+
+class TestInMemoryClaimRepository(ClaimRepositoryContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self) -> ContractWorld:
+        return memory_world()
+
+
+class TestInMemoryHostRepository(HostRepositoryContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self) -> ContractWorld:
+        return memory_world()
+
+
+class TestInMemoryTokenStore(TokenStoreContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self) -> ContractWorld:
+        return memory_world()
+
+
+class TestHostTaskAuthorizer(TaskAuthorizerContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self) -> ContractWorld:
+        return memory_world()
+
+    @pytest.fixture(name="authorizer")
+    def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
+        return HostTaskAuthorizer(world.host)
+
+
+def test_importing_the_ports_and_memory_adapters_does_not_import_pytest() -> None:
+    """The contract suites are a test tool; production imports must not pull pytest in."""
+    probe = "import sys, clarion.ports, clarion.adapters.memory; sys.exit('pytest' in sys.modules)"
+    completed = subprocess.run([sys.executable, "-c", probe], check=False)
+    assert completed.returncode == 0
