@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.clarion-installed
 
-.PHONY: run test setup lint typecheck unit bench clean
+.PHONY: run test setup chromium lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy -p clarion
 	$(BIN)/mypy tests benchmarks
 
-unit: $(STAMP)
+# The browser tests drive Debian's chromium (installed here when missing; needs root/apt).
+chromium:
+	bash scripts/ensure-chromium.sh
+
+unit: $(STAMP) chromium
 	$(BIN)/python -m pytest --cov --cov-report=term-missing:skip-covered
 
 test: lint typecheck unit

@@ -10,9 +10,9 @@ Input parsing is strict: wrong types and unknown fields raise a ``ValidationErro
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import cattrs
@@ -20,6 +20,7 @@ from cattrs.cols import list_structure_factory
 from cattrs.preconf.json import make_converter
 
 from clarion.domain.errors import ValidationError
+from clarion.domain.host import Task
 from clarion.domain.listing import ListedBundle, ListPage
 from clarion.domain.model import Answer, Outcome, Resolution
 from clarion.domain.questions import OptionDraft, QuestionDraft
@@ -104,6 +105,38 @@ def list_json(page: ListPage, now: datetime) -> dict[str, Any]:
     return {"bundles": bundles, "count": len(bundles), "next_cursor": page.next_cursor}
 
 
+class TaskWithActions(Protocol):
+    """A task with its pending-action projection (T1, T2), e.g. the host use case's view."""
+
+    @property
+    def task(self) -> Task: ...
+
+    @property
+    def task_pending_action(self) -> str | None: ...
+
+    @property
+    def primary_session_pending_action(self) -> str | None: ...
+
+
+def task_json(view: TaskWithActions) -> dict[str, Any]:
+    """One listed task; both pending-action keys always present, ``null`` when none (T2)."""
+    task = view.task
+    return {
+        "id": task.id,
+        "title": task.title,
+        "workspace_id": task.workspace_id,
+        "created_at": format_timestamp(task.created_at),
+        "task_pending_action": view.task_pending_action,
+        "primary_session_pending_action": view.primary_session_pending_action,
+    }
+
+
+def tasks_json(views: Sequence[TaskWithActions]) -> dict[str, Any]:
+    """``{"tasks": [...], "total"}`` for REST ``GET /tasks`` and ``list_tasks_kandev``."""
+    tasks = [task_json(view) for view in views]
+    return {"tasks": tasks, "total": len(tasks)}
+
+
 # --- input ---------------------------------------------------------------------------------
 
 
@@ -182,6 +215,8 @@ def _describe(exc: BaseException, kind: Any) -> str:
         return f"extra fields found ({', '.join(sorted(exc.extra_fields))})"
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
         return str(exc)
+    if isinstance(exc, KeyError):
+        return "required field missing"
     if attrs.has(kind) or isinstance(exc, AttributeError):
         return "expected a JSON object"
     return "invalid value"

@@ -37,9 +37,10 @@ class Settings:
     resume_timeout_s: float = 30.0
     progress_interval_s: float = 15.0
     max_body_bytes: int = 1024 * 1024
+    allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
         """Read ``CLARION_*`` variables, then apply ``overrides`` (flags) that are not None.
 
         Raises:
@@ -62,6 +63,8 @@ class Settings:
             values["ask_timeout_s"] = _positive_float(timeout, "CLARION_ASK_TIMEOUT_S")
         if log_format := env.get("CLARION_LOG_FORMAT"):
             values["log_format"] = parse_log_format(log_format, "CLARION_LOG_FORMAT")
+        if allowed := env.get("CLARION_ALLOWED_HOSTS"):
+            values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 

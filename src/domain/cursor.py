@@ -54,4 +54,9 @@ def parse_timestamp(value: str, *, argument: str) -> datetime:
             f"{argument}: RFC 3339 timestamps need a date, a time and a UTC offset: {value!r}",
             field=argument,
         )
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 lies past datetime.max in UTC
+        raise InvalidArgument(
+            f"{argument}: timestamp out of range: {value!r}", field=argument
+        ) from exc

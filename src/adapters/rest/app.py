@@ -1,0 +1,176 @@
+"""Building the REST surface: routes, middleware and error handlers over one ``Services``.
+
+Nothing is built at import time. :func:`build_rest` returns the pieces (so a composition root
+can put the MCP and web routes behind the same middleware); :func:`create_rest_app` wraps them
+in a Starlette application on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final
+
+import anyio
+import attrs
+import structlog
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
+from clarion.adapters.rest.clarifications import clarification_routes
+from clarion.adapters.rest.errors import failure
+from clarion.adapters.rest.events import EVENTS_PATH, CanSee, EventStream
+from clarion.adapters.rest.host import host_routes
+from clarion.adapters.rest.openapi import openapi_document
+from clarion.adapters.rest.request_log import RequestLogMiddleware
+from clarion.app.services import Services
+from clarion.app.usecases.access import authorize_task_id
+from clarion.app.usecases.auth import Authentication
+from clarion.domain.errors import NotFound
+from clarion.domain.model import Identity
+from clarion.ports.events import EventSource
+
+log = structlog.get_logger(__name__)
+
+HEALTH_TIMEOUT_S: Final = 5.0
+DatabaseCheck = Callable[[], object]
+
+
+@attrs.frozen
+class RestApi:
+    """The REST surface's parts: mount ``routes`` behind ``middleware`` (outermost first) with
+    ``exception_handlers``; call ``events.close()`` on shutdown to end open event streams."""
+
+    routes: tuple[BaseRoute, ...]
+    middleware: tuple[Middleware, ...]
+    exception_handlers: Mapping[Any, Callable[..., Any]]
+    events: EventStream
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Unknown paths and methods answer in the surface's ``{"error"}`` shape too."""
+    assert isinstance(exc, HTTPException)
+    return failure(exc.status_code, str(exc.detail).lower(), headers=exc.headers)
+
+
+def _visibility(services: Services) -> CanSee:
+    async def can_see(identity: Identity, task_id: str) -> bool:
+        if not identity.is_scoped:
+            return True
+        try:
+            await services.runner(authorize_task_id, services.authorizer, identity, task_id)
+        except NotFound:
+            return False
+        except Exception:  # a failing authorizer hides the event (fail closed), never the stream
+            log.warning("events.authorize_failed", task_id=task_id, exc_info=True)
+            return False
+        return True
+
+    return can_see
+
+
+def _health(database_check: DatabaseCheck | None, limiter: anyio.CapacityLimiter) -> Route:
+    async def healthz(request: Request) -> Response:
+        if database_check is not None:
+            try:
+                with anyio.fail_after(HEALTH_TIMEOUT_S):
+                    await anyio.to_thread.run_sync(
+                        database_check, limiter=limiter, abandon_on_cancel=True
+                    )
+            except Exception:
+                log.warning("health.database_unreachable", exc_info=True)
+                return failure(503, "database unreachable")
+        return JSONResponse({"status": "ok", "database": "ok"})
+
+    return Route("/healthz", healthz, methods=["GET"])
+
+
+def build_rest(
+    services: Services,
+    *,
+    auth_enabled: bool,
+    authentication: Authentication | None,
+    event_source: EventSource | None = None,
+    database_check: DatabaseCheck | None = None,
+    heartbeat_s: float = 15.0,
+) -> RestApi:
+    """Every REST route, the request-log and authentication middleware, and the JSON
+    404/405 handler. ``event_source`` defaults to ``services.events`` when that publisher is
+    also a source (the in-process bus is); ``database_check`` raises when the database is
+    unreachable (``/healthz`` answers 503 then)."""
+    source = event_source
+    if source is None and hasattr(services.events, "subscribe"):
+        source = services.events  # type: ignore[assignment]
+    if source is None:
+        raise ValueError("the event stream needs an EventSource")
+    limiter = services.runner.limiter
+    events = EventStream(source, _visibility(services), heartbeat_s=heartbeat_s)
+    document = openapi_document(auth_enabled=auth_enabled)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    routes: list[BaseRoute] = [
+        _health(database_check, limiter),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        *auth_routes(auth_enabled=auth_enabled, authentication=authentication, limiter=limiter),
+        *clarification_routes(
+            resolver=services.resolver,
+            asking=services.asking,
+            listing=services.listing,
+            now=services.clock.now,
+        ),
+        *host_routes(host=services.host, lifecycle=services.lifecycle),
+        Route(EVENTS_PATH, events.endpoint, methods=["GET"]),
+    ]
+    middleware = (
+        Middleware(RequestLogMiddleware),
+        Middleware(
+            AuthMiddleware,
+            enabled=auth_enabled,
+            authentication=authentication,
+            limiter=limiter,
+        ),
+    )
+    return RestApi(
+        routes=tuple(routes),
+        middleware=middleware,
+        exception_handlers={HTTPException: _http_error},
+        events=events,
+    )
+
+
+def create_rest_app(
+    services: Services,
+    *,
+    auth_enabled: bool,
+    authentication: Authentication | None,
+    event_source: EventSource | None = None,
+    database_check: DatabaseCheck | None = None,
+    heartbeat_s: float = 15.0,
+    extra_routes: Sequence[BaseRoute] = (),
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
+) -> Starlette:
+    """A Starlette application serving the REST surface (plus ``extra_routes`` behind the
+    same middleware); ``app.state.rest`` is its :class:`RestApi`."""
+    rest = build_rest(
+        services,
+        auth_enabled=auth_enabled,
+        authentication=authentication,
+        event_source=event_source,
+        database_check=database_check,
+        heartbeat_s=heartbeat_s,
+    )
+    app = Starlette(
+        routes=[*rest.routes, *extra_routes],
+        middleware=list(rest.middleware),
+        exception_handlers=dict(rest.exception_handlers),
+        lifespan=lifespan,
+    )
+    app.state.rest = rest
+    return app

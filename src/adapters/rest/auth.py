@@ -1,0 +1,273 @@
+"""Who is calling: the authentication middleware and the ``/api/v1/auth`` routes.
+
+Auth disabled: every request carries the synthetic, unscoped identity (spec A4), whatever
+credentials it presents. Auth enabled, in this order:
+
+1. ``Authorization: Bearer clarion_pat_…`` — a personal access token. A request that presents
+   a bearer token is judged by it alone; a bad one is not rescued by a cookie.
+2. The ``clarion_session`` cookie set by ``POST /api/v1/auth/login`` (HttpOnly,
+   SameSite=Strict, ``Secure`` over https). **CSRF:** a cookie-authenticated request with an
+   unsafe method (anything but GET, HEAD, OPTIONS) must carry the session's CSRF token in the
+   ``X-CSRF-Token`` header, else it gets 403 ``{"error": "CSRF token missing or invalid"}``.
+   The token is returned by the login response and by ``GET /api/v1/auth/me``, and is also
+   set in the readable ``clarion_csrf`` cookie (double submit); it is derived from the
+   HttpOnly session value, so a cross-site page can neither read nor forge it. Login itself
+   only accepts ``Content-Type: application/json``, which a cross-site form cannot send.
+
+Paths under ``/api/`` (except login and logout) need an identity: without one the answer is
+401 ``{"error": "authentication required"}`` with ``WWW-Authenticate: Bearer``. Every other
+path (``/healthz``, ``/openapi.json``, the web inbox, the MCP endpoints) is served with
+whatever identity the request carries, or none, and decides for itself.
+
+The identity is published three ways: ``request.state.identity`` (ASGI ``scope["state"]``),
+the ``clarion.auth`` scope key (an :class:`AuthContext`), and
+:func:`clarion.app.usecases.auth.current_identity`, which MCP tools read. ``None`` means
+nobody authenticated.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Collection
+from typing import Any, Final, Literal
+
+import anyio
+import anyio.to_thread
+import attrs
+import structlog
+from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from clarion.adapters import wire
+from clarion.adapters.rest.bodies import read_model
+from clarion.adapters.rest.errors import (
+    CSRF_FAILED,
+    INTERNAL_ERROR,
+    INVALID_TOKEN,
+    Resource,
+    failure,
+    guarded,
+    unauthenticated,
+)
+from clarion.app.usecases.auth import Authentication, identity_bound
+from clarion.domain.errors import ValidationError
+from clarion.domain.model import Identity
+
+log = structlog.get_logger(__name__)
+
+SESSION_COOKIE: Final = "clarion_session"
+CSRF_COOKIE: Final = "clarion_csrf"
+CSRF_HEADER: Final = "X-CSRF-Token"
+AUTH_SCOPE_KEY: Final = "clarion.auth"
+SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+PROTECTED_PREFIX: Final = "/api/"
+LOGIN_PATH: Final = "/api/v1/auth/login"
+LOGOUT_PATH: Final = "/api/v1/auth/logout"
+ME_PATH: Final = "/api/v1/auth/me"
+
+Via = Literal["disabled", "token", "session", "none"]
+
+
+@attrs.frozen
+class AuthContext:
+    """The outcome of authentication for one request."""
+
+    identity: Identity | None
+    via: Via
+    csrf_token: str = attrs.field(default="", repr=False)
+
+
+def auth_context(connection: HTTPConnection) -> AuthContext:
+    """The :class:`AuthContext` the middleware attached (none attached: nobody)."""
+    found = connection.scope.get(AUTH_SCOPE_KEY)
+    return found if isinstance(found, AuthContext) else AuthContext(identity=None, via="none")
+
+
+def require_identity(connection: HTTPConnection) -> Identity:
+    """The caller's identity on a protected route (the middleware guarantees one)."""
+    identity = auth_context(connection).identity
+    if identity is None:  # only reachable when the middleware is not installed
+        raise RuntimeError("no identity: AuthMiddleware is not installed")
+    return identity
+
+
+def _bearer(headers: Headers) -> str | None:
+    value = headers.get("authorization")
+    if value is None:
+        return None
+    scheme, _, credential = value.partition(" ")
+    return credential.strip() if scheme.lower() == "bearer" else ""
+
+
+class AuthMiddleware:
+    """Pure ASGI middleware attaching the caller's identity (see the module docstring).
+
+    Installing it twice is harmless: an inner instance keeps what an outer one decided.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        enabled: bool,
+        authentication: Authentication | None,
+        limiter: anyio.CapacityLimiter | None = None,
+        public_paths: Collection[str] = (LOGIN_PATH, LOGOUT_PATH),
+    ) -> None:
+        if enabled and authentication is None:
+            raise ValueError("auth enabled needs an Authentication")
+        self.app = app
+        self._enabled = enabled
+        self._authentication = authentication
+        self._limiter = limiter
+        self._public = frozenset(public_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or AUTH_SCOPE_KEY in scope:
+            await self.app(scope, receive, send)
+            return
+        connection = HTTPConnection(scope)
+        if not self._enabled:
+            context = AuthContext(identity=Identity.synthetic_admin(), via="disabled")
+        else:
+            try:
+                context = await self._authenticate(connection)
+            except Exception:
+                log.exception("authentication_failed", path=scope["path"])
+                await failure(500, INTERNAL_ERROR)(scope, receive, send)
+                return
+            method = scope.get("method", "GET")
+            # Login ignores the cookie it may arrive with, so it is the one exempt write.
+            if (
+                context.via == "session"
+                and method not in SAFE_METHODS
+                and scope["path"] != LOGIN_PATH
+            ):
+                presented = connection.headers.get(CSRF_HEADER, "")
+                if not hmac.compare_digest(presented.encode(), context.csrf_token.encode()):
+                    await failure(403, CSRF_FAILED)(scope, receive, send)
+                    return
+            if context.identity is None and self._protected(scope["path"]):
+                await unauthenticated()(scope, receive, send)
+                return
+        scope[AUTH_SCOPE_KEY] = context
+        scope.setdefault("state", {})["identity"] = context.identity
+        with identity_bound(context.identity):
+            await self.app(scope, receive, send)
+
+    def _protected(self, path: str) -> bool:
+        return path.startswith(PROTECTED_PREFIX) and path not in self._public
+
+    async def _authenticate(self, connection: HTTPConnection) -> AuthContext:
+        authentication = self._authentication
+        assert authentication is not None
+        bearer = _bearer(connection.headers)
+        if bearer is not None:
+            identity = await anyio.to_thread.run_sync(
+                authentication.resolve_bearer, bearer, limiter=self._limiter
+            )
+            return AuthContext(identity=identity, via="token" if identity else "none")
+        cookie = connection.cookies.get(SESSION_COOKIE)
+        if cookie:
+            session = await anyio.to_thread.run_sync(
+                authentication.resolve_session, cookie, limiter=self._limiter
+            )
+            if session is not None:
+                return AuthContext(
+                    identity=session.identity, via="session", csrf_token=session.csrf_token
+                )
+        return AuthContext(identity=None, via="none")
+
+
+# --- routes ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class LoginIn:
+    token: str
+
+
+def _identity_json(context: AuthContext, *, auth_enabled: bool) -> dict[str, Any]:
+    identity = context.identity
+    assert identity is not None
+    return {
+        "user_id": identity.user_id or "",
+        "is_admin": identity.is_admin,
+        "auth_enabled": auth_enabled,
+        "authenticated_by": context.via,
+        "csrf_token": context.csrf_token,
+    }
+
+
+def auth_routes(
+    *, auth_enabled: bool, authentication: Authentication | None, limiter: anyio.CapacityLimiter
+) -> list[Route]:
+    """``POST /auth/login``, ``POST /auth/logout`` and ``GET /auth/me``."""
+
+    @guarded(Resource.NONE)
+    async def login(request: Request) -> Response:
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            # Login CSRF: a cross-site form cannot send application/json without a preflight.
+            raise ValidationError(
+                "invalid payload: Content-Type must be application/json", field="content-type"
+            )
+        body = await read_model(request, LoginIn)
+        session = (
+            await anyio.to_thread.run_sync(authentication.login, body.token, limiter=limiter)
+            if authentication is not None
+            else None
+        )
+        if session is None:
+            return failure(401, INVALID_TOKEN, headers={"WWW-Authenticate": "Bearer"})
+        context = AuthContext(
+            identity=session.identity, via="session", csrf_token=session.csrf_token
+        )
+        response = JSONResponse(
+            {
+                **_identity_json(context, auth_enabled=auth_enabled),
+                "expires_at": wire.format_timestamp(session.expires_at),
+            }
+        )
+        secure = request.url.scheme == "https"
+        response.set_cookie(
+            SESSION_COOKIE,
+            session.cookie,
+            expires=session.expires_at,
+            path="/",
+            secure=secure,
+            httponly=True,
+            samesite="strict",
+        )
+        response.set_cookie(
+            CSRF_COOKIE,
+            session.csrf_token,
+            expires=session.expires_at,
+            path="/",
+            secure=secure,
+            samesite="strict",
+        )
+        return response
+
+    @guarded(Resource.NONE)
+    async def logout(request: Request) -> Response:
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if cookie and authentication is not None:
+            await anyio.to_thread.run_sync(authentication.logout, cookie, limiter=limiter)
+        response = JSONResponse({"success": True})
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(CSRF_COOKIE, path="/", samesite="strict")
+        return response
+
+    @guarded(Resource.NONE)
+    async def me(request: Request) -> Response:
+        return JSONResponse(_identity_json(auth_context(request), auth_enabled=auth_enabled))
+
+    return [
+        Route(LOGIN_PATH, login, methods=["POST"]),
+        Route(LOGOUT_PATH, logout, methods=["POST"]),
+        Route(ME_PATH, me, methods=["GET"]),
+    ]

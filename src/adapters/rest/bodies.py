@@ -1,0 +1,99 @@
+"""Reading JSON request bodies: a size cap (413) and strict parsing (400 naming the problem)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TypeVar
+
+from starlette.requests import Request
+
+from clarion.adapters import wire
+from clarion.adapters.rest.errors import PayloadTooLarge
+from clarion.domain.errors import ValidationError
+
+MAX_BODY_BYTES: Final = 1024 * 1024
+T = TypeVar("T")
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; Python's parser accepts them unless told otherwise.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The raw body, refusing anything over ``limit`` bytes before it is all read.
+
+    Raises:
+        PayloadTooLarge: the declared or actual length exceeds ``limit``.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge("request body too large")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge("request body too large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _storable(value: Any) -> bool:
+    """True when every string in ``value`` can be stored and sent back: no NUL (PostgreSQL
+    text refuses it) and no lone surrogate (``\\ud800`` escapes decode to text that cannot be
+    encoded as UTF-8 again)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_storable(key) and _storable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_storable(item) for item in value)
+    return True
+
+
+def parse_json(raw: bytes) -> Any:
+    """Parse a body as strict JSON (UTF-8, no NaN/Infinity, no NUL or lone surrogates).
+
+    Raises:
+        ValidationError: empty, not UTF-8, not JSON, or carrying text no store can keep;
+            ``field`` is ``body``.
+    """
+    if not raw.strip():
+        raise ValidationError("invalid payload: request body is empty", field="body")
+    try:
+        payload = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError as exc:
+        raise ValidationError("invalid payload: body is not UTF-8", field="body") from exc
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"invalid payload: malformed JSON: {exc}", field="body") from exc
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError("invalid payload: malformed JSON", field="body") from exc
+    try:
+        storable = _storable(payload)
+    except RecursionError:
+        storable = False
+    if not storable:
+        raise ValidationError(
+            "invalid payload: strings may not contain NUL or unpaired surrogates", field="body"
+        )
+    return payload
+
+
+async def read_json(request: Request) -> Any:
+    """The body parsed as JSON (see :func:`read_body` and :func:`parse_json`)."""
+    return parse_json(await read_body(request))
+
+
+async def read_model(request: Request, kind: type[T], *, optional: bool = False) -> T:
+    """The body structured strictly into ``kind``: unknown fields and wrong types are 400s
+    naming the field. With ``optional`` an empty body stands for ``{}``."""
+    raw = await read_body(request)
+    payload = {} if optional and not raw.strip() else parse_json(raw)
+    return wire.structure(payload, kind)

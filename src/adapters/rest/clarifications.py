@@ -1,0 +1,219 @@
+"""The clarification endpoints: the spec's REST surface (R10–R12, A1–A9) plus discovery.
+
+=============================================  ============================================
+``POST /api/v1/clarification/request``         create a bundle → ``{"pending_id"}`` (A6; the
+                                               session must be visible, fixes §9.20)
+``GET  /api/v1/clarification/pending``         the caller's pending bundles (L1–L16 shape)
+``GET  /api/v1/clarification/{id}``            the live request (A7: authorize first)
+``GET  /api/v1/clarification/{id}/wait``       block until answered; 504 on drain/timeout (A5a)
+``POST /api/v1/clarification/{id}/respond``    answer or reject (R10, R11, R12)
+``POST /api/v1/clarification/{id}/cancel``     operator cancel, authorized, never claimed (A9)
+=============================================  ============================================
+
+Every use case authorizes from the durable rows before it touches anything in memory, so a
+foreign and a fabricated ``pending_id`` get the same bytes on all four ``{id}`` routes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, Final, TypeVar
+
+import anyio
+import attrs
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from clarion.adapters import wire
+from clarion.adapters.rest.auth import require_identity
+from clarion.adapters.rest.bodies import read_json, read_model
+from clarion.adapters.rest.errors import (
+    AUTHORIZE_FAILED,
+    CLAIM_FAILED,
+    CREATE_FAILED,
+    Resource,
+    failure,
+    guarded,
+)
+from clarion.app.usecases.ask import Asking, LiveRequest
+from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.resolve import Resolver
+from clarion.domain.errors import InvalidArgument
+from clarion.domain.model import Resolution
+
+PREFIX: Final = "/api/v1/clarification"
+T = TypeVar("T")
+
+
+@attrs.frozen
+class CreateRequestIn:
+    session_id: str
+    questions: list[Any]
+    task_id: str = ""
+    context: str = ""
+
+
+def live_request_json(request: LiveRequest) -> dict[str, Any]:
+    """Upstream's Request JSON (facts §2.1): ``context`` omitted when empty (A4: unchanged)."""
+    body: dict[str, Any] = {
+        "pending_id": request.pending_id,
+        "session_id": request.session_id,
+        "task_id": request.task_id,
+        "questions": [
+            {
+                "id": question.id,
+                "title": question.title,
+                "prompt": question.prompt,
+                "options": [
+                    {
+                        "option_id": option.option_id,
+                        "label": option.label,
+                        "description": option.description,
+                    }
+                    for option in question.options
+                ],
+            }
+            for question in request.questions
+        ],
+    }
+    if request.context:
+        body["context"] = request.context
+    body["created_at"] = wire.format_timestamp(request.created_at)
+    return body
+
+
+def wait_response_json(resolution: Resolution) -> dict[str, Any]:
+    """What ``GET /:id/wait`` returns: upstream's Response in its omitempty shape (facts §5.10;
+    A4 leaves this endpoint's success body unchanged). The respond envelope is R12's instead."""
+    body: dict[str, Any] = {"pending_id": resolution.pending_id}
+    if resolution.answers:
+        answers: list[dict[str, Any]] = []
+        for answer in resolution.answers:
+            entry: dict[str, Any] = {"question_id": answer.question_id}
+            if answer.selected_options:
+                entry["selected_options"] = list(answer.selected_options)
+            if answer.custom_text:
+                entry["custom_text"] = answer.custom_text
+            answers.append(entry)
+        body["answers"] = answers
+    if resolution.rejected:
+        body["rejected"] = True
+    if resolution.reject_reason:
+        body["reject_reason"] = resolution.reject_reason
+    body["responded_at"] = wire.format_timestamp(resolution.responded_at)
+    return body
+
+
+async def until_disconnected(request: Request, work: Callable[[], Awaitable[T]]) -> T | None:
+    """Run ``work`` unless the client goes away first; then cancel it and return None.
+
+    Cancelling a wait removes its waiter, so an answer arriving later takes the detached path
+    at once instead of blocking on nobody (fixes upstream §9.21).
+    """
+    result: T | None = None
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        try:
+            result = await work()
+        except Exception as exc:  # noqa: BLE001 — re-raised below, outside the task group
+            failure = exc  # (which would wrap it in an ExceptionGroup)
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _query_limit(request: Request) -> int | None:
+    """L10's ``limit``: absent means the default; anything but a plain integer is a 400."""
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return None
+    if _INTEGER.fullmatch(raw) is None:
+        raise InvalidArgument("limit: must be an integer", field="limit")
+    return int(raw)
+
+
+def clarification_routes(
+    *,
+    resolver: Resolver,
+    asking: Asking,
+    listing: Listing,
+    now: Callable[[], datetime],
+) -> list[Route]:
+    """The clarification routes (order matters: ``/pending`` before ``/{pending_id}``)."""
+
+    @guarded(Resource.SESSION, store_failure=CREATE_FAILED)
+    async def create(request: Request) -> Response:
+        body = await read_model(request, CreateRequestIn)
+        drafts = wire.parse_question_drafts(body.questions)
+        pending_id = await asking.create(
+            require_identity(request),
+            body.session_id,
+            drafts,
+            body.context,
+            task_id=body.task_id or None,
+        )
+        return JSONResponse({"pending_id": pending_id})
+
+    @guarded(Resource.NONE)
+    async def pending(request: Request) -> Response:
+        query = request.query_params
+        page = await listing.list_pending(
+            require_identity(request),
+            workspace_id=query.get("workspace_id", ""),
+            created_since=query.get("created_since", ""),
+            cursor=query.get("cursor", ""),
+            limit=_query_limit(request),
+        )
+        return JSONResponse(wire.list_json(page, now()))
+
+    @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
+    async def get_request(request: Request) -> Response:
+        live = await asking.get_request(
+            require_identity(request), request.path_params["pending_id"]
+        )
+        return JSONResponse(live_request_json(live))
+
+    @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
+    async def wait(request: Request) -> Response:
+        identity = require_identity(request)
+        pending_id: str = request.path_params["pending_id"]
+        resolution = await until_disconnected(request, lambda: asking.wait(identity, pending_id))
+        if resolution is None:
+            return failure(504, f"clarification request wait abandoned: {pending_id}")
+        return JSONResponse(wait_response_json(resolution))
+
+    @guarded(Resource.CLARIFICATION, store_failure=CLAIM_FAILED)
+    async def respond(request: Request) -> Response:
+        outcome = wire.parse_outcome(await read_json(request))
+        resolution = await resolver.resolve(
+            require_identity(request), request.path_params["pending_id"], outcome
+        )
+        return JSONResponse(wire.respond_body(resolution))
+
+    @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
+    async def cancel(request: Request) -> Response:
+        await asking.cancel(require_identity(request), request.path_params["pending_id"])
+        return JSONResponse({"success": True})
+
+    return [
+        Route(f"{PREFIX}/request", create, methods=["POST"]),
+        Route(f"{PREFIX}/pending", pending, methods=["GET"]),
+        Route(f"{PREFIX}/{{pending_id}}", get_request, methods=["GET"]),
+        Route(f"{PREFIX}/{{pending_id}}/wait", wait, methods=["GET"]),
+        Route(f"{PREFIX}/{{pending_id}}/respond", respond, methods=["POST"]),
+        Route(f"{PREFIX}/{{pending_id}}/cancel", cancel, methods=["POST"]),
+    ]

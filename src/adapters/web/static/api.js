@@ -1,0 +1,81 @@
+// The page's only way to reach the server. W1: every request carries credentials
+// (`credentials: "include"`) and every write carries the CSRF header the REST surface
+// checks on cookie-authenticated requests.
+
+const CSRF_COOKIE = "clarion_csrf";
+const CSRF_HEADER = "X-CSRF-Token";
+
+let knownCsrf = "";
+
+/** Remember the CSRF token the login response and `GET /auth/me` return. */
+export function setCsrfToken(token) {
+  knownCsrf = typeof token === "string" ? token : "";
+}
+
+function csrfToken() {
+  // The readable cookie (double submit) is current even when another tab signed in again
+  // since this page asked /auth/me; the remembered value covers a host that sets no cookie.
+  for (const part of document.cookie.split(";")) {
+    const [name, ...rest] = part.trim().split("=");
+    if (name === CSRF_COOKIE) return decodeURIComponent(rest.join("="));
+  }
+  return knownCsrf;
+}
+
+/**
+ * Send one JSON request. Never throws: resolves to `{status, ok, body}` where `status` is 0
+ * when the server could not be reached and `body` is the parsed JSON (or null).
+ */
+export async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const init = { method, headers, credentials: "include", cache: "no-store" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  if (method !== "GET" && method !== "HEAD") {
+    const token = csrfToken();
+    if (token) headers[CSRF_HEADER] = token;
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    return { status: 0, ok: false, body: null };
+  }
+  let data = null;
+  try {
+    const text = await response.text();
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  return { status: response.status, ok: response.ok, body: data };
+}
+
+/** "<what failed>: <why>." — the server's `error` text, or what is known about the failure. */
+export function errorText(result, what) {
+  let why;
+  if (result.body && typeof result.body.error === "string" && result.body.error) {
+    why = result.body.error;
+  } else if (result.status === 0) {
+    why = "Clarion could not be reached";
+  } else {
+    why = `HTTP ${result.status}`;
+  }
+  return `${what}: ${why.replace(/[.\s]+$/, "")}.`;
+}
+
+export const paths = {
+  me: "/api/v1/auth/me",
+  login: "/api/v1/auth/login",
+  logout: "/api/v1/auth/logout",
+  events: "/api/v1/events",
+  tasks: "/api/v1/tasks",
+  pending: (cursor) => {
+    const query = new URLSearchParams({ limit: "200" });
+    if (cursor) query.set("cursor", cursor);
+    return `/api/v1/clarification/pending?${query}`;
+  },
+  respond: (pendingId) => `/api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
+};

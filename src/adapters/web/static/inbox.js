@@ -1,0 +1,244 @@
+// The list of pending bundles, grouped by task and session, oldest first (L6), kept in step
+// with the server by re-reading the pending listing whenever something may have changed.
+
+import { api, errorText, paths } from "./api.js";
+import { BundleCard } from "./card.js";
+import { domId, h } from "./dom.js";
+
+const MAX_PAGES = 10; // 10 × 200 bundles is more than a person can work through on one page
+
+/** A sortable form of an RFC 3339 UTC time: the server trims trailing fractional zeros
+ * ("…:05Z", "…:05.25Z"), so the raw strings do not sort; microseconds are kept (Date is ms). */
+function timeKey(text) {
+  const [whole, fraction = ""] = text.replace(/Z$/, "").split(".");
+  return `${whole}.${fraction.padEnd(6, "0")}`;
+}
+
+/** L6: oldest first, then by pending_id — the order the listing itself uses. */
+function byAge(a, b) {
+  const ka = timeKey(a.createdAt);
+  const kb = timeKey(b.createdAt);
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  return a.pendingId < b.pendingId ? -1 : a.pendingId > b.pendingId ? 1 : 0;
+}
+
+/** Make `container`'s children exactly `nodes`, moving only nodes that are out of place
+ * (moving a node would take keyboard focus away from whatever the person is typing in). */
+function placeChildren(container, nodes) {
+  nodes.forEach((node, i) => {
+    const current = container.children[i];
+    if (current !== node) container.insertBefore(node, current ?? null);
+  });
+  while (container.children.length > nodes.length) container.lastElementChild.remove();
+}
+
+export class Inbox {
+  /** @param ui {groups, empty, summary, announce(text), onUnauthorized()} */
+  constructor(ui) {
+    this.ui = ui;
+    this.cards = new Map();
+    this.taskTitles = new Map();
+    this.taskGroups = new Map();
+    this.loaded = false;
+    this.pending = null;
+    this.again = false;
+    this.stopped = false;
+    this.clock = setInterval(() => this.cards.forEach((c) => c.tick()), 30_000);
+  }
+
+  stop() {
+    this.stopped = true;
+    clearInterval(this.clock);
+    this.ui.groups.replaceChildren();
+    this.cards.clear();
+    this.taskGroups.clear();
+  }
+
+  /** Re-read the listing. Calls made while a read is running coalesce into one more read. */
+  refresh() {
+    if (this.pending) {
+      this.again = true;
+      return this.pending;
+    }
+    this.pending = (async () => {
+      do {
+        this.again = false;
+        await this.load();
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.pending = null;
+    });
+    return this.pending;
+  }
+
+  async load() {
+    const bundles = [];
+    let cursor = "";
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const result = await api("GET", paths.pending(cursor));
+      if (this.stopped) return;
+      if (result.status === 401) {
+        this.ui.onUnauthorized();
+        return;
+      }
+      if (!result.ok || !result.body || !Array.isArray(result.body.bundles)) {
+        this.ui.announce(errorText(result, "Could not load the questions"));
+        return;
+      }
+      bundles.push(...result.body.bundles);
+      cursor = result.body.next_cursor;
+      if (!cursor) break;
+    }
+    await this.learnTaskTitles(bundles);
+    if (this.stopped) return;
+    this.reconcile(bundles);
+  }
+
+  /** Task titles make the groups readable; the ids are shown when titles are unavailable. */
+  async learnTaskTitles(bundles) {
+    if (bundles.every((b) => this.taskTitles.has(b.task_id))) return;
+    const result = await api("GET", paths.tasks);
+    const tasks =
+      result.ok && result.body && Array.isArray(result.body.tasks) ? result.body.tasks : [];
+    for (const task of tasks) {
+      if (task && typeof task.id === "string") this.taskTitles.set(task.id, task.title || "");
+    }
+    // A host without the tasks route (or a task it does not list) shows the id instead;
+    // remember that, so the next refresh does not ask again.
+    for (const b of bundles)
+      if (!this.taskTitles.has(b.task_id)) this.taskTitles.set(b.task_id, "");
+  }
+
+  reconcile(bundles) {
+    const listed = new Set();
+    let added = 0;
+    for (const bundle of bundles) {
+      listed.add(bundle.pending_id);
+      const card = this.cards.get(bundle.pending_id);
+      if (card) {
+        card.update(bundle);
+      } else {
+        this.cards.set(
+          bundle.pending_id,
+          new BundleCard(bundle, {
+            announce: (text) => this.ui.announce(text),
+            onUnauthorized: () => this.ui.onUnauthorized(),
+            onClosed: () => this.layout(),
+            onDismiss: (c) => this.remove(c),
+          }),
+        );
+        added += 1;
+      }
+    }
+    let left = 0;
+    for (const [pendingId, card] of this.cards) {
+      if (!listed.has(pendingId) && card.leftListing()) {
+        this.cards.delete(pendingId);
+        left += 1;
+      }
+    }
+    this.layout();
+    if (this.loaded) {
+      const news = [];
+      if (added) news.push(`${added} new question${added === 1 ? "" : "s"} arrived.`);
+      if (left) news.push(`${left} question${left === 1 ? " was" : "s were"} settled elsewhere.`);
+      if (news.length) this.ui.announce(news.join(" "));
+    }
+    this.loaded = true;
+  }
+
+  remove(card) {
+    const next = this.followingCard(card);
+    card.el.remove();
+    this.cards.delete(card.pendingId);
+    this.layout();
+    (next ? next.el.querySelector("input, textarea, button") : this.ui.heading)?.focus();
+  }
+
+  followingCard(card) {
+    const ordered = [...this.cards.values()].sort(byAge);
+    const at = ordered.indexOf(card);
+    return ordered[at + 1] ?? ordered[at - 1] ?? null;
+  }
+
+  taskGroup(taskId) {
+    let group = this.taskGroups.get(taskId);
+    if (!group) {
+      const heading = h("h3", { id: domId("task", taskId) });
+      const sessions = h("div", { class: "sessions" });
+      const el = h(
+        "section",
+        { class: "task-group", "aria-labelledby": heading.id, dataset: { taskId } },
+        heading,
+        sessions,
+      );
+      group = { el, heading, sessions, sessionGroups: new Map() };
+      this.taskGroups.set(taskId, group);
+    }
+    const title = this.taskTitles.get(taskId);
+    group.heading.textContent = title ? `Task: ${title}` : `Task ${taskId || "(unknown)"}`;
+    return group;
+  }
+
+  sessionGroup(task, sessionId) {
+    let group = task.sessionGroups.get(sessionId);
+    if (!group) {
+      const list = h("div", { class: "bundles" });
+      const el = h(
+        "div",
+        { class: "session-group", dataset: { sessionId } },
+        h(
+          "h4",
+          {},
+          `Session ${sessionId.slice(0, 8)}`,
+          h("span", { class: "visually-hidden" }, ` (${sessionId})`),
+        ),
+        list,
+      );
+      group = { el, list };
+      task.sessionGroups.set(sessionId, group);
+    }
+    return group;
+  }
+
+  layout() {
+    const ordered = [...this.cards.values()].sort(byAge);
+    // Groups appear in the order of their oldest bundle, so the longest-waiting agent is first.
+    const tasks = new Map();
+    for (const card of ordered) {
+      const { task_id: taskId, session_id: sessionId } = card.bundle;
+      if (!tasks.has(taskId)) tasks.set(taskId, new Map());
+      const sessions = tasks.get(taskId);
+      if (!sessions.has(sessionId)) sessions.set(sessionId, []);
+      sessions.get(sessionId).push(card);
+    }
+    const taskEls = [];
+    for (const [taskId, sessions] of tasks) {
+      const task = this.taskGroup(taskId);
+      const sessionEls = [];
+      for (const [sessionId, cards] of sessions) {
+        const session = this.sessionGroup(task, sessionId);
+        placeChildren(
+          session.list,
+          cards.map((c) => c.el),
+        );
+        sessionEls.push(session.el);
+      }
+      placeChildren(task.sessions, sessionEls);
+      // One session in view: its heading would only repeat the task's, so only assistive
+      // technology hears it.
+      task.el.classList.toggle("single-session", sessionEls.length === 1);
+      for (const id of [...task.sessionGroups.keys()])
+        if (!sessions.has(id)) task.sessionGroups.delete(id);
+      taskEls.push(task.el);
+    }
+    placeChildren(this.ui.groups, taskEls);
+    for (const id of [...this.taskGroups.keys()]) if (!tasks.has(id)) this.taskGroups.delete(id);
+
+    const waiting = ordered.filter((c) => c.state !== "closed").length;
+    this.ui.summary.textContent = waiting
+      ? `${waiting} question${waiting === 1 ? "" : "s"} waiting, oldest first.`
+      : "";
+    this.ui.empty.hidden = ordered.length > 0;
+  }
+}

@@ -1,0 +1,142 @@
+// Entry point: find out whether authentication is on, sign in when it is, then run the inbox.
+
+import { api, errorText, paths, setCsrfToken } from "./api.js";
+import { Inbox } from "./inbox.js";
+import { connectLive } from "./live.js";
+
+const $ = (id) => document.getElementById(id);
+
+const views = ["loading", "signin", "inbox", "fatal"];
+let inbox = null;
+let live = null;
+
+function show(view) {
+  for (const name of views) $(name).hidden = name !== view;
+}
+
+let announceTimer = null;
+let clearTimer = null;
+/** Polite status message (the live region); re-announces a repeated message too, and
+ * clears itself after a while so a stale message never sits over the page. */
+function announce(text) {
+  const region = $("status");
+  region.textContent = "";
+  clearTimeout(announceTimer);
+  clearTimeout(clearTimer);
+  announceTimer = setTimeout(() => {
+    region.textContent = text;
+    clearTimer = setTimeout(() => {
+      region.textContent = "";
+    }, 8000);
+  }, 50);
+}
+
+function setConnection(state) {
+  const el = $("connection");
+  el.hidden = false;
+  el.dataset.state = state;
+  el.textContent = state === "live" ? "Live" : "Reconnecting…";
+  el.title =
+    state === "live"
+      ? "New questions appear here as they are asked."
+      : "The live connection dropped; Clarion is reconnecting.";
+}
+
+function stopInbox() {
+  if (live) live.stop();
+  if (inbox) inbox.stop();
+  live = null;
+  inbox = null;
+  $("connection").hidden = true;
+}
+
+function showSignIn(message) {
+  stopInbox();
+  setCsrfToken("");
+  $("account").hidden = true;
+  show("signin");
+  $("signin-error").textContent = message ?? "";
+  $("signin-token").focus();
+}
+
+function startInbox(me) {
+  stopInbox();
+  const authEnabled = Boolean(me && me.auth_enabled);
+  setCsrfToken(me && me.csrf_token);
+  // Auth disabled: everyone is the same unscoped caller, so there is nothing to sign out of.
+  $("account").hidden = !authEnabled;
+  $("account-name").textContent = authEnabled ? "Signed in" : "";
+  show("inbox");
+  const heading = $("inbox-title");
+  heading.tabIndex = -1;
+  inbox = new Inbox({
+    groups: $("groups"),
+    empty: $("empty"),
+    summary: $("summary"),
+    heading,
+    announce,
+    onUnauthorized: () => showSignIn("Your session has ended. Sign in again."),
+  });
+  inbox.refresh();
+  live = connectLive(paths.events, {
+    onChange: () => inbox && inbox.refresh(),
+    onState: (state) => {
+      const before = $("connection").dataset.state;
+      setConnection(state);
+      if (before === "live" && state !== "live")
+        announce("Live updates interrupted; reconnecting.");
+      if (before === "reconnecting" && state === "live") announce("Live updates restored.");
+    },
+  });
+}
+
+async function boot() {
+  show("loading");
+  const me = await api("GET", paths.me);
+  if (me.status === 401) {
+    showSignIn();
+  } else if (me.ok) {
+    startInbox(me.body);
+  } else {
+    stopInbox();
+    show("fatal");
+    $("fatal-message").textContent = errorText(me, "Could not check your session");
+    $("retry").focus();
+  }
+}
+
+$("signin-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("signin-token");
+  const error = $("signin-error");
+  const token = input.value.trim();
+  if (!token) {
+    error.textContent = "Enter a personal access token.";
+    input.focus();
+    return;
+  }
+  error.textContent = "";
+  const result = await api("POST", paths.login, { token });
+  // The token is exchanged for an HttpOnly cookie once; the page keeps no copy.
+  input.value = "";
+  if (result.ok) {
+    announce("Signed in.");
+    await boot();
+    return;
+  }
+  error.textContent =
+    result.status === 401 || result.status === 400
+      ? "That token was not accepted. Check it and try again."
+      : errorText(result, "Could not sign in");
+  input.focus();
+});
+
+$("sign-out").addEventListener("click", async () => {
+  await api("POST", paths.logout);
+  showSignIn("You are signed out.");
+  announce("Signed out.");
+});
+
+$("retry").addEventListener("click", () => boot());
+
+boot();

@@ -1,0 +1,1 @@
+"""Use cases, the composition root and the CLI."""

@@ -1,0 +1,371 @@
+"""The ``clarion`` command: serve, migrate, manage users and tokens, answer from a shell, demo.
+
+Every failure prints one clear line to stderr and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from clarion.app.client import ClarionClient, ClientError
+from clarion.app.logging_setup import configure_logging
+from clarion.app.settings import (
+    DEFAULT_DATABASE_URL,
+    LogFormat,
+    Settings,
+    parse_auth,
+    parse_log_format,
+)
+from clarion.domain.errors import ClarionError
+
+EXIT_USAGE = 2
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr."""
+
+
+def _database_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        help=f"database URL (env CLARION_DATABASE_URL; default {DEFAULT_DATABASE_URL})",
+    )
+
+
+def _server_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url", help=f"Clarion server URL (env CLARION_URL; default {DEFAULT_URL})"
+    )
+    parser.add_argument("--token", help="personal access token (env CLARION_TOKEN)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clarion",
+        description="Agents ask people structured questions; anyone allowed answers exactly once.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the service (REST, MCP and the web inbox)")
+    _database_flag(serve)
+    serve.add_argument("--host", help="bind address (env CLARION_HOST; default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="bind port (env CLARION_PORT; default 8765)")
+    serve.add_argument(
+        "--auth", choices=("enabled", "disabled"), help="authentication (env CLARION_AUTH)"
+    )
+    serve.add_argument(
+        "--resume-webhook", help="POST detached resumes to this URL (env CLARION_RESUME_WEBHOOK)"
+    )
+    serve.add_argument(
+        "--ask-timeout", type=float, help="seconds an agent waits (env CLARION_ASK_TIMEOUT_S)"
+    )
+    serve.add_argument(
+        "--log-format", choices=("json", "console"), help="log format (env CLARION_LOG_FORMAT)"
+    )
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    upgrade = db_commands.add_parser("upgrade", help="apply migrations (serve also does this)")
+    _database_flag(upgrade)
+
+    users = commands.add_parser("users", help="manage users")
+    user_commands = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    create_user = user_commands.add_parser("create", help="create a user; prints its id")
+    create_user.add_argument("name", help="display name")
+    create_user.add_argument("--admin", action="store_true", help="make the user an admin")
+    _database_flag(create_user)
+
+    tokens = commands.add_parser("tokens", help="manage personal access tokens")
+    token_commands = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
+    create_token = token_commands.add_parser(
+        "create", help="issue a personal access token; prints it once"
+    )
+    create_token.add_argument("user_id", help="the user the token acts as")
+    create_token.add_argument("--name", default="", help="a label for the token")
+    create_token.add_argument(
+        "--expires-in-days", type=float, help="expire the token after this many days"
+    )
+    _database_flag(create_token)
+
+    questions = commands.add_parser("questions", help="list and answer questions from a shell")
+    question_commands = questions.add_subparsers(
+        dest="questions_command", required=True, metavar="COMMAND"
+    )
+    list_questions = question_commands.add_parser(
+        "list", help="list the pending questions you may see"
+    )
+    list_questions.add_argument("--workspace", default="", help="only this workspace's questions")
+    list_questions.add_argument("--json", action="store_true", help="print the raw JSON envelope")
+    _server_flags(list_questions)
+    answer = question_commands.add_parser("answer", help="answer or reject a pending bundle")
+    answer.add_argument("pending_id", help="the bundle's pending_id (see `questions list`)")
+    answer.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="QUESTION=OPTION[,OPTION]",
+        help="select options (by option id or label) for a question; repeatable",
+    )
+    answer.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        metavar="QUESTION=TEXT",
+        help="free-text answer for a question; repeatable",
+    )
+    answer.add_argument("--reject", action="store_true", help="reject the whole bundle")
+    answer.add_argument("--reason", default="", help="reason shown with a rejection")
+    answer.add_argument("--json", action="store_true", help="print the raw JSON response")
+    _server_flags(answer)
+
+    commands.add_parser("demo", help="run the whole story in one process on a temporary database")
+    return parser
+
+
+def _settings(args: argparse.Namespace, **flags: object) -> Settings:
+    return Settings.from_env(database_url=getattr(args, "database_url", None), **flags)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from clarion.app.compose import build_clarion
+
+    settings = _settings(
+        args,
+        host=args.host,
+        port=args.port,
+        auth_enabled=None if args.auth is None else parse_auth(args.auth, "--auth"),
+        resume_webhook=args.resume_webhook,
+        ask_timeout_s=args.ask_timeout,
+        log_format=None
+        if args.log_format is None
+        else parse_log_format(args.log_format, "--log-format"),
+    )
+    configure_logging(settings.log_format)
+    clarion = build_clarion(settings)
+    auth = "enabled" if settings.auth_enabled else "disabled"
+    print(
+        f"Clarion on http://{settings.host}:{settings.port}/ "
+        f"(database {clarion.database_label}, auth {auth})",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(
+        clarion.asgi_app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from clarion.adapters.sql import upgrade_database
+
+    settings = _settings(args)
+    revision = upgrade_database(settings.database_url)
+    print(f"database at revision {revision}")
+    return 0
+
+
+def _users_create(args: argparse.Namespace) -> int:
+    from clarion.app.compose import build_clarion
+
+    clarion = build_clarion(_settings(args))
+    try:
+        user = clarion.authentication.create_user(args.name, is_admin=args.admin)
+    finally:
+        clarion.close()
+    print(user.id)
+    return 0
+
+
+def _tokens_create(args: argparse.Namespace) -> int:
+    from clarion.app.compose import build_clarion
+
+    if args.expires_in_days is not None and args.expires_in_days <= 0:
+        raise CliError("--expires-in-days must be a positive number")
+    clarion = build_clarion(_settings(args))
+    try:
+        expires_at = (
+            None
+            if args.expires_in_days is None
+            else datetime.now(UTC) + timedelta(days=args.expires_in_days)
+        )
+        issued = clarion.authentication.issue_token(
+            args.user_id, name=args.name, expires_at=expires_at
+        )
+    finally:
+        clarion.close()
+    print(issued.token)
+    return 0
+
+
+def _client(args: argparse.Namespace) -> ClarionClient:
+    url = args.url or os.environ.get("CLARION_URL") or DEFAULT_URL
+    token = args.token or os.environ.get("CLARION_TOKEN") or ""
+    return ClarionClient(url, token=token)
+
+
+def _questions_list(args: argparse.Namespace) -> int:
+    bundles = _client(args).pending(workspace_id=args.workspace)
+    if args.json:
+        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
+        return 0
+    if not bundles:
+        print("No pending questions.")
+        return 0
+    for bundle in bundles:
+        print(
+            f"{bundle['pending_id']}  task {bundle['task_id']}  session {bundle['session_id']}  "
+            f"waiting {bundle['age_seconds']}s"
+        )
+        if bundle["context"]:
+            print(f"  context: {bundle['context']}")
+        for question in bundle["questions"]:
+            title = f"[{question['title']}] " if question["title"] else ""
+            print(
+                f"  {question['question_id']}: {title}{question['prompt']} ({question['status']})"
+            )
+            for option in question["options"]:
+                print(f"      {option['option_id']}: {option['label']} — {option['description']}")
+    return 0
+
+
+def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise CliError(f"{flag} expects QUESTION=VALUE, got {value!r}")
+        pairs.append((key, rest))
+    return pairs
+
+
+def _answers_body(args: argparse.Namespace, client: ClarionClient) -> dict[str, Any]:
+    selections = _pairs(args.select, "--select")
+    texts = _pairs(args.text, "--text")
+    if args.reject:
+        if selections or texts:
+            raise CliError("--reject cannot be combined with --select or --text")
+        return {"rejected": True, "reject_reason": args.reason}
+    if args.reason:
+        raise CliError("--reason only goes with --reject")
+    if not selections and not texts:
+        raise CliError("give --select and/or --text for each question, or --reject")
+    bundle = client.find_pending(args.pending_id)
+    questions = {q["question_id"]: q for q in bundle["questions"]} if bundle else {}
+    answers: dict[str, dict[str, Any]] = {}
+    for question_id, value in selections:
+        entry = answers.setdefault(question_id, {"question_id": question_id})
+        wanted = [part.strip() for part in value.split(",") if part.strip()]
+        entry["selected_options"] = [
+            _option_id(questions.get(question_id), question_id, part) for part in wanted
+        ]
+    for question_id, value in texts:
+        answers.setdefault(question_id, {"question_id": question_id})["custom_text"] = value
+    if questions:
+        # N6: one entry per question; unanswered questions are sent as empty entries (N7).
+        for question_id in questions:
+            answers.setdefault(question_id, {"question_id": question_id})
+    return {"answers": list(answers.values())}
+
+
+def _option_id(question: dict[str, Any] | None, question_id: str, wanted: str) -> str:
+    if question is None:
+        return wanted
+    for option in question["options"]:
+        if wanted == option["option_id"]:
+            return wanted
+    matches = [o["option_id"] for o in question["options"] if o["label"].lower() == wanted.lower()]
+    if len(matches) == 1:
+        return str(matches[0])
+    raise CliError(f"question {question_id} has no option with id or label {wanted!r}")
+
+
+def _questions_answer(args: argparse.Namespace) -> int:
+    client = _client(args)
+    body = _answers_body(args, client)
+    result = client.respond(args.pending_id, body)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    response = result["response"]
+    who = "you answered it" if result["claimed"] else "it was already settled; this is the winner's"
+    print(f"{args.pending_id}: {result['status']} ({who})")
+    if response["rejected"]:
+        print(
+            "  rejected" + (f": {response['reject_reason']}" if response["reject_reason"] else "")
+        )
+    for answer in response["answers"]:
+        parts = [*answer["selected_options"]]
+        if answer["custom_text"]:
+            parts.append(json.dumps(answer["custom_text"], ensure_ascii=False))
+        print(f"  {answer['question_id']}: {', '.join(parts) or '(no answer)'}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from clarion.app.demo import run_demo
+
+    return run_demo()
+
+
+def _default_log_format() -> LogFormat:
+    value = os.environ.get("CLARION_LOG_FORMAT", "")
+    if value in ("json", "console"):
+        return parse_log_format(value, "CLARION_LOG_FORMAT")
+    return "console" if sys.stderr.isatty() else "json"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``clarion`` console script (and ``python -m clarion``)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {
+        ("serve", None): _serve,
+        ("db", "upgrade"): _db_upgrade,
+        ("users", "create"): _users_create,
+        ("tokens", "create"): _tokens_create,
+        ("questions", "list"): _questions_list,
+        ("questions", "answer"): _questions_answer,
+        ("demo", None): _demo,
+    }
+    sub = next(
+        (
+            getattr(args, name)
+            for name in ("db_command", "users_command", "tokens_command", "questions_command")
+            if getattr(args, name, None)
+        ),
+        None,
+    )
+    handler = handlers[(args.command, sub)]
+    if args.command not in ("serve", "demo"):
+        # Output is the command's answer; log lines (warnings only) go to stderr.
+        configure_logging(_default_log_format(), level=logging.WARNING)
+    try:
+        return handler(args)
+    except (CliError, ClientError, ClarionError) as exc:
+        print(f"clarion: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the top-level handler: one line, non-zero exit
+        print(f"clarion: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the console script
+    raise SystemExit(main())

@@ -1,0 +1,232 @@
+"""The composition root: the one place that chooses concrete adapters.
+
+``build_clarion(settings, **overrides)`` wires every port from :class:`Settings`; a host may pass
+any port instead (``claims=``, ``host=``, ``tokens=``, ``authorizer=``, ``waiters=``,
+``dispatcher=``, ``events=``, ``clock=``, ``ids=``). Nothing is built at import time. The ASGI
+application's lifespan owns the MCP session managers, startup reconciliation and the event
+streams; :meth:`Clarion.close` releases the database engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import attrs
+import sqlalchemy as sa
+import structlog
+from mcp.server.transport_security import TransportSecuritySettings
+from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
+
+from clarion.adapters.events import InProcessEventBus
+from clarion.adapters.mcp import build_mcp, local_transport_security
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryHostRepository,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
+from clarion.adapters.memory.waiters import InMemoryWaiters
+from clarion.adapters.rest.app import create_rest_app
+from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
+from clarion.adapters.sql import (
+    SqlClaimRepository,
+    SqlHostRepository,
+    SqlTokenStore,
+    create_engine,
+    upgrade_database,
+)
+from clarion.adapters.system import SystemClock, UuidIds
+from clarion.adapters.web import web_routes
+from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.services import Services, build_services
+from clarion.app.settings import Settings
+from clarion.app.usecases.auth import Authentication
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository
+from clarion.ports.events import EventPublisher
+from clarion.ports.host import HostRepository
+from clarion.ports.resume import ResumeDispatcher
+from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.tokens import TokenStore
+from clarion.ports.waiters import Waiters
+
+log = structlog.get_logger(__name__)
+
+MEMORY_URL = "memory://"
+WORKER_THREADS = 32
+
+
+@attrs.define
+class Clarion:
+    """A wired Clarion service.
+
+    ``asgi_app`` serves REST, both MCP surfaces and the web inbox; ``services`` are the use
+    cases (``services.resolver.resolve(identity, pending_id, outcome)`` is the spec's
+    ``ResolveBundle``); ``authentication`` issues users and personal access tokens.
+    """
+
+    settings: Settings
+    services: Services
+    authentication: Authentication
+    asgi_app: Starlette
+    database_label: str
+    engine: Engine | None = None
+
+    @property
+    def resolver(self) -> Any:
+        return self.services.resolver
+
+    def close(self) -> None:
+        """Release the database engine (the ASGI lifespan has already ended)."""
+        if self.engine is not None:
+            self.engine.dispose()
+
+
+@attrs.frozen
+class _Storage:
+    claims: ClaimRepository
+    host: HostRepository
+    tokens: TokenStore
+    label: str
+    engine: Engine | None
+    check: Callable[[], object] | None
+
+
+def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
+    if settings.database_url == MEMORY_URL:
+        store = InMemoryStore()
+        return _Storage(
+            claims=InMemoryClaimRepository(store, clock, ids),
+            host=InMemoryHostRepository(store, clock, ids),
+            tokens=InMemoryTokenStore(store, clock, ids),
+            label="in memory (nothing is kept)",
+            engine=None,
+            check=None,
+        )
+    engine = create_engine(settings.database_url)
+    upgrade_database(engine)
+
+    def check() -> object:
+        with engine.connect() as connection:
+            return connection.execute(sa.text("SELECT 1")).scalar_one()
+
+    return _Storage(
+        claims=SqlClaimRepository(engine, clock, ids),
+        host=SqlHostRepository(engine, clock, ids),
+        tokens=SqlTokenStore(engine, clock, ids),
+        label=engine.url.render_as_string(hide_password=True),
+        engine=engine,
+        check=check,
+    )
+
+
+def _transport_security(settings: Settings) -> TransportSecuritySettings:
+    """The MCP Host/Origin check: loopback names, plus ``CLARION_ALLOWED_HOSTS``."""
+    local = local_transport_security()
+    if not settings.allowed_hosts:
+        return local
+    hosts = [*local.allowed_hosts]
+    origins = [*local.allowed_origins]
+    for name in settings.allowed_hosts:
+        pattern = name if ":" in name else f"{name}:*"
+        hosts.append(pattern)
+        origins.extend((f"http://{pattern}", f"https://{pattern}"))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def build_clarion(
+    settings: Settings | None = None,
+    *,
+    claims: ClaimRepository | None = None,
+    host: HostRepository | None = None,
+    tokens: TokenStore | None = None,
+    authorizer: TaskAuthorizer | None = None,
+    waiters: Waiters | None = None,
+    dispatcher: ResumeDispatcher | None = None,
+    events: EventPublisher | None = None,
+    clock: Clock | None = None,
+    ids: IdGenerator | None = None,
+) -> Clarion:
+    """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``).
+
+    The database named by ``settings.database_url`` is created and migrated here (``memory://``
+    keeps everything in memory). Repositories passed in replace the ones the database would
+    provide; ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event
+    stream and the web inbox to work.
+    """
+    settings = settings if settings is not None else Settings.from_env()
+    clock = clock or SystemClock()
+    ids = ids or UuidIds()
+    storage = _storage(settings, clock, ids)
+    claims = claims or storage.claims
+    host = host or storage.host
+    tokens = tokens or storage.tokens
+    limiter = anyio.CapacityLimiter(WORKER_THREADS)
+    events = events or InProcessEventBus()
+    if dispatcher is None:
+        dispatcher = (
+            WebhookResumeDispatcher(settings.resume_webhook, timeout=settings.resume_timeout_s)
+            if settings.resume_webhook
+            else OutboxResumeDispatcher(host, limiter)
+        )
+    services = build_services(
+        claims=claims,
+        host=host,
+        authorizer=authorizer or HostTaskAuthorizer(host),
+        waiters=waiters or InMemoryWaiters(),
+        dispatcher=dispatcher,
+        events=events,
+        clock=clock,
+        ids=ids,
+        limiter=limiter,
+        ask_timeout=settings.ask_timeout_s,
+        resume_timeout=settings.resume_timeout_s,
+    )
+    authentication = Authentication(tokens, clock, ids)
+    mcp = build_mcp(
+        services,
+        auth_enabled=settings.auth_enabled,
+        authentication=authentication,
+        tool_suffix=settings.tool_suffix,
+        progress_interval=settings.progress_interval_s,
+        transport_security=_transport_security(settings),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(mcp.lifespan())
+            report = await services.lifecycle.reconcile_on_startup()
+            if report.restored or report.finalized:
+                log.info(
+                    "startup.reconciled",
+                    restored=len(report.restored),
+                    finalized=len(report.finalized),
+                )
+            try:
+                yield
+            finally:
+                app.state.rest.events.close()
+
+    app = create_rest_app(
+        services,
+        auth_enabled=settings.auth_enabled,
+        authentication=authentication,
+        database_check=storage.check,
+        extra_routes=[*mcp.routes, *web_routes()],
+        lifespan=lifespan,
+    )
+    return Clarion(
+        settings=settings,
+        services=services,
+        authentication=authentication,
+        asgi_app=app,
+        database_label=storage.label,
+        engine=storage.engine,
+    )

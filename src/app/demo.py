@@ -1,0 +1,222 @@
+"""``clarion demo``: the whole story in one process, on a temporary SQLite database.
+
+An agent asks two questions over its in-session MCP endpoint and blocks; an external MCP client
+lists them and answers; the agent receives the answer in the same call; a second answerer gets
+the winner's replay; a bundle whose agent moved on is answered into the resume outbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import json
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from clarion.app.compose import build_clarion
+from clarion.app.logging_setup import configure_logging
+from clarion.app.settings import Settings
+
+QUESTIONS = [
+    {
+        "id": "db",
+        "title": "Database",
+        "prompt": "Which database should the new service use?",
+        "options": [
+            {"label": "SQLite", "description": "Embedded, zero setup"},
+            {"label": "PostgreSQL", "description": "A server; scales to several replicas"},
+        ],
+    },
+    {
+        "id": "envs",
+        "title": "Deploy",
+        "prompt": "Where should it be deployed first?",
+        "options": [
+            {"label": "Staging", "description": "The shared staging cluster"},
+            {"label": "Production", "description": "Straight to production"},
+            {"label": "Laptop", "description": "Only locally for now"},
+        ],
+    },
+]
+
+
+class DemoFailed(Exception):
+    """A step of the demo did not behave as Clarion promises."""
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the demo's process keeps its own signal handling
+
+
+def _say(step: str, detail: Any = None) -> None:
+    print(f"\n== {step}")
+    if detail is not None:
+        print(
+            detail if isinstance(detail, str) else json.dumps(detail, indent=2, ensure_ascii=False)
+        )
+
+
+def _structured(result: Any) -> dict[str, Any]:
+    if result.is_error:
+        raise DemoFailed(result.content[0].text)
+    data: dict[str, Any] = result.structured_content
+    return data
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: Any) -> AsyncIterator[str]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on"))
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(server.serve, [sock])
+            try:
+                yield f"http://127.0.0.1:{port}"
+            finally:
+                server.should_exit = True
+    finally:
+        sock.close()
+
+
+def _client() -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300))
+
+
+async def _story(base: str) -> None:
+    async with _client() as http:
+        workspace = (await http.post(f"{base}/api/v1/workspaces", json={"name": "Demo"})).json()
+        task = (
+            await http.post(
+                f"{base}/api/v1/tasks",
+                json={"title": "Build the billing service", "workspace_id": workspace["id"]},
+            )
+        ).json()
+        session = (
+            await http.post(f"{base}/api/v1/tasks/{task['id']}/sessions", json={"is_primary": True})
+        ).json()
+        _say("A workspace, a task and an agent session exist", {"session_id": session["id"]})
+
+        agent_got: dict[str, Any] = {}
+
+        async def agent() -> None:
+            async with (
+                _client() as agent_http,
+                Client(
+                    streamable_http_client(
+                        f"{base}/mcp/session/{session['id']}", http_client=agent_http
+                    )
+                ) as mcp,
+            ):
+                result = await mcp.call_tool(
+                    "ask_user_question_kandev",
+                    {"questions": QUESTIONS, "context": "Starting the billing service."},
+                )
+                agent_got.update(_structured(result))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(agent)
+            _say("The agent asks two questions and blocks in ask_user_question_kandev")
+            async with (
+                _client() as external_http,
+                Client(streamable_http_client(f"{base}/mcp", http_client=external_http)) as mcp,
+            ):
+                bundles: list[dict[str, Any]] = []
+                with anyio.fail_after(30):
+                    while not bundles:
+                        listed = _structured(
+                            await mcp.call_tool("list_pending_questions_kandev", {})
+                        )
+                        bundles = listed["bundles"]
+                        if not bundles:
+                            await anyio.sleep(0.05)  # poll, as an external caller would
+                bundle = bundles[0]
+                _say(
+                    "An external MCP client lists the pending bundle",
+                    {
+                        "pending_id": bundle["pending_id"],
+                        "questions": [q["prompt"] for q in bundle["questions"]],
+                    },
+                )
+                answer = {
+                    "pending_id": bundle["pending_id"],
+                    "answers": [
+                        {"question_id": "envs", "selected_options": ["q2_opt1", "q2_opt3"]},
+                        {
+                            "question_id": "db",
+                            "selected_options": ["q1_opt2"],
+                            "custom_text": " with a read replica ",
+                        },
+                    ],
+                }
+                won = _structured(await mcp.call_tool("answer_question_kandev", answer))
+                _say("It answers (in any order; Clarion normalizes) and wins the claim", won)
+                if not won["claimed"]:
+                    raise DemoFailed("the first answer did not claim the bundle")
+        _say("The agent's blocked call returned with every selected option", agent_got)
+        if agent_got.get("envs", {}).get("selected_options") != ["q2_opt1", "q2_opt3"]:
+            raise DemoFailed("the agent did not receive both selected options")
+
+        late = await http.post(
+            f"{base}/api/v1/clarification/{bundle['pending_id']}/respond",
+            json={"rejected": True, "reject_reason": "too late"},
+        )
+        _say("A second answerer over REST gets the winner's answer, not an error", late.json())
+        if late.status_code != 200 or late.json()["claimed"] is not False:
+            raise DemoFailed("the second answerer was not given the winner's replay")
+
+        created = await http.post(
+            f"{base}/api/v1/clarification/request",
+            json={"session_id": session["id"], "questions": QUESTIONS[:1]},
+        )
+        pending_id = created.json()["pending_id"]
+        await http.post(f"{base}/api/v1/sessions/{session['id']}/turns/current/complete")
+        _say("Another question is asked, then the agent's turn ends (the bundle detaches)")
+        answered = await http.post(
+            f"{base}/api/v1/clarification/{pending_id}/respond",
+            json={"answers": [{"question_id": "db", "selected_options": ["q1_opt1"]}]},
+        )
+        if answered.status_code != 200:
+            raise DemoFailed(f"answering the detached bundle failed: {answered.text}")
+        resumes = (await http.get(f"{base}/api/v1/sessions/{session['id']}/resumes")).json()
+        _say("Answering it later resumes the agent through the durable outbox", resumes)
+
+
+async def _main() -> None:
+    with tempfile.TemporaryDirectory(prefix="clarion-demo-") as folder:
+        database = Path(folder) / "demo.db"
+        clarion = build_clarion(
+            Settings(database_url=f"sqlite:///{database}", auth_enabled=False, log_format="console")
+        )
+        try:
+            async with _serving(clarion.asgi_app) as base:
+                _say(f"Clarion is serving {base} on {database}")
+                await _story(base)
+        finally:
+            clarion.close()
+    _say("Demo finished: every step behaved as promised.")
+
+
+def run_demo(*, quiet_logs: bool = True) -> int:
+    """Run the demo; 0 when every step behaved as promised."""
+    if quiet_logs:
+        configure_logging("console", level=logging.WARNING)
+    try:
+        anyio.run(_main)
+    except DemoFailed as exc:
+        print(f"clarion demo: FAILED: {exc}")
+        return 1
+    return 0

@@ -1,0 +1,261 @@
+"""Authentication: users, personal access tokens, browser login sessions, and the identity of
+the request being served.
+
+Credentials (interfaces.md "Identity and authorization"):
+
+- A personal access token is ``clarion_pat_<8 hex>_<secret>``. It is shown once, when issued;
+  the :class:`~clarion.ports.TokenStore` keeps only the SHA-256 hex of the full text. A token
+  authenticates while it is neither expired nor revoked and its user is active; each use
+  records ``last_used_at`` (at most once per ``touch_interval``).
+- A browser login session is ``clarion_ses_<8 hex>_<secret>``, created by :meth:`login` from a
+  valid personal access token and carried in an HttpOnly cookie. Sessions are stored through
+  the same ``TokenStore`` (hash only), so they survive restarts and are shared by every process
+  on one database. A session record is named ``session:<hash of its parent token>``: it expires
+  after ``session_ttl`` (never later than its parent token), ends on :meth:`logout`, and stops
+  working the moment its parent token is revoked or expires. The two prefixes keep the two
+  channels apart: a session value is never accepted as a bearer token, nor a token as a cookie.
+- Cookie-authenticated writes need a CSRF token (:meth:`csrf_token`): the SHA-256 of the session
+  value under a fixed label. The browser learns it from the login response (and ``/auth/me``),
+  never from the HttpOnly cookie, so a cross-site page can neither read nor compute it.
+
+The identity of the request being served lives in a context variable (:func:`current_identity`)
+that the HTTP middleware binds, so any surface served by the same process (REST, MCP, web) reads
+one value. ``None`` there means *nobody authenticated* — which is not the same thing as
+:meth:`Identity.internal`, the unscoped identity of in-process callers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import datetime, timedelta
+from typing import Final
+
+import attrs
+
+from clarion.domain.host import AccessToken, User
+from clarion.domain.model import Identity
+from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.tokens import TokenStore
+
+TOKEN_PREFIX: Final = "clarion_pat_"
+SESSION_PREFIX: Final = "clarion_ses_"
+_SESSION_NAME_PREFIX: Final = "session:"
+_CSRF_LABEL: Final = b"clarion-csrf-v1:"
+_SECRET_BYTES: Final = 32
+# <prefix><8 hex>_<url-safe base64 secret>; the secret alphabet itself contains "_" and "-".
+_CREDENTIAL = re.compile(r"[0-9a-f]{8}_[A-Za-z0-9_-]{32,128}")
+
+_CURRENT_IDENTITY: ContextVar[Identity | None] = ContextVar("clarion_identity", default=None)
+
+
+def current_identity() -> Identity | None:
+    """The identity of the request being served; None when nobody authenticated."""
+    return _CURRENT_IDENTITY.get()
+
+
+@contextmanager
+def identity_bound(identity: Identity | None) -> Iterator[None]:
+    """Bind ``identity`` as :func:`current_identity` for the duration of the block."""
+    token = _CURRENT_IDENTITY.set(identity)
+    try:
+        yield
+    finally:
+        _CURRENT_IDENTITY.reset(token)
+
+
+def hash_credential(credential: str) -> str:
+    """The SHA-256 hex digest stored in place of a token or session value."""
+    return hashlib.sha256(credential.encode("utf-8")).hexdigest()
+
+
+def _well_formed(credential: str, prefix: str) -> bool:
+    return credential.startswith(prefix) and (
+        _CREDENTIAL.fullmatch(credential[len(prefix) :]) is not None
+    )
+
+
+@attrs.frozen
+class IssuedToken:
+    """A freshly issued personal access token: ``token`` is the only time its text exists."""
+
+    token: str = attrs.field(repr=False)
+    record: AccessToken
+
+
+@attrs.frozen
+class LoginSession:
+    """A browser session created by :meth:`Authentication.login`."""
+
+    cookie: str = attrs.field(repr=False)
+    csrf_token: str = attrs.field(repr=False)
+    identity: Identity
+    expires_at: datetime
+
+
+@attrs.frozen
+class SessionIdentity:
+    """Who a valid session cookie belongs to, and the CSRF token its writes must carry."""
+
+    identity: Identity
+    csrf_token: str = attrs.field(repr=False)
+
+
+class Authentication:
+    """Issues and checks credentials against a :class:`TokenStore`.
+
+    Every method is synchronous (the store may be a database); call them from a worker thread
+    in async code.
+    """
+
+    def __init__(
+        self,
+        tokens: TokenStore,
+        clock: Clock,
+        ids: IdGenerator,
+        *,
+        session_ttl: timedelta = timedelta(hours=12),
+        touch_interval: timedelta = timedelta(minutes=1),
+    ) -> None:
+        self._tokens = tokens
+        self._clock = clock
+        self._ids = ids
+        self._session_ttl = session_ttl
+        self._touch_interval = touch_interval
+
+    # --- users and tokens ----------------------------------------------------------------
+
+    def create_user(self, name: str, *, is_admin: bool = False) -> User:
+        """Create a user; returns its record (the id is what tokens are issued to)."""
+        return self._tokens.create_user(name, is_admin=is_admin)
+
+    def issue_token(
+        self, user_id: str, *, name: str = "", expires_at: datetime | None = None
+    ) -> IssuedToken:
+        """Issue a personal access token for ``user_id``; its text is returned only here.
+
+        Raises:
+            NotFound: the user does not exist.
+        """
+        token = f"{TOKEN_PREFIX}{secrets.token_hex(4)}_{secrets.token_urlsafe(_SECRET_BYTES)}"
+        record = self._tokens.create_token(
+            user_id,
+            token_id=self._ids.new_id(),
+            token_hash=hash_credential(token),
+            name=name,
+            expires_at=expires_at,
+        )
+        return IssuedToken(token=token, record=record)
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Revoke a token (and with it every browser session created from it)."""
+        return self._tokens.revoke_token(token_id)
+
+    def resolve_bearer(self, token: str) -> Identity | None:
+        """The identity a personal access token stands for; None when it is malformed,
+        unknown, expired, revoked, or its user is inactive."""
+        if not _well_formed(token, TOKEN_PREFIX):
+            return None
+        found = self._usable(hash_credential(token))
+        if found is None or found[0].name.startswith(_SESSION_NAME_PREFIX):
+            return None
+        return found[1]
+
+    # --- browser sessions ----------------------------------------------------------------
+
+    def login(self, token: str) -> LoginSession | None:
+        """Start a browser session from a personal access token; None when the token does
+        not authenticate."""
+        if not _well_formed(token, TOKEN_PREFIX):
+            return None
+        parent_hash = hash_credential(token)
+        found = self._usable(parent_hash)
+        if found is None or found[0].name.startswith(_SESSION_NAME_PREFIX):
+            return None
+        parent, identity = found
+        expires_at = self._clock.now() + self._session_ttl
+        if parent.expires_at is not None:
+            expires_at = min(expires_at, parent.expires_at)
+        cookie = f"{SESSION_PREFIX}{secrets.token_hex(4)}_{secrets.token_urlsafe(_SECRET_BYTES)}"
+        self._tokens.create_token(
+            parent.user_id,
+            token_id=self._ids.new_id(),
+            token_hash=hash_credential(cookie),
+            name=f"{_SESSION_NAME_PREFIX}{parent_hash}",
+            expires_at=expires_at,
+        )
+        return LoginSession(
+            cookie=cookie,
+            csrf_token=self.csrf_token(cookie),
+            identity=identity,
+            expires_at=expires_at,
+        )
+
+    def resolve_session(self, cookie: str) -> SessionIdentity | None:
+        """Who a session cookie belongs to; None when it is malformed, unknown, expired,
+        logged out, or its parent token no longer authenticates."""
+        if not _well_formed(cookie, SESSION_PREFIX):
+            return None
+        found = self._usable(hash_credential(cookie))
+        if found is None or not found[0].name.startswith(_SESSION_NAME_PREFIX):
+            return None
+        parent_hash = found[0].name.removeprefix(_SESSION_NAME_PREFIX)
+        if self._usable(parent_hash, touch=False) is None:
+            return None
+        return SessionIdentity(identity=found[1], csrf_token=self.csrf_token(cookie))
+
+    def logout(self, cookie: str) -> bool:
+        """End a browser session; True when a live session was ended."""
+        if not _well_formed(cookie, SESSION_PREFIX):
+            return False
+        record = self._tokens.find_token(hash_credential(cookie))
+        if record is None or not record.name.startswith(_SESSION_NAME_PREFIX):
+            return False
+        return self._tokens.revoke_token(record.id)
+
+    @staticmethod
+    def csrf_token(cookie: str) -> str:
+        """The CSRF token bound to a session value (derived, so nothing more is stored)."""
+        return hashlib.sha256(_CSRF_LABEL + cookie.encode("utf-8")).hexdigest()
+
+    @staticmethod
+    def csrf_matches(cookie: str, presented: str) -> bool:
+        """Constant-time check of a presented CSRF token against the session's."""
+        expected = Authentication.csrf_token(cookie)
+        return hmac.compare_digest(expected.encode("ascii"), presented.encode("utf-8"))
+
+    # --- shared --------------------------------------------------------------------------
+
+    def _usable(
+        self, token_hash: str, *, touch: bool = True
+    ) -> tuple[AccessToken, Identity] | None:
+        record = self._tokens.find_token(token_hash)
+        now = self._clock.now()
+        if record is None or not record.usable_at(now):
+            return None
+        user = self._tokens.get_user(record.user_id)
+        if user is None or not user.active:
+            return None
+        if touch and (
+            record.last_used_at is None or now - record.last_used_at >= self._touch_interval
+        ):
+            self._tokens.touch_token(record.id, now)
+        return record, Identity.user(user.id, is_admin=user.is_admin)
+
+
+__all__ = [
+    "SESSION_PREFIX",
+    "TOKEN_PREFIX",
+    "Authentication",
+    "IssuedToken",
+    "LoginSession",
+    "SessionIdentity",
+    "current_identity",
+    "hash_credential",
+    "identity_bound",
+]

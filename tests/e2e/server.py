@@ -1,0 +1,112 @@
+"""A real Clarion server for the browser tests: the application ``build_clarion`` composes
+(REST + MCP + web inbox) under uvicorn on a free 127.0.0.1 port, in a background thread (the
+browser driver owns the test thread), over a temporary SQLite database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+
+import attrs
+import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clarion.app.compose import build_clarion
+from clarion.app.settings import Settings
+from clarion.app.usecases.auth import Authentication
+
+STARTUP_TIMEOUT_S = 30.0
+
+
+@attrs.frozen
+class ServedClarion:
+    """A running server: where it listens and how to issue its users tokens."""
+
+    base_url: str
+    auth_enabled: bool
+    authentication: Authentication
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+
+class _Lifespan:
+    """Passes everything through to the application, noting when its lifespan has started
+    and on which event loop (so the test thread can reach that loop at shutdown)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.settled = threading.Event()
+        self.started = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def watch(message: Message) -> None:
+            if message["type"] in ("lifespan.startup.complete", "lifespan.startup.failed"):
+                self.started = message["type"] == "lifespan.startup.complete"
+                self.loop = asyncio.get_running_loop()
+                self.settled.set()
+            await send(message)
+
+        await self.app(scope, receive, watch)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without signal handlers (it runs in a worker thread of the test process)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.contextmanager
+def serve_clarion(database_url: str, *, auth_enabled: bool) -> Iterator[ServedClarion]:
+    """Serve a freshly built Clarion until the block ends.
+
+    The socket listens before uvicorn starts, so early connections wait in the backlog.
+    """
+    clarion = build_clarion(Settings(database_url=database_url, auth_enabled=auth_enabled))
+    app = _Lifespan(clarion.asgi_app)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        ws="none",
+        timeout_graceful_shutdown=3,
+    )
+    server = _Uvicorn(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        if not app.settled.wait(STARTUP_TIMEOUT_S) or not app.started:
+            raise RuntimeError("Clarion did not start")
+        yield ServedClarion(
+            base_url=f"http://127.0.0.1:{port}",
+            auth_enabled=auth_enabled,
+            authentication=clarion.authentication,
+        )
+    finally:
+        # A page still open would hold the graceful shutdown with its event stream: end the
+        # streams first, on the server's own loop.
+        loop = app.loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(clarion.asgi_app.state.rest.events.close)
+        server.should_exit = True
+        thread.join(STARTUP_TIMEOUT_S)
+        sock.close()
+        clarion.close()

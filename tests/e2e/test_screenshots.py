@@ -1,0 +1,91 @@
+"""Screenshots of the inbox for the README (written to ``docs/screenshots/``), taken from a
+real server with a clean inbox — and the phone-sized layout checked while we are there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from tests.e2e.actors import Rest, question
+from tests.e2e.conftest import PageFactory
+from tests.e2e.inbox import bundle_card
+from tests.e2e.server import ServedClarion
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+WIDE = {"width": 900, "height": 700}
+PHONE = {"width": 390, "height": 844}
+
+
+def _seed(served: ServedClarion) -> tuple[str, str]:
+    rest = Rest(served.base_url)
+    login = rest.agent_session("Redesign the login page")
+    first = rest.create_bundle(
+        login,
+        [
+            question(
+                "Which layout should the login page use?",
+                [
+                    ("Centered card", "Matches the marketing site"),
+                    ("Split screen", "Illustration left, form right"),
+                ],
+                title="Layout",
+            ),
+            question(
+                "Which sign-in options should stay?",
+                [
+                    ("Remember me", "Keeps people signed in for 30 days"),
+                    ("Magic link", "Sign in from an email"),
+                    ("Company SSO", "Single sign-on for staff"),
+                ],
+                title="Options",
+            ),
+        ],
+        context="The design system has two login templates and the old page offers three "
+        "sign-in options. I'll build whichever you choose.",
+    )
+    staging = rest.agent_session("Set up the staging environment")
+    second = rest.create_bundle(
+        staging,
+        [
+            question(
+                "Which database should staging use?",
+                [("PostgreSQL 15", "Same as production"), ("SQLite", "Simpler, one file")],
+            )
+        ],
+    )
+    return first, second
+
+
+def test_the_inbox_and_an_answer_in_progress_are_captured_for_the_readme(
+    open_page: PageFactory, fresh_clarion: ServedClarion
+) -> None:
+    first, second = _seed(fresh_clarion)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    page = open_page(fresh_clarion, viewport=WIDE)
+    expect(bundle_card(page, second)).to_be_visible()
+    expect(page.get_by_text("2 questions waiting, oldest first.")).to_be_visible()
+    # L6: the oldest bundle, and so its task, comes first.
+    assert page.locator("article").evaluate_all("cards => cards.map(c => c.dataset.pendingId)") == [
+        first,
+        second,
+    ]
+    page.screenshot(path=SCREENSHOTS / "inbox.png", full_page=True)
+
+    card = bundle_card(page, first)
+    card.get_by_label("Split screen").check()
+    card.get_by_label("Remember me").check()
+    card.get_by_label("Company SSO").check()
+    card.get_by_label("Your own answer (optional)").nth(1).fill(
+        "Drop the magic link; nobody uses it."
+    )
+    card.screenshot(path=SCREENSHOTS / "answering.png")
+    card.get_by_role("button", name="Submit answer").click()
+    expect(card.get_by_text("Your answer was sent to the agent.")).to_be_visible()
+    card.screenshot(path=SCREENSHOTS / "answered.png")
+
+    phone = open_page(fresh_clarion, viewport=PHONE)
+    expect(bundle_card(phone, second)).to_be_visible()
+    assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    phone.screenshot(path=SCREENSHOTS / "inbox-phone.png", full_page=True)

@@ -1,0 +1,208 @@
+"""The ``clarion`` command: every subcommand parses, works, and fails with one clear line."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from clarion.app.cli import main
+from clarion.app.compose import build_clarion
+from clarion.app.settings import Settings
+
+COMMANDS = [
+    [],
+    ["serve"],
+    ["db"],
+    ["db", "upgrade"],
+    ["users"],
+    ["users", "create"],
+    ["tokens"],
+    ["tokens", "create"],
+    ["questions"],
+    ["questions", "list"],
+    ["questions", "answer"],
+    ["demo"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "clarion")
+def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    assert "usage: clarion" in capsys.readouterr().out
+
+
+def test_a_missing_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["users"])
+    assert exited.value.code == 2
+    assert "required" in capsys.readouterr().err
+
+
+@pytest.fixture(name="database_url")
+def fixture_database_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'cli.db'}"
+
+
+def test_db_upgrade_migrates_and_reports_the_revision(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["db", "upgrade", "--database-url", database_url]) == 0
+    assert "revision" in capsys.readouterr().out
+    assert main(["db", "upgrade", "--database-url", database_url]) == 0  # idempotent
+
+
+def test_users_and_tokens_are_created_and_the_token_authenticates(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["users", "create", "ada", "--database-url", database_url]) == 0
+    user_id = capsys.readouterr().out.strip()
+    assert user_id
+    assert (
+        main(["tokens", "create", user_id, "--name", "laptop", "--database-url", database_url]) == 0
+    )
+    token = capsys.readouterr().out.strip()
+    assert token.startswith("clarion_pat_")
+    clarion = build_clarion(Settings(database_url=database_url))
+    try:
+        identity = clarion.authentication.resolve_bearer(token)
+    finally:
+        clarion.close()
+    assert identity is not None
+    assert identity.user_id == user_id
+
+
+def test_a_token_for_an_unknown_user_fails_with_one_line(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tokens", "create", "nobody", "--database-url", database_url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("clarion: error: ")
+    assert err.count("\n") == 1
+
+
+def test_an_unreachable_server_fails_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["questions", "list", "--url", f"http://127.0.0.1:{port}"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach" in err
+    assert err.count("\n") == 1
+
+
+def test_answer_flags_that_contradict_each_other_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["questions", "answer", "p1", "--reject", "--text", "q1=hi"]) == 1
+    assert "--reject" in capsys.readouterr().err
+    assert main(["questions", "answer", "p1"]) == 1
+    assert "--select" in capsys.readouterr().err
+    assert main(["questions", "answer", "p1", "--select", "noequals"]) == 1
+    assert "QUESTION=VALUE" in capsys.readouterr().err
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.contextmanager
+def _serve(database_url: str) -> Iterator[tuple[str, object]]:
+    clarion = build_clarion(Settings(database_url=database_url))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    server = _Server(uvicorn.Config(clarion.asgi_app, log_config=None, lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            thread.join(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", clarion
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+        clarion.close()
+
+
+def test_questions_list_and_answer_by_label_against_a_running_server(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import httpx2
+
+    with _serve(database_url) as (url, _):
+        task = httpx2.post(f"{url}/api/v1/tasks", json={"title": "t"}).json()
+        session = httpx2.post(f"{url}/api/v1/tasks/{task['id']}/sessions", json={}).json()
+        created = httpx2.post(
+            f"{url}/api/v1/clarification/request",
+            json={
+                "session_id": session["id"],
+                "questions": [
+                    {
+                        "prompt": "Ship it?",
+                        "options": [
+                            {"label": "Yes", "description": "ship"},
+                            {"label": "No", "description": "wait"},
+                        ],
+                    },
+                    {
+                        "prompt": "Why?",
+                        "options": [
+                            {"label": "A", "description": "a"},
+                            {"label": "B", "description": "b"},
+                        ],
+                    },
+                ],
+            },
+        ).json()
+        pending_id = created["pending_id"]
+
+        assert main(["questions", "list", "--url", url]) == 0
+        listing = capsys.readouterr().out
+        assert pending_id in listing
+        assert "Ship it?" in listing
+
+        assert (
+            main(
+                [
+                    "questions",
+                    "answer",
+                    pending_id,
+                    "--url",
+                    url,
+                    "--select",
+                    "q1=yes",
+                    "--text",
+                    "q2=because",
+                ]
+            )
+            == 0
+        )
+        out = capsys.readouterr().out
+        assert "you answered it" in out
+        assert "q1: q1_opt1" in out
+
+        assert main(["questions", "answer", pending_id, "--url", url, "--reject"]) == 0
+        assert "already settled" in capsys.readouterr().out  # R2: the winner's replay
+
+        assert main(["questions", "list", "--url", url, "--json"]) == 0
+        assert '"count": 0' in capsys.readouterr().out
+
+
+def test_clarion_demo_tells_the_whole_story_and_exits_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "Demo finished" in out
+    assert '"claimed": false' in out

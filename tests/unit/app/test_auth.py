@@ -1,0 +1,176 @@
+"""The authentication use case: token format and hashing, expiry, revocation, use recording,
+browser sessions tied to their token, CSRF tokens, and the request identity variable."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from clarion.adapters.memory import InMemoryStore, InMemoryTokenStore
+from clarion.adapters.system import UuidIds
+from clarion.app.usecases.auth import (
+    Authentication,
+    current_identity,
+    hash_credential,
+    identity_bound,
+)
+from clarion.domain.errors import NotFound
+from clarion.domain.model import Identity
+from clarion.ports.testing import ManualClock
+
+
+@pytest.fixture(name="clock")
+def fixture_clock() -> ManualClock:
+    return ManualClock(step=timedelta(0))
+
+
+@pytest.fixture(name="tokens")
+def fixture_tokens(clock: ManualClock) -> InMemoryTokenStore:
+    return InMemoryTokenStore(InMemoryStore(), clock, UuidIds())
+
+
+@pytest.fixture(name="auth")
+def fixture_auth(tokens: InMemoryTokenStore, clock: ManualClock) -> Authentication:
+    return Authentication(
+        tokens,
+        clock,
+        UuidIds(),
+        session_ttl=timedelta(hours=1),
+        touch_interval=timedelta(minutes=1),
+    )
+
+
+def test_a_token_resolves_to_its_users_scoped_identity_and_only_its_hash_is_kept(
+    auth: Authentication, tokens: InMemoryTokenStore
+) -> None:
+    user = auth.create_user("ann", is_admin=True)
+    issued = auth.issue_token(user.id, name="ci")
+    assert auth.resolve_bearer(issued.token) == Identity.user(user.id, is_admin=True)
+    stored = tokens.find_token(hash_credential(issued.token))
+    assert stored is not None
+    assert stored.token_hash != issued.token
+    assert stored.name == "ci"
+
+
+def test_tampered_foreign_or_malformed_tokens_resolve_to_nobody(auth: Authentication) -> None:
+    user = auth.create_user("ben")
+    token = auth.issue_token(user.id).token
+    for candidate in (
+        token[:-1] + ("A" if token[-1] != "A" else "B"),
+        token.replace("clarion_pat_", "kandev_pat_"),
+        "clarion_pat_zzzzzzzz_" + token.rsplit("_", 1)[-1],
+        "",
+        token + " ",
+    ):
+        assert auth.resolve_bearer(candidate) is None
+
+
+def test_issuing_for_a_missing_user_is_not_found(auth: Authentication) -> None:
+    with pytest.raises(NotFound):
+        auth.issue_token("nobody")
+
+
+def test_a_token_stops_working_when_it_expires_or_is_revoked(
+    auth: Authentication, clock: ManualClock
+) -> None:
+    user = auth.create_user("cal")
+    expiring = auth.issue_token(user.id, expires_at=clock.peek() + timedelta(minutes=5))
+    revoked = auth.issue_token(user.id)
+    assert auth.resolve_bearer(expiring.token) is not None
+    clock.advance(timedelta(minutes=5))
+    assert auth.resolve_bearer(expiring.token) is None
+    assert auth.revoke_token(revoked.record.id)
+    assert not auth.revoke_token(revoked.record.id)
+    assert auth.resolve_bearer(revoked.token) is None
+
+
+def test_use_is_recorded_at_most_once_per_touch_interval(
+    auth: Authentication, tokens: InMemoryTokenStore, clock: ManualClock
+) -> None:
+    user = auth.create_user("dee")
+    issued = auth.issue_token(user.id)
+
+    def last_used() -> object:
+        record = tokens.find_token(issued.record.token_hash)
+        assert record is not None
+        return record.last_used_at
+
+    assert last_used() is None
+    first = clock.peek()
+    auth.resolve_bearer(issued.token)
+    assert last_used() == first
+    clock.advance(timedelta(seconds=59))
+    auth.resolve_bearer(issued.token)
+    assert last_used() == first
+    clock.advance(timedelta(seconds=1))
+    auth.resolve_bearer(issued.token)
+    assert last_used() == first + timedelta(minutes=1)
+
+
+def test_a_session_lives_for_its_ttl_never_past_its_token_and_ends_with_it(
+    auth: Authentication, clock: ManualClock
+) -> None:
+    user = auth.create_user("eve")
+    short = auth.issue_token(user.id, expires_at=clock.peek() + timedelta(minutes=10))
+    session = auth.login(short.token)
+    assert session is not None
+    assert session.expires_at == clock.peek() + timedelta(minutes=10)
+    resolved = auth.resolve_session(session.cookie)
+    assert resolved is not None
+    assert resolved.identity == Identity.user(user.id)
+    assert resolved.csrf_token == session.csrf_token
+
+    long = auth.issue_token(user.id)
+    lasting = auth.login(long.token)
+    assert lasting is not None
+    assert lasting.expires_at == clock.peek() + timedelta(hours=1)
+    auth.revoke_token(long.record.id)
+    assert auth.resolve_session(lasting.cookie) is None  # the token's revocation ends it
+    clock.advance(timedelta(minutes=10))
+    assert auth.resolve_session(session.cookie) is None  # expired with its token
+
+
+def test_logout_ends_only_that_session(auth: Authentication) -> None:
+    user = auth.create_user("fay")
+    token = auth.issue_token(user.id).token
+    first, second = auth.login(token), auth.login(token)
+    assert first is not None
+    assert second is not None
+    assert first.csrf_token != second.csrf_token
+    assert auth.logout(first.cookie)
+    assert not auth.logout(first.cookie)
+    assert auth.resolve_session(first.cookie) is None
+    assert auth.resolve_session(second.cookie) is not None
+    assert not auth.logout(token)  # a token is not a session
+
+
+def test_credentials_of_one_kind_never_pass_for_the_other(auth: Authentication) -> None:
+    user = auth.create_user("gus")
+    token = auth.issue_token(user.id).token
+    session = auth.login(token)
+    assert session is not None
+    assert auth.resolve_session(token) is None
+    assert auth.resolve_bearer(session.cookie) is None
+    assert auth.login(session.cookie) is None
+
+
+def test_the_csrf_token_is_bound_to_its_session(auth: Authentication) -> None:
+    user = auth.create_user("hal")
+    session = auth.login(auth.issue_token(user.id).token)
+    assert session is not None
+    assert Authentication.csrf_matches(session.cookie, session.csrf_token)
+    assert not Authentication.csrf_matches(session.cookie, "")
+    assert not Authentication.csrf_matches(session.cookie, session.csrf_token.upper())
+    assert session.cookie not in repr(session)
+
+
+def test_the_request_identity_is_bound_for_a_block_and_restored_after() -> None:
+    assert current_identity() is None
+    outer, inner = Identity.user("u1"), Identity.synthetic_admin()
+    with identity_bound(outer):
+        assert current_identity() == outer
+        with identity_bound(inner):
+            assert current_identity() == inner
+        assert current_identity() == outer
+    assert current_identity() is None
