@@ -1,0 +1,65 @@
+"""The one error table of the MCP surfaces: every failure a tool reports goes through here.
+
+A tool error is a ``CallToolResult`` with ``is_error`` set, the caller-facing message as its
+text, and ``_meta["clarion/error"]`` carrying a stable ``code`` (plus ``field`` for validation
+errors and ``retryable`` for delivery failures) so programs can branch without reading prose.
+
+- ``NotFound`` → ``NOT_FOUND``, its message: "clarification request not found" for every
+  unknown or foreign bundle alike (N5).
+- ``NotActive`` → ``CONFLICT``, "clarification request is no longer active" (N4a).
+- ``ValidationError`` → ``VALIDATION_ERROR``, its message naming the field, plus ``field``.
+- ``DeliveryError`` → ``INTERNAL_ERROR``, its message (safe by construction), plus
+  ``retryable`` (R7a).
+- anything else, ``ClaimError`` included → ``INTERNAL_ERROR``, :data:`INTERNAL_MESSAGE`; the
+  cause is logged with the pending id and never shown (R4a, fixes §9.3).
+
+Three codes come from the surfaces rather than from an exception: ``UNAUTHORIZED`` (a call
+with no authenticated caller), ``WAIT_ENDED`` (an ask that ended unanswered; carries
+``reason`` and ``pending_id``) and ``CANCELLED`` (the client disconnected mid-call).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import structlog
+from mcp.types import CallToolResult, TextContent
+
+from clarion.domain.errors import DeliveryError, NotActive, NotFound, ValidationError
+
+ERROR_META_KEY: Final = "clarion/error"
+INTERNAL_MESSAGE: Final = "internal error: the request could not be completed"
+
+_log = structlog.get_logger(__name__)
+
+
+def error_result(code: str, message: str, **details: Any) -> CallToolResult:
+    """A tool error carrying ``message`` as text and ``code`` (and ``details``) in ``_meta``."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=message)],
+        is_error=True,
+        _meta={ERROR_META_KEY: {"code": code, **details}},
+    )
+
+
+def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallToolResult:
+    """Map ``exc`` through the table above. Internal failures are logged with the pending id."""
+    if isinstance(exc, NotFound):
+        return error_result("NOT_FOUND", exc.message)
+    if isinstance(exc, NotActive):
+        return error_result("CONFLICT", exc.message)
+    if isinstance(exc, ValidationError):
+        return error_result("VALIDATION_ERROR", exc.message, field=exc.field)
+    if isinstance(exc, DeliveryError):
+        _log.warning(
+            "mcp_tool_delivery_failed", tool=tool, pending_id=pending_id, retryable=exc.retryable
+        )
+        return error_result("INTERNAL_ERROR", exc.message, retryable=exc.retryable)
+    _log.error(
+        "mcp_tool_failed",
+        tool=tool,
+        pending_id=pending_id,
+        error_type=type(exc).__name__,
+        exc_info=exc,
+    )
+    return error_result("INTERNAL_ERROR", INTERNAL_MESSAGE)

@@ -1,0 +1,141 @@
+"""The tool handlers: arguments in, one use-case call, the shared JSON shapes out.
+
+Each handler is built by a factory over the use case it calls, so the servers register
+exactly these and the catalog documents exactly what the servers register.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import structlog
+from mcp.types import CallToolResult
+
+from clarion.adapters import wire
+from clarion.adapters.mcp import arguments
+from clarion.adapters.mcp.errors import error_result, tool_error
+from clarion.adapters.mcp.server import ToolCall, ToolHandler, json_result
+from clarion.app.usecases.ask import Asking, AskResult
+from clarion.app.usecases.host import HostOperations
+from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.resolve import Resolver
+from clarion.domain.errors import ClarionError, ValidationError
+from clarion.ports.system import Clock
+from clarion.ports.waiters import WaitEnded
+
+WAITING_MESSAGE: Final = "Waiting for your response in Clarion"
+WAIT_ENDED_MESSAGE: Final = "clarification request timed out or was cancelled"
+# The ask result's top-level keys; a question id equal to one would be ambiguous in the map.
+RESERVED_QUESTION_IDS: Final = frozenset({"rejected", "reject_reason"})
+
+_log = structlog.get_logger(__name__)
+
+
+def list_pending_handler(listing: Listing, clock: Clock) -> ToolHandler:
+    """``list_pending_questions`` (L1–L16): one page of the active bundles the caller sees."""
+
+    async def handle(call: ToolCall) -> CallToolResult:
+        args = arguments.parse_list_pending(call.arguments)
+        page = await listing.list_pending(
+            call.caller.identity,
+            workspace_id=args.workspace_id,
+            created_since=args.created_since,
+            cursor=args.cursor,
+            limit=args.limit,
+        )
+        return json_result(wire.list_json(page, clock.now()))
+
+    return handle
+
+
+def answer_handler(resolver: Resolver, *, tool: str) -> ToolHandler:
+    """``answer_question`` (N1–N9): the shared resolver; a loser's replay is a success (N4)."""
+
+    async def handle(call: ToolCall) -> CallToolResult:
+        pending_id, outcome = arguments.parse_answer(call.arguments)
+        try:
+            resolution = await resolver.resolve(call.caller.identity, pending_id, outcome)
+        except ClarionError as exc:
+            return tool_error(exc, tool=tool, pending_id=pending_id)
+        return json_result(wire.resolution_json(resolution))
+
+    return handle
+
+
+def ask_result_json(result: AskResult) -> dict[str, Any]:
+    """What the asking agent receives (facts §2.9), keyed by question id in question order.
+
+    Every question has an entry with ``answered``, all ``selected_options`` (fixes §9.25:
+    upstream kept only the first), ``selected_option`` (the first, for agents written against
+    upstream; "" when none), ``custom_text`` and ``rejected``. ``rejected`` and
+    ``reject_reason`` are always present at the top level.
+    """
+    data: dict[str, Any] = {}
+    for question in result.questions:
+        answer = result.answers.get(question.id)
+        selected = list(answer.selected_options) if answer is not None else []
+        custom_text = answer.custom_text if answer is not None else ""
+        data[question.id] = {
+            "answered": bool(selected or custom_text),
+            "selected_option": selected[0] if selected else "",
+            "selected_options": selected,
+            "custom_text": custom_text,
+            "rejected": result.rejected,
+        }
+    data["rejected"] = result.rejected
+    data["reject_reason"] = result.reject_reason
+    return data
+
+
+def _refuse_reserved_ids(args: arguments.AskArguments) -> None:
+    for index, draft in enumerate(args.questions):
+        if draft.id in RESERVED_QUESTION_IDS:
+            raise ValidationError(
+                f"question {index + 1} id {draft.id!r} is reserved; choose another id",
+                field=f"questions[{index}].id",
+            )
+
+
+def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolHandler:
+    """``ask_user_question``: blocks until answered, sending progress every
+    ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
+    away — leaves the bundle detached and answerable (facts §4.9; the use case does that)."""
+
+    async def handle(call: ToolCall) -> CallToolResult:
+        args = arguments.parse_ask(call.arguments)
+        _refuse_reserved_ids(args)
+
+        async def on_progress(count: int) -> None:
+            await call.report_progress(float(count), WAITING_MESSAGE)
+
+        try:
+            result = await asking.ask(
+                call.caller.identity,
+                call.caller.session_id,
+                args.questions,
+                args.context,
+                on_progress=on_progress,
+                progress_interval=progress_interval,
+            )
+        except WaitEnded as ended:
+            _log.info("mcp_ask_wait_ended", pending_id=ended.pending_id, reason=ended.reason.value)
+            return error_result(
+                "WAIT_ENDED",
+                WAIT_ENDED_MESSAGE,
+                reason=ended.reason.value,
+                pending_id=ended.pending_id,
+            )
+        return json_result(ask_result_json(result))
+
+    return handle
+
+
+def list_tasks_handler(host: HostOperations) -> ToolHandler:
+    """``list_tasks`` (T1, T2): visible tasks with their pending-action projection."""
+
+    async def handle(call: ToolCall) -> CallToolResult:
+        workspace_id = arguments.parse_list_tasks(call.arguments)
+        views = await host.list_tasks(call.caller.identity, workspace_id)
+        return json_result(wire.tasks_json(views))
+
+    return handle
