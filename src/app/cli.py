@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-format", choices=("json", "console"), help="log format (env CLARION_LOG_FORMAT)"
     )
+    serve.add_argument(
+        "--allowed-hosts",
+        help="comma-separated Host names MCP accepts besides loopback (env CLARION_ALLOWED_HOSTS)",
+    )
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
@@ -146,6 +150,9 @@ def _serve(args: argparse.Namespace) -> int:
         auth_enabled=None if args.auth is None else parse_auth(args.auth, "--auth"),
         resume_webhook=args.resume_webhook,
         ask_timeout_s=args.ask_timeout,
+        allowed_hosts=None
+        if args.allowed_hosts is None
+        else tuple(h.strip() for h in args.allowed_hosts.split(",") if h.strip()),
         log_format=None
         if args.log_format is None
         else parse_log_format(args.log_format, "--log-format"),

@@ -132,9 +132,11 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings:
     hosts = [*local.allowed_hosts]
     origins = [*local.allowed_origins]
     for name in settings.allowed_hosts:
-        pattern = name if ":" in name else f"{name}:*"
-        hosts.append(pattern)
-        origins.extend((f"http://{pattern}", f"https://{pattern}"))
+        # "name" admits the bare Host a proxy on 80/443 sends and "name:<any port>".
+        patterns = [name] if ":" in name else [name, f"{name}:*"]
+        for pattern in patterns:
+            hosts.append(pattern)
+            origins.extend((f"http://{pattern}", f"https://{pattern}"))
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )

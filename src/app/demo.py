@@ -8,8 +8,8 @@ the winner's replay; a bundle whose agent moved on is answered into the resume o
 from __future__ import annotations
 
 import contextlib
-import logging
 import json
+import logging
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Iterator

@@ -36,7 +36,6 @@ class Settings:
     tool_suffix: str = "_kandev"
     resume_timeout_s: float = 30.0
     progress_interval_s: float = 15.0
-    max_body_bytes: int = 1024 * 1024
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
 
     @classmethod

@@ -12,7 +12,8 @@ from starlette.testclient import TestClient
 
 from clarion.adapters.web import STATIC_PATH, web_routes
 
-_REFERENCE = re.compile(r"""(?:src|href)="(/[^"]*)\"""")
+# The page refers to its assets relative to itself (it may be mounted under a prefix).
+_REFERENCE = re.compile(r"""(?:src|href)="(static/[^"]*)\"""")
 _IMPORT = re.compile(r"""^import .* from "\./([\w-]+\.js)";$""", re.MULTILINE)
 _EXTERNAL = re.compile(r"""(?:https?:)?//[\w.-]+\.[a-z]{2,}""", re.IGNORECASE)
 _SVG_NAMESPACE = "http://www.w3.org/2000/svg"
@@ -28,7 +29,7 @@ def _assets(client: TestClient) -> dict[str, str]:
     """Every asset the page loads, found by following the page's references and every
     module's imports."""
     page = client.get("/").text
-    queue = [path for path in _REFERENCE.findall(page) if path.startswith(STATIC_PATH)]
+    queue = [f"/{path}" for path in _REFERENCE.findall(page)]
     seen: dict[str, str] = {}
     while queue:
         path = queue.pop()
@@ -74,6 +75,14 @@ def test_every_asset_is_served_by_clarion_with_its_media_type(client: TestClient
             "svg": ("image/svg+xml",),
         }[path.rsplit(".", 1)[-1]]
         assert media_type.startswith(expected), (path, media_type)
+
+
+def test_the_page_and_its_api_calls_use_paths_relative_to_the_page(client: TestClient) -> None:
+    """Absolute paths would break the inbox when a host mounts Clarion under a prefix."""
+    page = client.get("/").text
+    assert re.findall(r"""(?:src|href)="/""", page) == []
+    api = client.get(f"{STATIC_PATH}/api.js").text
+    assert re.findall(r"""["`]/api/""", api) == []
 
 
 def test_no_asset_refers_to_another_origin(client: TestClient) -> None:

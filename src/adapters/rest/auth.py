@@ -130,6 +130,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
+        path = _route_path(scope)
         if not self._enabled:
             context = AuthContext(identity=Identity.synthetic_admin(), via="disabled")
         else:
@@ -141,16 +142,12 @@ class AuthMiddleware:
                 return
             method = scope.get("method", "GET")
             # Login ignores the cookie it may arrive with, so it is the one exempt write.
-            if (
-                context.via == "session"
-                and method not in SAFE_METHODS
-                and scope["path"] != LOGIN_PATH
-            ):
+            if context.via == "session" and method not in SAFE_METHODS and path != LOGIN_PATH:
                 presented = connection.headers.get(CSRF_HEADER, "")
                 if not hmac.compare_digest(presented.encode(), context.csrf_token.encode()):
                     await failure(403, CSRF_FAILED)(scope, receive, send)
                     return
-            if context.identity is None and self._protected(scope["path"]):
+            if context.identity is None and self._protected(path):
                 await unauthenticated()(scope, receive, send)
                 return
         scope[AUTH_SCOPE_KEY] = context
@@ -159,6 +156,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
 
     def _protected(self, path: str) -> bool:
+        """``path`` is relative to where Clarion is mounted (``root_path`` removed)."""
         return path.startswith(PROTECTED_PREFIX) and path not in self._public
 
     async def _authenticate(self, connection: HTTPConnection) -> AuthContext:
@@ -271,3 +269,13 @@ def auth_routes(
         Route(LOGOUT_PATH, logout, methods=["POST"]),
         Route(ME_PATH, me, methods=["GET"]),
     ]
+
+
+def _route_path(scope: Scope) -> str:
+    """The request path below ``root_path``, so rules hold when a host mounts Clarion under a
+    prefix (``/clarion/api/v1/...`` is protected like ``/api/v1/...``)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path

@@ -66,16 +66,17 @@ export function errorText(result, what) {
   return `${what}: ${why.replace(/[.\s]+$/, "")}.`;
 }
 
+// Relative to the page, so the inbox keeps working when a host mounts Clarion under a prefix.
 export const paths = {
-  me: "/api/v1/auth/me",
-  login: "/api/v1/auth/login",
-  logout: "/api/v1/auth/logout",
-  events: "/api/v1/events",
-  tasks: "/api/v1/tasks",
+  me: "api/v1/auth/me",
+  login: "api/v1/auth/login",
+  logout: "api/v1/auth/logout",
+  events: "api/v1/events",
+  tasks: "api/v1/tasks",
   pending: (cursor) => {
     const query = new URLSearchParams({ limit: "200" });
     if (cursor) query.set("cursor", cursor);
-    return `/api/v1/clarification/pending?${query}`;
+    return `api/v1/clarification/pending?${query}`;
   },
-  respond: (pendingId) => `/api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
+  respond: (pendingId) => `api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
 };

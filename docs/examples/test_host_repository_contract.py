@@ -1,0 +1,178 @@
+"""A host's own claim repository, proved by the contract suites Clarion ships.
+
+The host wants an audit trail of every answer that won a claim, written by the repository
+itself. :class:`AuditedClaimRepository` wraps another :class:`clarion.ports.ClaimRepository`
+(here the in-memory reference; in production ``SqlClaimRepository`` on the host's own engine)
+and records each winning claim. Subclassing the suites from :mod:`clarion.ports.testing`
+checks that the wrapper kept every promise of the port: one winner per bundle, losers write
+nothing, the lifecycle transitions and the list query.
+
+Run on its own with ``.venv/bin/pytest docs/examples/test_host_repository_contract.py``;
+``tests/docs/test_examples.py`` runs the same classes as part of the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+import attrs
+import pytest
+
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryHostRepository,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
+from clarion.adapters.system import UuidIds
+from clarion.domain import (
+    Answer,
+    Bundle,
+    ClarificationRow,
+    ListPage,
+    ListQuery,
+    Question,
+)
+from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport
+from clarion.ports.testing import (
+    ClaimRepositoryContract,
+    ContractWorld,
+    HostRepositoryContract,
+    ManualClock,
+    claim,
+)
+
+
+@attrs.frozen
+class AuditEntry:
+    """One winning claim: which bundle, how it ended, and when."""
+
+    pending_id: str
+    terminal: str
+    responded_at: str
+
+
+class AuditedClaimRepository:
+    """A :class:`clarion.ports.ClaimRepository` that audits every winning claim.
+
+    Everything else is delegated unchanged; a lost claim is not audited (it wrote nothing).
+    """
+
+    def __init__(self, inner: ClaimRepository, audit: list[AuditEntry]) -> None:
+        self._inner = inner
+        self._audit = audit
+
+    def create_bundle(
+        self,
+        *,
+        pending_id: str,
+        session_id: str,
+        task_id: str,
+        questions: Sequence[Question],
+        context: str,
+    ) -> Bundle:
+        return self._inner.create_bundle(
+            pending_id=pending_id,
+            session_id=session_id,
+            task_id=task_id,
+            questions=questions,
+            context=context,
+        )
+
+    def load_bundle(self, pending_id: str) -> Bundle | None:
+        return self._inner.load_bundle(pending_id)
+
+    def complete_active_bundle(
+        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+    ) -> ClaimResult:
+        result = self._inner.complete_active_bundle(pending_id, terminal, responses)
+        if result.claimed and result.responded_at is not None:
+            self._audit.append(AuditEntry(pending_id, terminal, result.responded_at.isoformat()))
+        return result
+
+    def finalize_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        return self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
+
+    def restore_active_bundle(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        return self._inner.restore_active_bundle(pending_id, terminal, claimed_ids)
+
+    def expire_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        return self._inner.expire_active_bundle(session_id, pending_id)
+
+    def cancel_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        return self._inner.cancel_active_bundle(session_id, pending_id)
+
+    def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
+        return self._inner.detach_active_bundles(session_id)
+
+    def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
+        return self._inner.active_pending_ids(session_id)
+
+    def session_has_active_bundle(self, session_id: str) -> bool:
+        return self._inner.session_has_active_bundle(session_id)
+
+    def list_active_bundles(self, query: ListQuery) -> ListPage:
+        return self._inner.list_active_bundles(query)
+
+    def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
+        return self._inner.pending_actions_for_sessions(session_ids)
+
+    def reconcile_undelivered(self) -> ReconcileReport:
+        return self._inner.reconcile_undelivered()
+
+
+@attrs.frozen
+class HostWorld:
+    """The contract world over the host's repositories, plus the host's audit log."""
+
+    world: ContractWorld
+    audit: list[AuditEntry]
+
+
+def host_world() -> HostWorld:
+    """A fresh store per test, every port reading one settable clock (the suites need it)."""
+    store, clock, ids = InMemoryStore(), ManualClock(), UuidIds()
+    audit: list[AuditEntry] = []
+    world = ContractWorld(
+        host=InMemoryHostRepository(store, clock, ids),
+        claims=AuditedClaimRepository(InMemoryClaimRepository(store, clock, ids), audit),
+        tokens=InMemoryTokenStore(store, clock, ids),
+        clock=clock,
+        storage_names=store.collection_names,
+    )
+    return HostWorld(world=world, audit=audit)
+
+
+class TestAuditedClaimRepository(ClaimRepositoryContract):
+    """Every claim, lifecycle and listing promise, on the host's repository."""
+
+    @pytest.fixture(name="world")
+    def fixture_world(self) -> ContractWorld:
+        return host_world().world
+
+
+class TestHostRepositoryBesideIt(HostRepositoryContract):
+    """The host repository the audited one shares its store with."""
+
+    @pytest.fixture(name="world")
+    def fixture_world(self) -> ContractWorld:
+        return host_world().world
+
+
+def test_the_audit_records_each_winning_claim_once_and_no_lost_one() -> None:
+    """The host's own promise, next to the port's (R1: one winner per bundle)."""
+    host = host_world()
+    pending_id = host.world.bundle_in_new_session("bundle-1", questions=2).pending_id
+    first = claim(host.world, pending_id)
+    second = claim(host.world, pending_id, option=2)
+    assert (first.claimed, second.claimed) == (True, False)
+    assert first.responded_at is not None
+    assert host.audit == [AuditEntry(pending_id, "answered", first.responded_at.isoformat())]

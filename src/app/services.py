@@ -1,0 +1,113 @@
+"""Wiring the use cases from ports: one instance of each, shared by every surface (N2).
+
+This module imports ports and use cases only; the composition root chooses the adapters and
+passes them in.
+"""
+
+from __future__ import annotations
+
+import anyio
+import attrs
+
+from clarion.app.usecases.ask import ASK_TIMEOUT_S, Asking
+from clarion.app.usecases.host import HostOperations
+from clarion.app.usecases.lifecycle import Lifecycle
+from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
+from clarion.app.usecases.runner import Runner
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository
+from clarion.ports.events import EventPublisher
+from clarion.ports.host import HostRepository
+from clarion.ports.resume import ResumeDispatcher
+from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.waiters import Waiters
+
+
+@attrs.frozen
+class Services:
+    """The use cases, plus the ports they were built from (for surfaces that need a port
+    directly, e.g. the clock for ``age_seconds`` or the event source for a stream)."""
+
+    resolver: Resolver
+    asking: Asking
+    listing: Listing
+    lifecycle: Lifecycle
+    host: HostOperations
+    claims: ClaimRepository
+    host_repository: HostRepository
+    authorizer: TaskAuthorizer
+    waiters: Waiters
+    dispatcher: ResumeDispatcher
+    events: EventPublisher
+    clock: Clock
+    ids: IdGenerator
+    runner: Runner
+
+
+def build_services(
+    *,
+    claims: ClaimRepository,
+    host: HostRepository,
+    authorizer: TaskAuthorizer,
+    waiters: Waiters,
+    dispatcher: ResumeDispatcher,
+    events: EventPublisher,
+    clock: Clock,
+    ids: IdGenerator,
+    limiter: anyio.CapacityLimiter | None = None,
+    ask_timeout: float = ASK_TIMEOUT_S,
+    delivery_timeout: float = DELIVERY_TIMEOUT_S,
+    resume_timeout: float = RESUME_TIMEOUT_S,
+) -> Services:
+    """Build every use case once over the given ports.
+
+    ``limiter`` bounds the worker threads that run the synchronous ports (one shared limiter:
+    give the same one to adapters that also use threads); ``ask_timeout`` bounds an agent's
+    wait (``CLARION_ASK_TIMEOUT_S``); ``resume_timeout`` is the bounded wait for a detached
+    resume (facts §4.7).
+    """
+    runner = Runner(limiter)
+    resolver = Resolver(
+        claims=claims,
+        authorizer=authorizer,
+        waiters=waiters,
+        dispatcher=dispatcher,
+        events=events,
+        runner=runner,
+        delivery_timeout=delivery_timeout,
+        resume_timeout=resume_timeout,
+    )
+    return Services(
+        resolver=resolver,
+        asking=Asking(
+            claims=claims,
+            host=host,
+            authorizer=authorizer,
+            waiters=waiters,
+            events=events,
+            ids=ids,
+            runner=runner,
+            resolver=resolver,
+            ask_timeout=ask_timeout,
+        ),
+        listing=Listing(claims=claims, authorizer=authorizer, runner=runner),
+        lifecycle=Lifecycle(
+            claims=claims,
+            host=host,
+            authorizer=authorizer,
+            waiters=waiters,
+            events=events,
+            runner=runner,
+        ),
+        host=HostOperations(host=host, claims=claims, authorizer=authorizer, runner=runner),
+        claims=claims,
+        host_repository=host,
+        authorizer=authorizer,
+        waiters=waiters,
+        dispatcher=dispatcher,
+        events=events,
+        clock=clock,
+        ids=ids,
+        runner=runner,
+    )

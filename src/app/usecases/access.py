@@ -1,0 +1,60 @@
+"""Who may see a bundle or a session: the spec's steps 1–2 (M5, M5a, A5, A7–A9, "Permissions").
+
+These run on a worker thread (they call synchronous ports) and raise :class:`NotFound` for every
+kind of "no": missing, foreign, or unresolvable — one answer, so a denial discloses nothing (A3).
+"""
+
+from __future__ import annotations
+
+from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound
+from clarion.domain.host import Session
+from clarion.domain.model import Identity
+from clarion.domain.rows import Bundle
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository
+from clarion.ports.host import HostRepository
+
+SESSION_NOT_FOUND = "session not found"
+
+
+def authorize_task_id(authorizer: TaskAuthorizer, identity: Identity, task_id: str) -> None:
+    """Raise :class:`NotFound` unless ``identity`` may see ``task_id``.
+
+    Unscoped callers see everything, even a bundle whose task cannot be resolved (A4, M5a); a
+    scoped caller never sees one without a task (M5a).
+    """
+    if not identity.is_scoped:
+        return
+    if not task_id:
+        raise NotFound(NOT_FOUND_MESSAGE)
+    try:
+        authorizer.authorize_task(identity, task_id)
+    except NotFound:
+        raise NotFound(NOT_FOUND_MESSAGE) from None
+
+
+def load_authorized_bundle(
+    claims: ClaimRepository, authorizer: TaskAuthorizer, identity: Identity, pending_id: str
+) -> Bundle:
+    """Steps 1–2: read the bundle's durable rows, resolve its task (M5), authorize (A8: the
+    task comes from the durable rows, never from anything in memory or from the caller)."""
+    bundle = claims.load_bundle(pending_id) if pending_id else None
+    if bundle is None or not bundle.rows:
+        raise NotFound(NOT_FOUND_MESSAGE)
+    authorize_task_id(authorizer, identity, bundle.task_id)
+    return bundle
+
+
+def load_authorized_session(
+    host: HostRepository, authorizer: TaskAuthorizer, identity: Identity, session_id: str
+) -> Session:
+    """The session, when it exists and its task is visible to ``identity`` (fixes §9.20)."""
+    session = host.get_session(session_id) if session_id else None
+    if session is None:
+        raise NotFound(SESSION_NOT_FOUND)
+    if identity.is_scoped:
+        try:
+            authorizer.authorize_task(identity, session.task_id)
+        except NotFound:
+            raise NotFound(SESSION_NOT_FOUND) from None
+    return session

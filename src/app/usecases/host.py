@@ -1,0 +1,243 @@
+"""The reference host's operations: workspaces, tasks, sessions, transcripts and resumes.
+
+Every read and write applies the same visibility rules as the clarification surface (spec
+"Permissions"): a caller sees a workspace that is unowned or its own, and a task whose
+workspace is empty, dangling or visible (L1c). Anything else is the same not-found as a missing
+row. Task lists carry the pending-action projection (T1, T2; facts §4.11).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Final
+
+import attrs
+
+from clarion.app.usecases.access import SESSION_NOT_FOUND, load_authorized_session
+from clarion.app.usecases.runner import Runner
+from clarion.domain.activeness import primary_session_pending_action, task_pending_action
+from clarion.domain.errors import InvalidArgument, NotFound
+from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.listing import task_visible, workspace_visible_to
+from clarion.domain.model import Identity, SessionState
+from clarion.domain.rows import MessageRecord
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository
+from clarion.ports.host import HostRepository
+from clarion.ports.resume import RESUME_MESSAGE_TYPE
+
+HOST_FAILED = "failed to read or write the host record"
+TASK_NOT_FOUND = "task not found"
+WORKSPACE_NOT_FOUND = "workspace not found"
+AGENT_TOKEN_PREFIX: Final = "clarion_agt_"
+# The identity an agent acts with when its session's workspace has no owner: it sees only
+# unowned rows (upstream facts §5.11's sentinel for the same case).
+UNOWNED_WORKSPACE_USER: Final = "clarion:unowned-workspace"
+
+
+def hash_agent_token(token: str) -> str:
+    """The SHA-256 hex digest stored in place of a session's agent token."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@attrs.frozen
+class TaskView:
+    """A task as listed (T1, T2): ``None`` when no input-capable session is blocked."""
+
+    task: Task
+    task_pending_action: str | None
+    primary_session_pending_action: str | None
+
+
+@attrs.frozen
+class CreatedSession:
+    """A new session, its first turn, and its agent token (shown once, stored hashed)."""
+
+    session: Session
+    turn: Turn
+    agent_token: str
+
+
+class HostOperations:
+    """Workspaces, tasks, sessions and transcripts, as seen by one caller."""
+
+    def __init__(
+        self,
+        *,
+        host: HostRepository,
+        claims: ClaimRepository,
+        authorizer: TaskAuthorizer,
+        runner: Runner,
+    ) -> None:
+        self._host = host
+        self._claims = claims
+        self._authorizer = authorizer
+        self._run = runner
+
+    # -- workspaces ------------------------------------------------------------------------
+
+    async def create_workspace(
+        self, identity: Identity, name: str, owner_id: str | None = None
+    ) -> Workspace:
+        """Create a workspace. A scoped caller owns it unless it asks for ``owner_id=""``
+        (unowned, visible to everyone); only an admin or unscoped caller may name another owner.
+
+        Raises:
+            InvalidArgument: empty ``name``, or an ``owner_id`` the caller may not assign.
+        """
+        if not name.strip():
+            raise InvalidArgument("name is required", field="name")
+        if owner_id is None:
+            owner_id = (identity.user_id or "") if identity.is_scoped else ""
+        if identity.is_scoped and not identity.is_admin and owner_id not in ("", identity.user_id):
+            raise InvalidArgument("owner_id may only name yourself", field="owner_id")
+        return await self._run.guarded(HOST_FAILED, self._host.create_workspace, name, owner_id)
+
+    async def list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:
+        """The workspaces ``identity`` may see, oldest first."""
+        workspaces = await self._run.guarded(HOST_FAILED, self._host.list_workspaces)
+        return tuple(w for w in workspaces if workspace_visible_to(w.owner_id, identity))
+
+    # -- tasks -----------------------------------------------------------------------------
+
+    async def create_task(self, identity: Identity, title: str, workspace_id: str = "") -> Task:
+        """Create a task, in a visible workspace when ``workspace_id`` is given.
+
+        Raises:
+            InvalidArgument: empty ``title``.
+            NotFound: the workspace does not exist or ``identity`` may not see it.
+        """
+        if not title.strip():
+            raise InvalidArgument("title is required", field="title")
+        return await self._run.guarded(
+            HOST_FAILED, self._create_task, identity, title, workspace_id
+        )
+
+    def _create_task(self, identity: Identity, title: str, workspace_id: str) -> Task:
+        if workspace_id:
+            workspace = self._host.get_workspace(workspace_id)
+            if workspace is None or not workspace_visible_to(workspace.owner_id, identity):
+                raise NotFound(WORKSPACE_NOT_FOUND)
+        return self._host.create_task(title, workspace_id)
+
+    async def list_tasks(self, identity: Identity, workspace_id: str = "") -> tuple[TaskView, ...]:
+        """The tasks ``identity`` may see (all, or one workspace's), with their pending-action
+        projection. A workspace the caller may not see lists as empty (as L7)."""
+        return await self._run.guarded(HOST_FAILED, self._list_tasks, identity, workspace_id)
+
+    def _list_tasks(self, identity: Identity, workspace_id: str) -> tuple[TaskView, ...]:
+        visibility = self._authorizer.visibility(identity)
+        existing = {workspace.id for workspace in self._host.list_workspaces()}
+        tasks = [
+            task
+            for task in self._host.list_tasks(workspace_id)
+            if task_visible(visibility, task.workspace_id, task.workspace_id in existing)
+        ]
+        sessions = self._host.sessions_for_tasks([task.id for task in tasks])
+        # Only input-capable sessions can carry a pending action (facts §4.11).
+        capable = [
+            session.id
+            for task_sessions in sessions.values()
+            for session in task_sessions
+            if session.state in SessionState.INPUT_CAPABLE
+        ]
+        actions = self._claims.pending_actions_for_sessions(capable) if capable else {}
+        return tuple(
+            TaskView(
+                task=task,
+                task_pending_action=task_pending_action(sessions.get(task.id, ()), actions),
+                primary_session_pending_action=primary_session_pending_action(
+                    sessions.get(task.id, ()), actions
+                ),
+            )
+            for task in tasks
+        )
+
+    # -- sessions --------------------------------------------------------------------------
+
+    async def create_session(
+        self, identity: Identity, task_id: str, is_primary: bool = False
+    ) -> CreatedSession:
+        """Start a RUNNING session with its first turn and a fresh agent token.
+
+        Raises:
+            NotFound: the task does not exist or ``identity`` may not see it.
+        """
+        token = AGENT_TOKEN_PREFIX + secrets.token_urlsafe(32)
+        session, turn = await self._run.guarded(
+            HOST_FAILED, self._create_session, identity, task_id, is_primary, token
+        )
+        return CreatedSession(session=session, turn=turn, agent_token=token)
+
+    def _create_session(
+        self, identity: Identity, task_id: str, is_primary: bool, token: str
+    ) -> tuple[Session, Turn]:
+        if not task_id or self._host.get_task(task_id) is None:
+            raise NotFound(TASK_NOT_FOUND)
+        if identity.is_scoped:
+            try:
+                self._authorizer.authorize_task(identity, task_id)
+            except NotFound:
+                raise NotFound(TASK_NOT_FOUND) from None
+        return self._host.create_session(
+            task_id, is_primary=is_primary, agent_token_hash=hash_agent_token(token)
+        )
+
+    async def get_session(self, identity: Identity, session_id: str) -> Session:
+        """Raises ``NotFound`` when missing or not visible."""
+        return await self._run.guarded(
+            HOST_FAILED,
+            load_authorized_session,
+            self._host,
+            self._authorizer,
+            identity,
+            session_id,
+        )
+
+    async def messages(self, identity: Identity, session_id: str) -> tuple[MessageRecord, ...]:
+        """The session's transcript, clarification rows included."""
+        session = await self.get_session(identity, session_id)
+        return await self._run.guarded(HOST_FAILED, self._host.list_messages, session.id)
+
+    async def resumes_for_session(
+        self, identity: Identity, session_id: str
+    ) -> tuple[MessageRecord, ...]:
+        """The resume prompts the durable outbox recorded for the session, oldest first."""
+        messages = await self.messages(identity, session_id)
+        return tuple(message for message in messages if message.type == RESUME_MESSAGE_TYPE)
+
+    async def session_has_active_bundle(self, identity: Identity, session_id: str) -> bool:
+        """The workflow guard (facts §4.10): True while a bundle on the current turn is pending;
+        a host should not end the turn on its own then."""
+        session = await self.get_session(identity, session_id)
+        return await self._run.guarded(
+            HOST_FAILED, self._claims.session_has_active_bundle, session.id
+        )
+
+    async def authenticate_agent(self, session_id: str, agent_token: str) -> Identity:
+        """The identity an agent's in-session endpoint acts with: the owner of its session's
+        workspace (interfaces.md MCP), when ``agent_token`` is that session's token.
+
+        Raises:
+            NotFound: no such session, or the token does not match (indistinguishable).
+        """
+        return await self._run.guarded(
+            HOST_FAILED, self._authenticate_agent, session_id, agent_token
+        )
+
+    def _authenticate_agent(self, session_id: str, agent_token: str) -> Identity:
+        session = self._host.get_session(session_id) if session_id else None
+        if (
+            session is None
+            or not session.agent_token_hash
+            or not hmac.compare_digest(session.agent_token_hash, hash_agent_token(agent_token))
+        ):
+            raise NotFound(SESSION_NOT_FOUND)
+        task = self._host.get_task(session.task_id)
+        workspace = (
+            self._host.get_workspace(task.workspace_id) if task and task.workspace_id else None
+        )
+        owner = workspace.owner_id if workspace is not None else ""
+        return Identity.user(owner or UNOWNED_WORKSPACE_USER)

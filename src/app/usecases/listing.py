@@ -1,0 +1,73 @@
+"""``list_pending_questions``: one query over durable rows (L1–L16)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import structlog
+
+from clarion.app.usecases.runner import Runner
+from clarion.domain.cursor import decode_cursor, parse_timestamp
+from clarion.domain.listing import ListPage, ListQuery, clamp_limit
+from clarion.domain.model import Identity
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository
+
+log = structlog.get_logger(__name__)
+
+LIST_FAILED = "failed to list pending clarifications"
+
+
+class Listing:
+    """Discovery of the active bundles a caller may see."""
+
+    def __init__(
+        self, *, claims: ClaimRepository, authorizer: TaskAuthorizer, runner: Runner
+    ) -> None:
+        self._claims = claims
+        self._authorizer = authorizer
+        self._run = runner
+
+    async def list_pending(
+        self,
+        identity: Identity,
+        *,
+        workspace_id: str = "",
+        created_since: str = "",
+        cursor: str = "",
+        limit: int | None = None,
+    ) -> ListPage:
+        """A page of active bundles visible to ``identity``, oldest first (L6).
+
+        ``workspace_id`` "" means "not supplied" (L7a.4); ``created_since`` is RFC 3339 (L8);
+        ``cursor`` is a previous page's ``next_cursor`` (L9); ``limit`` is clamped (L10).
+
+        Raises:
+            InvalidArgument: ``created_since`` or ``cursor`` is unparseable; ``field`` names it
+                (L13).
+            ClaimError: the store failed.
+        """
+        since = parse_timestamp(created_since, argument="created_since") if created_since else None
+        after = decode_cursor(cursor) if cursor else None
+        return await self._run.guarded(
+            LIST_FAILED, self._query, identity, workspace_id, since, after, clamp_limit(limit)
+        )
+
+    def _query(
+        self,
+        identity: Identity,
+        workspace_id: str,
+        created_since: datetime | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> ListPage:
+        # L1a: the visible workspace set is resolved first and becomes a predicate of the one
+        # bundle query, so ``limit`` counts bundles returned, never rows examined.
+        query = ListQuery(
+            visibility=self._authorizer.visibility(identity),
+            limit=limit,
+            workspace_id=workspace_id,
+            created_since=created_since,
+            after=after,
+        )
+        return self._claims.list_active_bundles(query)

@@ -1,0 +1,262 @@
+"""The one resolution operation every answering surface calls (spec "The resolution operation").
+
+Steps: read the bundle by ``pending_id`` and resolve its task (M5) → authorize (any denial is
+not-found) → validate (N6–N8b, L16; before the claim and before the loser branch, R2c) →
+normalize (N3a, P1b) → **claim** through the repository (P1: the only claim; P2: no pre-check)
+→ winner: deliver; loser: re-read once and replay the winner (R2, R2a) or report not-active.
+
+Winner delivery (R7, upstream facts §5.8): to a live waiter, which runs the durable finalize
+before the winner is told "delivered"; with no waiter, an answer is handed to the resume
+dispatcher with a bounded wait and finalized on acceptance or restored to pending on refusal
+(R7a), while a rejection is finalized without resuming anyone (R9). Everything from the claim
+on runs shielded from the caller's cancellation, so a caller that hangs up can never leave a
+bundle claimed but undelivered.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import NoReturn
+
+import anyio
+import structlog
+
+from clarion.app.usecases.access import load_authorized_bundle
+from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
+from clarion.app.usecases.runner import Runner, StoreFailure
+from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive
+from clarion.domain.model import REJECTED, Identity, Outcome, Resolution
+from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
+from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
+from clarion.domain.replay import replay_winner
+from clarion.domain.rows import Bundle, ClarificationRow
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository, ClaimResult
+from clarion.ports.events import EventPublisher
+from clarion.ports.resume import ResumeDispatcher, ResumeRequest
+from clarion.ports.waiters import Delivery, Waiters
+
+log = structlog.get_logger(__name__)
+
+DELIVERY_TIMEOUT_S = 30.0  # a live waiter must take the answer within this
+RESUME_TIMEOUT_S = 30.0  # the bounded wait for a detached resume (facts §4.7)
+
+AUTHORIZE_FAILED = "failed to authorize clarification request"
+CLAIM_FAILED = "failed to update clarification state"
+REREAD_FAILED = "failed to determine clarification outcome"
+LIVE_RETRYABLE = "failed to deliver clarification response; response can be retried"
+LIVE_STUCK = "failed to deliver clarification response and recover pending clarification state"
+RESUME_RETRYABLE = "failed to resume clarification; response can be retried"
+RESUME_STUCK = "failed to resume clarification and recover pending clarification state"
+RESUME_UNFINALIZED = (
+    "clarification response was accepted, but delivery state could not be finalized"
+)
+REJECTION_UNFINALIZED = (
+    "clarification rejection was recorded, but delivery state could not be finalized"
+)
+CONFIRMATION_FAILED = "clarification delivery confirmation failed"
+
+
+class ConfirmationFailed(Exception):
+    """The durable finalize behind a live delivery did not go through."""
+
+
+class Resolver:
+    """``ResolveBundle``: one instance, shared by REST and MCP (N2)."""
+
+    def __init__(
+        self,
+        *,
+        claims: ClaimRepository,
+        authorizer: TaskAuthorizer,
+        waiters: Waiters,
+        dispatcher: ResumeDispatcher,
+        events: EventPublisher,
+        runner: Runner,
+        delivery_timeout: float = DELIVERY_TIMEOUT_S,
+        resume_timeout: float = RESUME_TIMEOUT_S,
+    ) -> None:
+        self._claims = claims
+        self._authorizer = authorizer
+        self._waiters = waiters
+        self._dispatcher = dispatcher
+        self._events = events
+        self._run = runner
+        self._delivery_timeout = delivery_timeout
+        self._resume_timeout = resume_timeout
+
+    async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
+        """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
+
+        Raises:
+            NotFound: no durable rows, a foreign bundle, or M5a for a scoped caller.
+            ClaimError: the store failed (never reported as not-found).
+        """
+        return await self._run.guarded(
+            StoreFailure(AUTHORIZE_FAILED, pending_id=pending_id),
+            load_authorized_bundle,
+            self._claims,
+            self._authorizer,
+            identity,
+            pending_id,
+        )
+
+    async def resolve(self, identity: Identity, pending_id: str, outcome: Outcome) -> Resolution:
+        """Resolve the bundle with ``outcome``; the winner's resolution has ``claimed=True``,
+        a loser's replay of the winner has ``claimed=False`` (R2).
+
+        Raises:
+            NotFound: unknown or foreign ``pending_id`` (A1, A3, A5).
+            InvalidOutcome: the outcome does not fit the bundle (N6–N8b, L16), even when the
+                bundle is already resolved (R2c).
+            NotActive: not active and nobody won (R2 second branch).
+            ClaimError: the claim or the re-read failed (R4a).
+            DeliveryError: the winner's delivery failed (R7a); ``retryable`` says whether the
+                bundle is answerable again.
+        """
+        bundle = await self.authorize_bundle(identity, pending_id)
+        questions = bundle.questions
+        validate_outcome(questions, outcome)
+        terminal, normalized = normalize_outcome(questions, outcome)
+        # From the claim on, the caller going away must not interrupt the work (facts §5.3).
+        with anyio.CancelScope(shield=True):
+            resolution = await self._claim_and_deliver(bundle, terminal, normalized)
+        return resolution
+
+    async def _claim_and_deliver(
+        self, bundle: Bundle, terminal: str, normalized: Outcome
+    ) -> Resolution:
+        pending_id = bundle.pending_id
+        result = await self._run.guarded(
+            StoreFailure(CLAIM_FAILED, pending_id=pending_id),
+            self._claims.complete_active_bundle,
+            pending_id,
+            terminal,
+            responses_by_question(normalized),
+        )
+        if not result.claimed:
+            return await self._replay(pending_id)
+        resolution = Resolution(
+            pending_id=pending_id,
+            status=terminal,
+            answers=normalized.answers,
+            rejected=normalized.rejected,
+            reject_reason=normalized.reject_reason,
+            responded_at=_responded_at(result),
+            claimed=True,
+        )
+        log.info("clarification.won", pending_id=pending_id, status=terminal)
+        await self._deliver(bundle, result, resolution)
+        return resolution
+
+    async def _replay(self, pending_id: str) -> Resolution:
+        """R2/R2a: one re-read, never retried; whatever it shows is what the loser is told."""
+        bundle = await self._run.guarded(
+            StoreFailure(REREAD_FAILED, pending_id=pending_id), self._claims.load_bundle, pending_id
+        )
+        winner = replay_winner(pending_id, bundle.rows if bundle is not None else ())
+        if winner is None:
+            raise NotActive(NOT_ACTIVE_MESSAGE)
+        return winner
+
+    async def _deliver(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
+        pending_id, task_id = bundle.pending_id, bundle.task_id
+        finalized: list[ClarificationRow] = []
+
+        async def confirm() -> None:
+            rows = await self._run(
+                self._claims.finalize_delivery, pending_id, resolution.status, result.claimed_ids
+            )
+            if rows is None:
+                raise ConfirmationFailed(CONFIRMATION_FAILED)
+            finalized.extend(rows)
+
+        delivery = await self._waiters.deliver(
+            pending_id, resolution, confirm, self._delivery_timeout
+        )
+        if delivery.outcome is Delivery.DELIVERED:
+            publish_bundles(self._events, BUNDLE_RESOLVED, finalized, task_id)
+            return
+        if delivery.outcome is Delivery.FAILED:
+            log.warning("clarification.live_delivery_failed", pending_id=pending_id)
+            await self._restore_or_raise(bundle, result, resolution, LIVE_RETRYABLE, LIVE_STUCK)
+        if resolution.status == REJECTED:
+            # R9: a detached rejection is recorded and resumes nobody.
+            await self._finalize_or_raise(bundle, result, resolution, REJECTION_UNFINALIZED)
+            return
+        await self._resume(bundle, result, resolution)
+
+    async def _resume(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
+        """The detached path for an answer: dispatch with a bounded wait (facts §4.7)."""
+        questions = bundle.questions
+        prompt = resume_prompt(
+            question_summary(questions),
+            answer_summary(questions, resolution.answers, rejected=False, reject_reason=""),
+            rejected=False,
+            reject_reason="",
+        )
+        request = ResumeRequest(
+            task_id=bundle.task_id,  # M5-resolved (fixes §9.28)
+            session_id=bundle.session_id,
+            pending_id=bundle.pending_id,
+            turn_id=result.rows[0].turn_id if result.rows else "",
+            prompt=prompt,
+            answers=resolution.answers,
+            rejected=False,
+        )
+        try:
+            with anyio.fail_after(self._resume_timeout):
+                await self._dispatcher.dispatch(request)
+        except Exception:  # refused, timed out or broken: roll back either way (R7)
+            log.warning("clarification.resume_refused", pending_id=bundle.pending_id, exc_info=True)
+            await self._restore_or_raise(bundle, result, resolution, RESUME_RETRYABLE, RESUME_STUCK)
+        log.info("clarification.resume_accepted", pending_id=bundle.pending_id)
+        await self._finalize_or_raise(bundle, result, resolution, RESUME_UNFINALIZED)
+
+    async def _finalize_or_raise(
+        self, bundle: Bundle, result: ClaimResult, resolution: Resolution, message: str
+    ) -> None:
+        try:
+            rows = await self._run(
+                self._claims.finalize_delivery,
+                bundle.pending_id,
+                resolution.status,
+                result.claimed_ids,
+            )
+        except Exception:  # reported below as the non-retryable delivery error
+            log.error("clarification.finalize_failed", pending_id=bundle.pending_id, exc_info=True)
+            rows = None
+        if rows is None:
+            raise DeliveryError(message, retryable=False)
+        publish_bundles(self._events, BUNDLE_RESOLVED, rows, bundle.task_id)
+
+    async def _restore_or_raise(
+        self,
+        bundle: Bundle,
+        result: ClaimResult,
+        resolution: Resolution,
+        retryable: str,
+        stuck: str,
+    ) -> NoReturn:
+        """Roll the claim back so the bundle is answerable again, then report the failure."""
+        try:
+            rows = await self._run(
+                self._claims.restore_active_bundle,
+                bundle.pending_id,
+                resolution.status,
+                result.claimed_ids,
+            )
+        except Exception:  # reported below as the non-retryable delivery error
+            log.error("clarification.restore_failed", pending_id=bundle.pending_id, exc_info=True)
+            rows = None
+        if rows is None:
+            raise DeliveryError(stuck, retryable=False)
+        publish_bundles(self._events, BUNDLE_RESTORED, rows, bundle.task_id)
+        raise DeliveryError(retryable, retryable=True)
+
+
+def _responded_at(result: ClaimResult) -> datetime:
+    """The claim's committed timestamp, which a loser also reads back (§5.6, fixes §9.18)."""
+    if result.responded_at is not None:
+        return result.responded_at
+    return max(row.updated_at for row in result.rows)
