@@ -1,0 +1,58 @@
+"""A resume dispatcher wrapping a plain function, for services that embed Clarion.
+
+The function receives the :class:`clarion.ports.ResumeRequest`. Returning (any value, or
+awaiting to completion) accepts the resume; raising refuses it. A synchronous function runs on
+a worker thread so it never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias
+
+import anyio
+import structlog
+
+from clarion.ports.resume import ResumeRefused, ResumeRequest
+
+log = structlog.get_logger(__name__)
+
+ResumeFunction: TypeAlias = Callable[[ResumeRequest], Awaitable[object] | object]
+
+
+class CallableResumeDispatcher:
+    """:class:`clarion.ports.ResumeDispatcher` over an async or sync callable."""
+
+    def __init__(
+        self, function: ResumeFunction, *, limiter: anyio.CapacityLimiter | None = None
+    ) -> None:
+        self._function = function
+        self._limiter = limiter
+
+    async def dispatch(self, request: ResumeRequest) -> None:
+        """Call the function.
+
+        Raises:
+            ResumeRefused: the function raised (its exception is chained).
+        """
+        try:
+            if _is_async(self._function):
+                result = self._function(request)
+            else:
+                result = await anyio.to_thread.run_sync(
+                    functools.partial(self._function, request), limiter=self._limiter
+                )
+            if inspect.isawaitable(result):
+                await result
+        except ResumeRefused:
+            raise
+        except Exception as exc:  # the host's callback decides: any error refuses
+            log.warning("resume.callable_refused", pending_id=request.pending_id, exc_info=True)
+            raise ResumeRefused(f"resume callback failed: {type(exc).__name__}") from exc
+
+
+def _is_async(function: object) -> bool:
+    target = function.func if isinstance(function, functools.partial) else function
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(type(target).__call__)
