@@ -21,6 +21,7 @@ from clarion.app.settings import (
     LogFormat,
     Settings,
     parse_auth,
+    parse_live_delivery,
     parse_log_format,
 )
 from clarion.domain.errors import ClarionError
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--log-format", choices=("json", "console"), help="log format (env CLARION_LOG_FORMAT)"
+    )
+    serve.add_argument(
+        "--live-delivery",
+        choices=("auto", "postgres", "memory"),
+        help="how answers reach waiting agents: postgres (several processes), memory (one), "
+        "auto = postgres on a PostgreSQL database (env CLARION_LIVE_DELIVERY)",
     )
     serve.add_argument(
         "--allowed-hosts",
@@ -150,6 +157,9 @@ def _serve(args: argparse.Namespace) -> int:
         auth_enabled=None if args.auth is None else parse_auth(args.auth, "--auth"),
         resume_webhook=args.resume_webhook,
         ask_timeout_s=args.ask_timeout,
+        live_delivery=None
+        if args.live_delivery is None
+        else parse_live_delivery(args.live_delivery, "--live-delivery"),
         allowed_hosts=None
         if args.allowed_hosts is None
         else tuple(h.strip() for h in args.allowed_hosts.split(",") if h.strip()),

@@ -30,6 +30,7 @@ from clarion.adapters.memory import (
     InMemoryTokenStore,
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
+from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
@@ -45,6 +46,7 @@ from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
+from clarion.domain.errors import ValidationError
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -124,6 +126,38 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
     )
 
 
+def _live_delivery(
+    settings: Settings,
+    storage: _Storage,
+    claims: ClaimRepository,
+    waiters: Waiters | None,
+    events: EventPublisher | None,
+    limiter: anyio.CapacityLimiter,
+) -> PostgresLiveDelivery | None:
+    """LISTEN/NOTIFY delivery across processes when configured (or ``auto`` on PostgreSQL),
+    unless the host injected its own waiters or events.
+
+    Raises:
+        ValidationError: ``postgres`` was asked for on a database that is not PostgreSQL.
+    """
+    is_postgres = storage.engine is not None and storage.engine.dialect.name == "postgresql"
+    mode = settings.live_delivery
+    if mode == "postgres" and not is_postgres:
+        raise ValidationError(
+            "CLARION_LIVE_DELIVERY=postgres needs a PostgreSQL database", field="live_delivery"
+        )
+    if mode == "memory" or not is_postgres or waiters is not None or events is not None:
+        return None
+    assert storage.engine is not None
+    return postgres_waiters_and_events(
+        storage.engine,
+        claims=claims,
+        local_waiters=InMemoryWaiters(),
+        local_events=InProcessEventBus(),
+        limiter=limiter,
+    )
+
+
 def _transport_security(settings: Settings) -> TransportSecuritySettings:
     """The MCP Host/Origin check: loopback names, plus ``CLARION_ALLOWED_HOSTS``."""
     local = local_transport_security()
@@ -170,6 +204,9 @@ def build_clarion(
     host = host or storage.host
     tokens = tokens or storage.tokens
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
+    live = _live_delivery(settings, storage, claims, waiters, events, limiter)
+    if live is not None:
+        waiters, events = live.waiters, live.events
     events = events or InProcessEventBus()
     if dispatcher is None:
         dispatcher = (
@@ -203,6 +240,9 @@ def build_clarion(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            if live is not None:
+                # Entered first so it closes last: MCP asks still waiting end before it stops.
+                await stack.enter_async_context(live)
             await stack.enter_async_context(mcp.lifespan())
             report = await services.lifecycle.reconcile_on_startup()
             if report.restored or report.finalized:

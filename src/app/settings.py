@@ -16,6 +16,7 @@ from clarion.domain.errors import ValidationError
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
+LiveDelivery = Literal["auto", "postgres", "memory"]
 
 
 def _default_log_format() -> LogFormat:
@@ -36,6 +37,9 @@ class Settings:
     tool_suffix: str = "_kandev"
     resume_timeout_s: float = 30.0
     progress_interval_s: float = 15.0
+    # Live delivery to waiting agents: "memory" (one process), "postgres" (LISTEN/NOTIFY, several
+    # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
+    live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
 
     @classmethod
@@ -62,6 +66,8 @@ class Settings:
             values["ask_timeout_s"] = _positive_float(timeout, "CLARION_ASK_TIMEOUT_S")
         if log_format := env.get("CLARION_LOG_FORMAT"):
             values["log_format"] = parse_log_format(log_format, "CLARION_LOG_FORMAT")
+        if live := env.get("CLARION_LIVE_DELIVERY"):
+            values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
         values.update({key: value for key, value in overrides.items() if value is not None})
@@ -72,6 +78,18 @@ def parse_auth(value: str, name: str) -> bool:
     if value not in ("enabled", "disabled"):
         raise ValidationError(f"{name} must be 'enabled' or 'disabled', got {value!r}", field=name)
     return value == "enabled"
+
+
+def parse_live_delivery(value: str, name: str) -> LiveDelivery:
+    if value == "auto":
+        return "auto"
+    if value == "postgres":
+        return "postgres"
+    if value == "memory":
+        return "memory"
+    raise ValidationError(
+        f"{name} must be 'auto', 'postgres' or 'memory', got {value!r}", field=name
+    )
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:

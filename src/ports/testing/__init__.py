@@ -36,7 +36,9 @@ Usage — subclass each suite in your own test module and provide a fresh world 
         def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
             return HostTaskAuthorizer(world.host)
 
-``HostRepositoryContract`` and ``TokenStoreContract`` are subclassed the same way. The world's
+``HostRepositoryContract`` and ``TokenStoreContract`` are subclassed the same way.
+``WaitersContract`` (async, anyio) needs a ``waiters`` fixture instead of a world, and an
+implementation spanning processes also overrides ``responder`` (see its module). The world's
 implementations must read ``world.clock`` (a :class:`ManualClock`) for every timestamp they
 write. The fixture may be a generator (to dispose of an engine or drop a database afterwards).
 Suites seed data only through the ports (:class:`ContractWorld` helpers, including
@@ -49,6 +51,7 @@ from clarion.ports.testing.host import HostRepositoryContract
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
 from clarion.ports.testing.tokens import TokenStoreContract
+from clarion.ports.testing.waiters import WaitersContract
 from clarion.ports.testing.world import (
     ContractWorld,
     ManualClock,
@@ -70,6 +73,7 @@ __all__ = [
     "ManualClock",
     "TaskAuthorizerContract",
     "TokenStoreContract",
+    "WaitersContract",
     "answers_for",
     "claim",
     "row_metadata",
