@@ -20,13 +20,13 @@ run: $(STAMP)
 	$(BIN)/clarion serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/examples
+	$(BIN)/ruff format --check src tests benchmarks docs/examples
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy -p clarion
-	$(BIN)/mypy tests benchmarks
+	$(BIN)/mypy tests benchmarks docs/examples
 
 # The browser tests drive Debian's chromium (installed here when missing; needs root/apt).
 chromium:
@@ -37,8 +37,12 @@ unit: $(STAMP) chromium
 
 test: lint typecheck unit
 
+# Speed and memory figures (printed, never asserted); PostgreSQL parts use
+# CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/sql_bench.py
+	$(BIN)/python benchmarks/waiters_bench.py
+	$(BIN)/python -m benchmarks.multiprocess_bench
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist

@@ -1,0 +1,1 @@
+"""Benchmark scripts: each prints figures; none runs inside the test suite."""

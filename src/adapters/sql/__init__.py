@@ -1,0 +1,26 @@
+"""The durable store: SQLAlchemy Core repositories on SQLite (the embedded default) and
+PostgreSQL, with Alembic migrations shipped in the package.
+
+    engine = create_engine("sqlite:///./clarion.db")   # or postgresql+psycopg://...
+    upgrade_database(engine)
+    claims = SqlClaimRepository(engine, clock, ids)
+"""
+
+from clarion.adapters.sql.claims import SqlClaimRepository
+from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
+from clarion.adapters.sql.host import SqlHostRepository
+from clarion.adapters.sql.migrate import head_revision, upgrade_database
+from clarion.adapters.sql.schema import TABLE_NAMES, metadata
+from clarion.adapters.sql.tokens import SqlTokenStore
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "TABLE_NAMES",
+    "SqlClaimRepository",
+    "SqlHostRepository",
+    "SqlTokenStore",
+    "create_engine",
+    "head_revision",
+    "metadata",
+    "upgrade_database",
+]

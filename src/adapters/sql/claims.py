@@ -1,0 +1,351 @@
+"""The SQL :class:`clarion.ports.ClaimRepository` on SQLite and PostgreSQL.
+
+Every transition is one write transaction that first takes the bundle's session locks
+(PostgreSQL; ``BEGIN IMMEDIATE`` already serializes writers on SQLite).
+
+- The claim is ONE conditional ``UPDATE … RETURNING`` whose ``WHERE`` is the whole active
+  predicate (pending status, current turn, non-terminal session, the malformed-bundle guard)
+  and whose ``SET`` writes the terminal status, the response (answered only), the delivery
+  marker and ``updated_at``. The returned rows decide: none means the claim was lost; a row
+  without a question id or without a response rolls the whole claim back (facts §4.5, R4a).
+- Finalize, restore, expire, cancel and detach read the rows they may touch, compute their
+  new metadata in Python (the changes the in-memory reference makes), and write them with
+  one conditional ``UPDATE`` repeating the transition's whole guard; fewer affected rows than
+  rows read rolls the transaction back (facts §4.2–§4.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+from sqlalchemy.engine import Connection, Engine
+
+from clarion.adapters.sql import changes, statements
+from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.listing import list_active_bundles
+from clarion.adapters.sql.locks import lock_bundle, lock_sessions
+from clarion.adapters.sql.records import (
+    insert_messages,
+    insert_turn,
+    load_current_turn,
+    load_session,
+    message_record,
+)
+from clarion.adapters.sql.statements import Guard
+from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.listing import ListPage, ListQuery
+from clarion.domain.model import (
+    CANCELLED,
+    CLARIFICATION_REQUEST,
+    EXPIRED,
+    TERMINAL_OUTCOMES,
+    Answer,
+    Question,
+)
+from clarion.domain.rows import (
+    Bundle,
+    ClarificationRow,
+    MessageRecord,
+    clarification_metadata,
+    make_bundle,
+    order_rows,
+    parse_row,
+)
+from clarion.ports.claims import ClaimResult, ReconcileReport
+from clarion.ports.system import Clock, IdGenerator
+
+logger = structlog.get_logger(__name__)
+
+
+class _GuardLost(Exception):
+    """The conditional UPDATE changed fewer rows than were read (a writer that bypassed the
+    session locks got in between): roll back."""
+
+
+def _rewrite(
+    connection: Connection,
+    kind: Guard,
+    params: dict[str, Any],
+    changed: Sequence[tuple[MessageRecord, dict[str, Any]]],
+    updated_at: datetime | None,
+) -> list[MessageRecord]:
+    """Write every row's new metadata with the one conditional UPDATE of ``kind``.
+
+    Raises:
+        _GuardLost: when the guard no longer holds for every row.
+    """
+    if not changed:
+        return []
+    values = dict(params)
+    for n, (record, metadata) in enumerate(changed):
+        values[f"id_{n}"] = record.id
+        values[f"metadata_{n}"] = metadata
+    if updated_at is not None:
+        values["updated_at"] = updated_at
+    statement = statements.rewrite(kind, len(changed), touch=updated_at is not None)
+    if connection.execute(statement, values).rowcount != len(changed):
+        raise _GuardLost
+    return [changes.evolve_record(record, value, updated_at) for record, value in changed]
+
+
+def _select(connection: Connection, kind: Guard, params: dict[str, Any]) -> list[MessageRecord]:
+    rows = connection.execute(statements.select_rows(kind), params).mappings()
+    return [message_record(row) for row in rows]
+
+
+class SqlClaimRepository:
+    """Clarification rows in ``task_session_messages``; see the module docstring.
+
+    The empty string names no bundle: every lookup of ``""`` finds nothing.
+    """
+
+    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+        self._engine = check_engine(engine)
+        self._writes = for_writes(engine)
+        self._clock = clock
+        self._ids = ids
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def load_bundle(self, pending_id: str) -> Bundle | None:
+        if not pending_id:
+            return None
+        with read_transaction(self._engine) as connection:
+            records = _select(connection, "bundle", {"pending_id": pending_id})
+            rows = order_rows(parse_row(record) for record in records)
+            if not rows:
+                return None
+            session = load_session(connection, rows[0].session_id)
+        return make_bundle(pending_id, rows, session.task_id if session else None)
+
+    def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
+        with read_transaction(self._engine) as connection:
+            records = _select(connection, "session_active", {"session_id": session_id})
+        first_seen: dict[str, tuple[datetime, str]] = {}
+        for record in records:
+            row = parse_row(record)
+            if row.pending_id:
+                key = (row.created_at, row.id)
+                first_seen[row.pending_id] = min(first_seen.get(row.pending_id, key), key)
+        return tuple(sorted(first_seen, key=lambda pid: (first_seen[pid], pid)))
+
+    def session_has_active_bundle(self, session_id: str) -> bool:
+        return bool(self.active_pending_ids(session_id))
+
+    def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
+        wanted = sorted(set(session_ids))
+        if not wanted:
+            return {}
+        with read_transaction(self._engine) as connection:
+            found = connection.execute(
+                statements.sessions_with_active_rows(), {"session_ids": wanted}
+            ).scalars()
+            return {session_id: "clarification" for session_id in found}
+
+    def list_active_bundles(self, query: ListQuery) -> ListPage:
+        with read_transaction(self._engine) as connection:
+            return list_active_bundles(connection, query)
+
+    # -- creation ------------------------------------------------------------------------
+
+    def create_bundle(
+        self,
+        *,
+        pending_id: str,
+        session_id: str,
+        task_id: str,
+        questions: Sequence[Question],
+        context: str,
+    ) -> Bundle:
+        with self._writes.begin() as connection:
+            lock_sessions(connection, [session_id])
+            session = load_session(connection, session_id)
+            if session is None:
+                raise NotFound(f"session not found: {session_id}")
+            turn = load_current_turn(connection, session_id)
+            if turn is None:
+                now = self._clock.now()
+                turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
+            records = []
+            for index, question in enumerate(questions):
+                now = self._clock.now()
+                records.append(
+                    MessageRecord(
+                        id=self._ids.new_id(),
+                        session_id=session_id,
+                        task_id=task_id,
+                        turn_id=turn.id,
+                        type=CLARIFICATION_REQUEST,
+                        metadata=clarification_metadata(
+                            pending_id=pending_id,
+                            question=question,
+                            index=index,
+                            total=len(questions),
+                            context=context,
+                        ),
+                        created_at=now,
+                        updated_at=now,
+                        author_type="agent",
+                        content=question.prompt,
+                    )
+                )
+            insert_messages(connection, records)
+        return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
+
+    # -- the claim and its follow-ups ------------------------------------------------------
+
+    def complete_active_bundle(
+        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+    ) -> ClaimResult:
+        if terminal not in TERMINAL_OUTCOMES:
+            raise ValueError(f"invalid clarification terminal status {terminal!r}")
+        if not pending_id:
+            return ClaimResult(claimed=False)
+        answers, params = changes.claim_parameters(terminal, responses)
+        with self._writes.begin() as connection:
+            lock_bundle(connection, pending_id)
+            # Read inside the serialized section, so stamps follow commit order.
+            now = self._clock.now()
+            params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
+            returned = connection.execute(statements.claim(terminal, answers), params)
+            written = [message_record(row) for row in returned.mappings()]
+            if not written:
+                return ClaimResult(claimed=False)
+            # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
+            for record in written:
+                changes.check_claimed(record, terminal, responses)
+        logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
+        return ClaimResult(
+            claimed=True, rows=order_rows(parse_row(r) for r in written), responded_at=now
+        )
+
+    def finalize_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        wanted = list(claimed_ids)
+        if not pending_id:
+            return None
+        params = {"pending_id": pending_id, "terminal": terminal}
+        try:
+            with self._writes.begin() as connection:
+                lock_bundle(connection, pending_id)
+                marked = _select(connection, "marked", params)
+                if not changes.is_exact_claim(wanted, marked, terminal):
+                    return None
+                # updated_at stays the claim's, so winner and loser report one responded_at.
+                changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                written = _rewrite(connection, "finalizable", params, changed, None)
+        except _GuardLost:
+            return None
+        return order_rows(parse_row(r) for r in written)
+
+    def restore_active_bundle(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        wanted = list(claimed_ids)
+        if not pending_id or not wanted or len(set(wanted)) != len(wanted):
+            return None
+        try:
+            with self._writes.begin() as connection:
+                lock_bundle(connection, pending_id)
+                written = self._restore(connection, pending_id, terminal, wanted)
+        except _GuardLost:
+            return None
+        return None if written is None else order_rows(parse_row(r) for r in written)
+
+    def _restore(
+        self, connection: Connection, pending_id: str, terminal: str, wanted: Sequence[str]
+    ) -> list[MessageRecord] | None:
+        params = {"pending_id": pending_id, "terminal": terminal}
+        restorable = {r.id: r for r in _select(connection, "restorable", params)}
+        picked = [restorable.get(message_id) for message_id in wanted]
+        chosen = [record for record in picked if record is not None]
+        if len(chosen) != len(picked) or any(parse_row(r).status != terminal for r in chosen):
+            return None
+        now = self._clock.now()
+        changed = [(r, changes.restore(r)) for r in chosen]
+        return _rewrite(connection, "restorable_terminal", params, changed, now)
+
+    def expire_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        return self._end_bundle(session_id, pending_id, EXPIRED)
+
+    def cancel_active_bundle(
+        self, session_id: str, pending_id: str
+    ) -> tuple[ClarificationRow, ...]:
+        return self._end_bundle(session_id, pending_id, CANCELLED)
+
+    def _end_bundle(
+        self, session_id: str, pending_id: str, status: str
+    ) -> tuple[ClarificationRow, ...]:
+        """The bundle's pending current-turn rows in ``session_id`` (any session state) take
+        ``status`` and are detached; terminal siblings are left alone (facts §4.3, A9)."""
+        if not pending_id:
+            return ()
+        params = {"session_id": session_id, "pending_id": pending_id}
+        return self._session_transition(session_id, "ending", params, changes.end(status))
+
+    def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
+        params = {"session_id": session_id}
+        return self._session_transition(session_id, "detachable", params, changes.detach)
+
+    def _session_transition(
+        self,
+        session_id: str,
+        kind: Guard,
+        params: dict[str, Any],
+        change: Callable[[MessageRecord], dict[str, Any]],
+    ) -> tuple[ClarificationRow, ...]:
+        try:
+            with self._writes.begin() as connection:
+                lock_sessions(connection, [session_id])
+                targets = _select(connection, kind, params)
+                if not targets:
+                    return ()
+                now = self._clock.now()
+                changed = [(r, change(r)) for r in targets]
+                written = _rewrite(connection, kind, params, changed, now)
+        except _GuardLost as exc:
+            raise ClaimError(f"session {session_id} changed during a transition") from exc
+        return order_rows(parse_row(r) for r in written)
+
+    def reconcile_undelivered(self) -> ReconcileReport:
+        with read_transaction(self._engine) as connection:
+            marked = connection.execute(statements.marked_rows()).mappings()
+            pending_ids = sorted({parse_row(message_record(row)).pending_id for row in marked})
+        restored: list[str] = []
+        finalized: list[str] = []
+        for pending_id in pending_ids:
+            if self._reconcile_one(pending_id):
+                restored.append(pending_id)
+            else:
+                finalized.append(pending_id)
+        return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
+
+    def _reconcile_one(self, pending_id: str) -> bool:
+        """Restore the bundle when still restorable (True), else clear its markers."""
+        if not pending_id:
+            return False
+        params = {"pending_id": pending_id}
+        try:
+            with self._writes.begin() as connection:
+                lock_bundle(connection, pending_id)
+                marked = _select(connection, "marked", params)
+                statuses = {parse_row(record).status for record in marked}
+                status = next(iter(statuses)) if len(statuses) == 1 else None
+                if status is not None and self._restore(
+                    connection, pending_id, status, [record.id for record in marked]
+                ):
+                    return True
+                changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                _rewrite(connection, "marked", params, changed, None)
+        except _GuardLost as exc:
+            raise ClaimError(f"clarification bundle {pending_id} changed in recovery") from exc
+        return False
+
+
+__all__ = ["SqlClaimRepository"]

@@ -1,0 +1,112 @@
+"""The engine factory and the transaction helpers every SQL repository uses.
+
+SQLite (sync pysqlite): WAL, ``synchronous=NORMAL``, a busy timeout and foreign keys on every
+connection; the driver's own transaction handling is switched off so that SQLAlchemy's
+``begin`` hook can issue ``BEGIN IMMEDIATE`` for write transactions (the writer lock is taken
+up front, so two claims can never both read "pending" and then both upgrade to write) and a
+plain deferred ``BEGIN`` for reads (which WAL serves from a snapshot without blocking).
+
+PostgreSQL: psycopg 3 (``postgresql+psycopg://``), READ COMMITTED; write serialization is
+the advisory-lock protocol in :mod:`clarion.adapters.sql.locks`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
+
+DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+_WRITE_OPTION = "clarion_write"
+_configured: weakref.WeakSet[Dialect] = weakref.WeakSet()
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Parse a database URL; a bare ``postgresql://`` URL gets the psycopg 3 driver."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def create_engine(url: str | URL = DEFAULT_DATABASE_URL, **kwargs: Any) -> Engine:
+    """An engine configured for Clarion's repositories (see the module docstring).
+
+    SQLite URLs must name a file (``sqlite:///./clarion.db``, ``sqlite:////abs/path.db``):
+    concurrent claims need connections that share one database.
+
+    Raises:
+        ValueError: for an in-memory SQLite URL or a database other than SQLite/PostgreSQL.
+    """
+    parsed = normalize_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:") or "mode=memory" in str(parsed):
+            raise ValueError("Clarion needs a file-backed SQLite database, not :memory:")
+        engine = sa.create_engine(parsed, **kwargs)
+        _configure_sqlite(engine)
+    elif backend == "postgresql":
+        engine = sa.create_engine(parsed, **kwargs)
+    else:
+        raise ValueError(f"unsupported database backend: {backend!r}")
+    _configured.add(engine.dialect)
+    return engine
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # None = the driver never opens transactions itself; the "begin" hook does.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        write = connection.get_execution_options().get(_WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def check_engine(engine: Engine) -> Engine:
+    """Return ``engine`` if it came from :func:`create_engine`.
+
+    Raises:
+        ValueError: otherwise — an unconfigured SQLite engine would let two claims interleave.
+    """
+    if engine.dialect not in _configured:
+        raise ValueError("build the engine with clarion.adapters.sql.create_engine()")
+    return engine
+
+
+def for_writes(engine: Engine) -> Engine:
+    """The same engine (same pool) whose transactions are write transactions: on SQLite
+    they begin with ``BEGIN IMMEDIATE``. Repositories keep one and call ``.begin()`` on it."""
+    return engine.execution_options(**{_WRITE_OPTION: True})
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """One write transaction (``BEGIN IMMEDIATE`` on SQLite); commits on success."""
+    with for_writes(engine).begin() as connection:
+        yield connection
+
+
+@contextmanager
+def read_transaction(engine: Engine) -> Iterator[Connection]:
+    """One read-only transaction: every statement inside sees one consistent snapshot on
+    SQLite; on PostgreSQL (READ COMMITTED) each statement sees the latest commits."""
+    with engine.connect() as connection, connection.begin():
+        yield connection

@@ -1,0 +1,291 @@
+"""The SQL :class:`clarion.ports.HostRepository`: workspaces, tasks, sessions, turns and the
+transcript. Writes that can change a bundle's activeness (session state, new turns, new
+messages, turn completion) take the session's write lock (:mod:`clarion.adapters.sql.locks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, RowMapping
+
+from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.locks import lock_sessions
+from clarion.adapters.sql.records import (
+    insert_messages,
+    insert_turn,
+    load_current_turn,
+    load_session,
+    select_messages,
+    session_from_row,
+)
+from clarion.adapters.sql.schema import (
+    messages,
+    task_session_turns,
+    task_sessions,
+    tasks,
+    workspaces,
+)
+from clarion.domain.errors import NotFound
+from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.model import SessionState
+from clarion.domain.rows import MessageRecord
+from clarion.ports.system import Clock, IdGenerator
+
+
+def _workspace(row: RowMapping) -> Workspace:
+    return Workspace(
+        id=row["id"], name=row["name"], owner_id=row["owner_id"], created_at=row["created_at"]
+    )
+
+
+def _task(row: RowMapping) -> Task:
+    return Task(
+        id=row["id"],
+        title=row["title"],
+        workspace_id=row["workspace_id"],
+        created_at=row["created_at"],
+    )
+
+
+class SqlHostRepository:
+    """See the module docstring; ids from ``ids``, timestamps from ``clock``."""
+
+    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+        self._engine = check_engine(engine)
+        self._writes = for_writes(engine)
+        self._clock = clock
+        self._ids = ids
+
+    # -- workspaces and tasks --------------------------------------------------------------
+
+    def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
+        workspace = Workspace(
+            id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
+        )
+        with self._writes.begin() as connection:
+            connection.execute(
+                sa.insert(workspaces).values(
+                    id=workspace.id,
+                    name=name,
+                    owner_id=owner_id,
+                    created_at=workspace.created_at,
+                    updated_at=workspace.created_at,
+                )
+            )
+        return workspace
+
+    def get_workspace(self, workspace_id: str) -> Workspace | None:
+        statement = sa.select(workspaces).where(workspaces.c.id == workspace_id)
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        return _workspace(row) if row is not None else None
+
+    def list_workspaces(self) -> tuple[Workspace, ...]:
+        statement = sa.select(workspaces).order_by(workspaces.c.created_at, workspaces.c.id)
+        with read_transaction(self._engine) as connection:
+            return tuple(_workspace(row) for row in connection.execute(statement).mappings())
+
+    def create_task(self, title: str, workspace_id: str = "") -> Task:
+        task = Task(
+            id=self._ids.new_id(),
+            title=title,
+            workspace_id=workspace_id,
+            created_at=self._clock.now(),
+        )
+        with self._writes.begin() as connection:
+            connection.execute(
+                sa.insert(tasks).values(
+                    id=task.id,
+                    title=title,
+                    workspace_id=workspace_id,
+                    created_at=task.created_at,
+                    updated_at=task.created_at,
+                )
+            )
+        return task
+
+    def get_task(self, task_id: str) -> Task | None:
+        statement = sa.select(tasks).where(tasks.c.id == task_id)
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        return _task(row) if row is not None else None
+
+    def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
+        statement = sa.select(tasks).order_by(tasks.c.created_at, tasks.c.id)
+        if workspace_id:
+            statement = statement.where(tasks.c.workspace_id == workspace_id)
+        with read_transaction(self._engine) as connection:
+            return tuple(_task(row) for row in connection.execute(statement).mappings())
+
+    def delete_task(self, task_id: str) -> bool:
+        """Foreign keys cascade the delete to sessions, their turns and messages."""
+        with self._writes.begin() as connection:
+            session_ids = connection.execute(
+                sa.select(task_sessions.c.id).where(task_sessions.c.task_id == task_id)
+            ).scalars()
+            lock_sessions(connection, list(session_ids))
+            result = connection.execute(sa.delete(tasks).where(tasks.c.id == task_id))
+        return result.rowcount == 1
+
+    # -- sessions and turns ------------------------------------------------------------------
+
+    def create_session(
+        self, task_id: str, *, is_primary: bool = False, agent_token_hash: str = ""
+    ) -> tuple[Session, Turn]:
+        with self._writes.begin() as connection:
+            exists = connection.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id))
+            if exists.first() is None:
+                raise NotFound(f"task not found: {task_id}")
+            now = self._clock.now()
+            session = Session(
+                id=self._ids.new_id(),
+                task_id=task_id,
+                state=SessionState.RUNNING,
+                is_primary=is_primary,
+                created_at=now,
+                updated_at=now,
+                agent_token_hash=agent_token_hash,
+            )
+            connection.execute(
+                sa.insert(task_sessions).values(
+                    id=session.id,
+                    task_id=task_id,
+                    state=session.state,
+                    is_primary=is_primary,
+                    agent_token_hash=agent_token_hash,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            turn = insert_turn(
+                connection, turn_id=self._ids.new_id(), session=session, now=self._clock.now()
+            )
+        return session, turn
+
+    def get_session(self, session_id: str) -> Session | None:
+        with read_transaction(self._engine) as connection:
+            return load_session(connection, session_id)
+
+    def sessions_for_tasks(self, task_ids: Collection[str]) -> dict[str, tuple[Session, ...]]:
+        wanted = sorted(set(task_ids))
+        if not wanted:
+            return {}
+        statement = (
+            sa.select(task_sessions)
+            .where(task_sessions.c.task_id.in_(wanted))
+            .order_by(task_sessions.c.created_at, task_sessions.c.id)
+        )
+        grouped: dict[str, list[Session]] = {}
+        with read_transaction(self._engine) as connection:
+            for row in connection.execute(statement).mappings():
+                session = session_from_row(row)
+                grouped.setdefault(session.task_id, []).append(session)
+        return {task_id: tuple(sessions) for task_id, sessions in grouped.items()}
+
+    def set_session_state(
+        self, session_id: str, state: str, *, expected: Collection[str] | None = None
+    ) -> Session | None:
+        with self._writes.begin() as connection:
+            # Serializes with the claim (facts §1.7): a claim either committed before this
+            # change or sees the new state in its non-terminal-session predicate.
+            lock_sessions(connection, [session_id])
+            current = load_session(connection, session_id)
+            if current is None or (expected is not None and current.state not in expected):
+                return None
+            now = self._clock.now()
+            condition = task_sessions.c.id == session_id
+            if expected is not None:
+                condition = sa.and_(condition, task_sessions.c.state.in_(sorted(expected)))
+            row = (
+                connection.execute(
+                    sa.update(task_sessions)
+                    .where(condition)
+                    .values(state=state, updated_at=now)
+                    .returning(*task_sessions.c)
+                )
+                .mappings()
+                .first()
+            )
+        return session_from_row(row) if row is not None else None
+
+    def start_turn(self, session_id: str) -> Turn:
+        with self._writes.begin() as connection:
+            lock_sessions(connection, [session_id])
+            session = load_session(connection, session_id)
+            if session is None:
+                raise NotFound(f"session not found: {session_id}")
+            now = self._clock.now()
+            return insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
+
+    def current_turn(self, session_id: str) -> Turn | None:
+        with read_transaction(self._engine) as connection:
+            return load_current_turn(connection, session_id)
+
+    def complete_current_turn(self, session_id: str) -> Turn | None:
+        with self._writes.begin() as connection:
+            lock_sessions(connection, [session_id])
+            turn = load_current_turn(connection, session_id)
+            if turn is None or turn.completed_at is not None:
+                return turn
+            now = self._clock.now()
+            connection.execute(
+                sa.update(task_session_turns)
+                .where(task_session_turns.c.id == turn.id)
+                .values(completed_at=now, updated_at=now)
+            )
+        return Turn(
+            id=turn.id,
+            session_id=turn.session_id,
+            started_at=turn.started_at,
+            created_at=turn.created_at,
+            completed_at=now,
+        )
+
+    # -- the transcript ----------------------------------------------------------------------
+
+    def append_message(
+        self,
+        session_id: str,
+        *,
+        turn_id: str,
+        content: str,
+        author_type: str = "user",
+        type: str = "message",
+        metadata: Mapping[str, Any] | None = None,
+        task_id: str | None = None,
+    ) -> MessageRecord:
+        with self._writes.begin() as connection:
+            lock_sessions(connection, [session_id])
+            session = load_session(connection, session_id)
+            if session is None:
+                raise NotFound(f"session not found: {session_id}")
+            turn_owner = connection.execute(
+                sa.select(task_session_turns.c.task_session_id).where(
+                    task_session_turns.c.id == turn_id
+                )
+            ).scalar()
+            if turn_owner != session_id:
+                raise NotFound(f"turn not found: {turn_id}")
+            now = self._clock.now()
+            record = MessageRecord(
+                id=self._ids.new_id(),
+                session_id=session_id,
+                task_id=session.task_id if task_id is None else task_id,
+                turn_id=turn_id,
+                type=type,
+                metadata=dict(metadata or {}),
+                created_at=now,
+                updated_at=now,
+                author_type=author_type,
+                content=content,
+            )
+            insert_messages(connection, [record])
+            # Read back what was stored, so callers see the metadata as every reader will.
+            return select_messages(connection, messages.c.id == record.id)[0]
+
+    def list_messages(self, session_id: str) -> tuple[MessageRecord, ...]:
+        with read_transaction(self._engine) as connection:
+            return tuple(select_messages(connection, messages.c.task_session_id == session_id))

@@ -1,0 +1,2 @@
+"""Alembic migrations shipped inside the package and run programmatically
+(:func:`clarion.adapters.sql.upgrade_database`); no ``alembic.ini`` is needed."""

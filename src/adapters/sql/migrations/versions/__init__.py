@@ -1,0 +1,1 @@
+"""Migration scripts, oldest first (``0001_initial`` creates the whole schema)."""

@@ -1,0 +1,173 @@
+"""The durable schema (SQLAlchemy Core), following upstream facts §1.1 for the columns that
+matter, plus ``users`` and ``access_tokens`` for authentication.
+
+There is no ``clarification_resolutions`` table and there never will be (spec P1): the claim
+writes its terminal state into ``task_session_messages.metadata``, the sole authority on
+whether a bundle is resolved.
+
+The migrations in ``migrations/`` create exactly this metadata; a test compares the two.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+from clarion.adapters.sql.metadata_sql import (
+    is_clarification,
+    is_pendingish,
+    pending_id_of,
+)
+from clarion.adapters.sql.types import EMPTY, Key, UtcDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+JsonDocument = sa.JSON().with_variant(JSONB(), "postgresql")
+
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("owner_id", Key, nullable=False, server_default=EMPTY),  # "" = visible to everyone
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+)
+
+tasks = sa.Table(
+    "tasks",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    # No foreign key: "" is legal and a value may name a deleted workspace (L1c, D5).
+    sa.Column("workspace_id", Key, nullable=False, server_default=EMPTY),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Index("ix_tasks_workspace_id", "workspace_id"),
+)
+
+task_sessions = sa.Table(
+    "task_sessions",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column(
+        "task_id",
+        Key,
+        sa.ForeignKey("tasks.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("state", sa.Text, nullable=False, server_default="CREATED"),
+    sa.Column("is_primary", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("agent_token_hash", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Index("ix_task_sessions_task_id", "task_id"),
+)
+
+task_session_turns = sa.Table(
+    "task_session_turns",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column(
+        "task_session_id",
+        Key,
+        sa.ForeignKey("task_sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("task_id", Key, nullable=False, server_default=EMPTY),
+    sa.Column("started_at", UtcDateTime, nullable=False),
+    sa.Column("completed_at", UtcDateTime, nullable=True),  # NULL = open turn
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    # The current-turn lookup reads this index backwards and stops at the first entry.
+    sa.Index(
+        "ix_task_session_turns_current",
+        "task_session_id",
+        "started_at",
+        "created_at",
+        "id",
+    ),
+)
+
+task_session_messages = sa.Table(
+    "task_session_messages",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column(
+        "task_session_id",
+        Key,
+        sa.ForeignKey("task_sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    # No foreign key and may be "" on legacy rows (M5).
+    sa.Column("task_id", Key, nullable=False, server_default=EMPTY),
+    sa.Column(
+        "turn_id",
+        Key,
+        sa.ForeignKey("task_session_turns.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("author_type", sa.Text, nullable=False, server_default="user"),
+    sa.Column("content", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("type", sa.Text, nullable=False, server_default="message"),
+    sa.Column("metadata", JsonDocument, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
+    sa.Index("ix_task_session_messages_turn_id", "turn_id"),
+)
+
+messages = task_session_messages
+
+# Lookups by pending id (load, claim, the malformed-bundle guard) cost one index probe however
+# long the history grows; the guard needs rows of every type, so this index is not partial.
+sa.Index("ix_task_session_messages_pending_id", pending_id_of(messages))
+
+# Only pending clarification rows: the list query and the per-session active reads scan this
+# index, so their cost follows the pending work, not the message history.
+sa.Index(
+    "ix_task_session_messages_pending_rows",
+    messages.c.task_session_id,
+    messages.c.turn_id,
+    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+)
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("is_admin", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("active", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+)
+
+access_tokens = sa.Table(
+    "access_tokens",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column(
+        "user_id",
+        Key,
+        sa.ForeignKey("users.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("name", sa.Text, nullable=False, server_default=EMPTY),
+    # Only the SHA-256 hex of the token text is ever stored.
+    sa.Column("token_hash", sa.Text, nullable=False, unique=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("expires_at", UtcDateTime, nullable=True),
+    sa.Column("revoked_at", UtcDateTime, nullable=True),
+    sa.Column("last_used_at", UtcDateTime, nullable=True),
+    sa.Index("ix_access_tokens_user_id", "user_id"),
+)
+
+TABLE_NAMES = tuple(metadata.tables)

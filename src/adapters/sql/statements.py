@@ -1,0 +1,156 @@
+"""The claim repository's statements, built once and executed with bound values.
+
+Each guard names one transition's whole condition (upstream facts §4.2–§4.6), assembled from
+the shared predicates of :mod:`clarion.adapters.sql.predicates`. Building SQLAlchemy
+expression trees costs far more than running these statements, so every statement is built
+on first use per shape and cached; values travel as bound parameters:
+``pending_id``, ``session_id``, ``terminal``, ``updated_at`` and ``id_<n>``/``metadata_<n>``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.sql.elements import ColumnElement
+
+from clarion.adapters.sql.metadata_sql import (
+    AsJson,
+    const,
+    json_set,
+    question_id_of,
+    status_of,
+)
+from clarion.adapters.sql.predicates import (
+    bundle_is_well_formed,
+    in_live_session,
+    is_active_row,
+    is_clarification,
+    is_delivery_pending,
+    is_detached,
+    on_current_turn,
+    pending_id_of,
+)
+from clarion.adapters.sql.records import MESSAGE_COLUMNS
+from clarion.adapters.sql.schema import messages as m
+from clarion.domain.model import ANSWERED
+
+Guard = Literal[
+    "bundle",  # the bundle's clarification rows (lookups ignore other types, §9.17)
+    "claimable",  # the claim: active rows (D4) of a well-formed bundle (§4.5)
+    "marked",  # rows still carrying the delivery marker (§4.6)
+    "finalizable",  # marked rows that carry the claimed terminal status
+    "restorable",  # marked rows on the current turn of a live session, well formed (§4.6)
+    "restorable_terminal",  # restorable rows that carry the claimed terminal status
+    "ending",  # expire/cancel: the bundle's pending current-turn rows in one session (§4.3)
+    "detachable",  # detach: the session's pending current-turn rows not yet detached (§4.2)
+    "session_active",  # the workflow guard: the session's pending current-turn rows
+]
+
+
+def _param(name: str) -> Any:
+    return sa.bindparam(name, type_=sa.Text())
+
+
+@cache
+def guard(kind: Guard) -> ColumnElement[bool]:
+    """The condition of ``kind`` over ``task_session_messages`` (see :data:`Guard`)."""
+    bundle = sa.and_(pending_id_of(m) == _param("pending_id"), is_clarification(m))
+    in_session = m.c.task_session_id == _param("session_id")
+    has_terminal = status_of(m) == _param("terminal")
+    if kind == "bundle":
+        return bundle
+    if kind == "claimable":
+        return sa.and_(bundle, is_active_row(m), bundle_is_well_formed(m))
+    if kind == "marked":
+        return sa.and_(bundle, is_delivery_pending(m))
+    if kind == "finalizable":
+        return sa.and_(guard("marked"), has_terminal)
+    if kind == "restorable":
+        return sa.and_(
+            guard("marked"), on_current_turn(m), in_live_session(m), bundle_is_well_formed(m)
+        )
+    if kind == "restorable_terminal":
+        return sa.and_(guard("restorable"), has_terminal)
+    if kind == "ending":
+        return sa.and_(bundle, in_session, is_active_row(m, require_live_session=False))
+    if kind == "detachable":
+        return sa.and_(
+            in_session, is_active_row(m, require_live_session=False), sa.not_(is_detached(m))
+        )
+    if kind == "session_active":
+        return sa.and_(in_session, is_active_row(m, require_live_session=False))
+    raise ValueError(kind)
+
+
+@cache
+def select_rows(kind: Guard) -> sa.Select[Any]:
+    """The rows ``kind`` matches, in creation order."""
+    return sa.select(*MESSAGE_COLUMNS).where(guard(kind)).order_by(m.c.created_at, m.c.id)
+
+
+@cache
+def rewrite(kind: Guard, count: int, *, touch: bool) -> sa.Update:
+    """ONE conditional UPDATE of ``count`` rows: each row ``id_<n>`` gets ``metadata_<n>``
+    (and ``updated_at`` when ``touch``) only while ``kind`` still holds for it; the affected
+    row count tells the caller whether the guard held for all of them."""
+    ids: list[Any] = [sa.bindparam(f"id_{n}") for n in range(count)]
+    new_metadata = sa.case(
+        *[
+            (m.c.id == ids[n], sa.bindparam(f"metadata_{n}", type_=m.c.metadata.type))
+            for n in range(count)
+        ],
+        else_=m.c.metadata,
+    )
+    values: dict[str, Any] = {"metadata": new_metadata}
+    if touch:
+        values["updated_at"] = sa.bindparam("updated_at", type_=m.c.updated_at.type)
+    return sa.update(m).where(m.c.id.in_(ids), guard(kind)).values(**values)
+
+
+@cache
+def sessions_with_active_rows() -> sa.Select[Any]:
+    """§4.11: which of ``session_ids`` (expanding) have an active row (D4, live session)."""
+    return (
+        sa.select(m.c.task_session_id)
+        .where(m.c.task_session_id.in_(sa.bindparam("session_ids", expanding=True)))
+        .where(is_active_row(m))
+        .distinct()
+    )
+
+
+@cache
+def marked_rows() -> sa.Select[Any]:
+    """Every clarification row still marked ``response_delivery_pending`` (startup)."""
+    return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))
+
+
+@cache
+def claim(terminal: str, answers: int) -> sa.Update:
+    """The claim (facts §4.5) as ONE conditional UPDATE … RETURNING: every claimable row
+    (the ``claimable`` guard) takes ``terminal``, the delivery marker, ``updated_at`` and —
+    answered only — the response bound for its question id (``question_<n>`` →
+    ``response_<n>``, JSON text; NULL when none was given, which the caller refuses)."""
+    values: dict[str, Any] = {
+        "status": _param("terminal"),
+        "response_delivery_pending": AsJson(const("true")),
+    }
+    if terminal == ANSWERED:
+        by_question = sa.case(
+            *[
+                (question_id_of(m) == sa.bindparam(f"question_{n}"), _param(f"response_{n}"))
+                for n in range(answers)
+            ],
+            else_=sa.null(),
+        )
+        values["response"] = AsJson(by_question) if answers else AsJson(sa.null())
+    return (
+        sa.update(m)
+        .where(guard("claimable"))
+        .values(
+            metadata=json_set(m, values),
+            updated_at=sa.bindparam("updated_at", type_=m.c.updated_at.type),
+        )
+        .returning(*MESSAGE_COLUMNS)
+    )

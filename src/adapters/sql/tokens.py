@@ -1,0 +1,131 @@
+"""The SQL :class:`clarion.ports.TokenStore`: users and personal access tokens (SHA-256
+hashes only; the token text is never stored)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, RowMapping
+
+from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.schema import access_tokens, users
+from clarion.domain.errors import NotFound
+from clarion.domain.host import AccessToken, User
+from clarion.ports.system import Clock, IdGenerator
+
+
+def _user(row: RowMapping) -> User:
+    return User(
+        id=row["id"],
+        name=row["name"],
+        is_admin=bool(row["is_admin"]),
+        created_at=row["created_at"],
+        active=bool(row["active"]),
+    )
+
+
+def _token(row: RowMapping) -> AccessToken:
+    return AccessToken(
+        id=row["id"],
+        user_id=row["user_id"],
+        name=row["name"],
+        token_hash=row["token_hash"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        last_used_at=row["last_used_at"],
+    )
+
+
+class SqlTokenStore:
+    """See the module docstring; user ids from ``ids``, timestamps from ``clock``."""
+
+    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+        self._engine = check_engine(engine)
+        self._writes = for_writes(engine)
+        self._clock = clock
+        self._ids = ids
+
+    def create_user(self, name: str, *, is_admin: bool = False) -> User:
+        user = User(
+            id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
+        )
+        with self._writes.begin() as connection:
+            connection.execute(
+                sa.insert(users).values(
+                    id=user.id,
+                    name=name,
+                    is_admin=is_admin,
+                    active=user.active,
+                    created_at=user.created_at,
+                )
+            )
+        return user
+
+    def get_user(self, user_id: str) -> User | None:
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(sa.select(users).where(users.c.id == user_id)).mappings()
+            found = row.first()
+        return _user(found) if found is not None else None
+
+    def create_token(
+        self,
+        user_id: str,
+        *,
+        token_id: str,
+        token_hash: str,
+        name: str = "",
+        expires_at: datetime | None = None,
+    ) -> AccessToken:
+        with self._writes.begin() as connection:
+            exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
+            if exists.first() is None:
+                raise NotFound(f"user not found: {user_id}")
+            token = AccessToken(
+                id=token_id,
+                user_id=user_id,
+                name=name,
+                token_hash=token_hash,
+                created_at=self._clock.now(),
+                expires_at=expires_at,
+            )
+            connection.execute(
+                sa.insert(access_tokens).values(
+                    id=token.id,
+                    user_id=user_id,
+                    name=name,
+                    token_hash=token_hash,
+                    created_at=token.created_at,
+                    expires_at=expires_at,
+                )
+            )
+        return token
+
+    def find_token(self, token_hash: str) -> AccessToken | None:
+        statement = sa.select(access_tokens).where(access_tokens.c.token_hash == token_hash)
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        return _token(row) if row is not None else None
+
+    def revoke_token(self, token_id: str) -> bool:
+        with self._writes.begin() as connection:
+            found = connection.execute(
+                sa.select(access_tokens.c.revoked_at).where(access_tokens.c.id == token_id)
+            ).first()
+            if found is None or found.revoked_at is not None:
+                return False
+            result = connection.execute(
+                sa.update(access_tokens)
+                .where(access_tokens.c.id == token_id, access_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=self._clock.now())
+            )
+        return result.rowcount == 1
+
+    def touch_token(self, token_id: str, at: datetime) -> None:
+        with self._writes.begin() as connection:
+            connection.execute(
+                sa.update(access_tokens)
+                .where(access_tokens.c.id == token_id)
+                .values(last_used_at=at)
+            )

@@ -1,0 +1,103 @@
+"""Every shipped contract suite, run against the SQL adapters on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from clarion.app.authorization import HostTaskAuthorizer
+from clarion.ports import TaskAuthorizer
+from clarion.ports.testing import (
+    ClaimRepositoryContract,
+    ContractWorld,
+    HostRepositoryContract,
+    TaskAuthorizerContract,
+    TokenStoreContract,
+)
+from tests.integration.sql.support import (
+    empty_database,
+    migrated_postgres_engine,
+    migrated_sqlite_engine,
+    sql_world,
+)
+
+
+@pytest.fixture(name="sqlite_engine")
+def fixture_sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
+    with migrated_sqlite_engine(tmp_path) as engine:
+        yield engine
+
+
+@pytest.fixture(name="shared_postgres_engine", scope="module")
+def fixture_shared_postgres_engine() -> Iterator[Engine]:
+    with migrated_postgres_engine() as engine:
+        yield engine
+
+
+@pytest.fixture(name="postgres_engine")
+def fixture_postgres_engine(shared_postgres_engine: Engine) -> Engine:
+    empty_database(shared_postgres_engine)
+    return shared_postgres_engine
+
+
+class TestSqliteClaimRepository(ClaimRepositoryContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
+
+class TestSqliteHostRepository(HostRepositoryContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
+
+class TestSqliteTokenStore(TokenStoreContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
+
+class TestSqliteHostTaskAuthorizer(TaskAuthorizerContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
+    @pytest.fixture(name="authorizer")
+    def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
+        return HostTaskAuthorizer(world.host)
+
+
+@pytest.mark.postgres
+class TestPostgresClaimRepository(ClaimRepositoryContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
+        return sql_world(postgres_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresHostRepository(HostRepositoryContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
+        return sql_world(postgres_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresTokenStore(TokenStoreContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
+        return sql_world(postgres_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresHostTaskAuthorizer(TaskAuthorizerContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
+        return sql_world(postgres_engine)
+
+    @pytest.fixture(name="authorizer")
+    def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
+        return HostTaskAuthorizer(world.host)

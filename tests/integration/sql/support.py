@@ -1,0 +1,140 @@
+"""Databases for the SQL tests: a migrated SQLite file per test, and one migrated PostgreSQL
+database per test module that is emptied between tests.
+
+Creating a PostgreSQL database is quick but dropping one forces a checkpoint (about 1.5 s
+here), so the suites share one database per module and delete every row before each test,
+which leaves each test exactly the empty, migrated database a fresh one would be.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+from clarion.adapters.sql import (
+    SqlClaimRepository,
+    SqlHostRepository,
+    SqlTokenStore,
+    create_engine,
+    metadata,
+    upgrade_database,
+)
+from clarion.adapters.sql.schema import messages
+from clarion.adapters.system import UuidIds
+from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST
+from clarion.ports.system import IdGenerator
+from clarion.ports.testing import ContractWorld, ManualClock, row_metadata
+
+
+def postgres_admin_url() -> str:
+    """The server to create test databases on; skips (or, in CI, fails) without one."""
+    url = os.environ.get("CLARION_TEST_POSTGRES_URL", "")
+    if not url:
+        if os.environ.get("CLARION_REQUIRE_POSTGRES") == "1":
+            pytest.fail("CLARION_REQUIRE_POSTGRES=1 needs CLARION_TEST_POSTGRES_URL")
+        pytest.skip("CLARION_TEST_POSTGRES_URL is not set")
+    return url
+
+
+def _admin_connection(admin_url: str) -> psycopg.Connection[tuple[object, ...]]:
+    admin = make_url(admin_url)
+    return psycopg.connect(
+        host=admin.host or "127.0.0.1",
+        port=admin.port or 5432,
+        user=admin.username or "postgres",
+        password=admin.password,
+        dbname=admin.database or "postgres",
+        autocommit=True,
+    )
+
+
+@contextmanager
+def migrated_postgres_engine() -> Iterator[Engine]:
+    """A fresh, migrated PostgreSQL database (dropped afterwards) and its engine."""
+    admin_url = postgres_admin_url()
+    name = f"clarion_sql_{uuid.uuid4().hex[:16]}"
+    with _admin_connection(admin_url) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    engine = create_engine(make_url(admin_url).set(database=name))
+    try:
+        upgrade_database(engine)
+        yield engine
+    finally:
+        engine.dispose()
+        with _admin_connection(admin_url) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def migrated_sqlite_engine(directory: Path) -> Iterator[Engine]:
+    engine = create_engine(f"sqlite:///{directory / 'clarion.db'}")
+    try:
+        upgrade_database(engine)
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def empty_database(engine: Engine) -> None:
+    """Delete every row (children first), keeping the migrated schema."""
+    with engine.begin() as connection:
+        for table in reversed(metadata.sorted_tables):
+            connection.execute(sa.delete(table))
+
+
+def table_names(engine: Engine) -> list[str]:
+    return sa.inspect(engine).get_table_names()
+
+
+def sql_world(
+    engine: Engine, *, clock: ManualClock | None = None, ids: IdGenerator | None = None
+) -> ContractWorld:
+    """The SQL adapters over one engine, as a contract world."""
+    world_clock = clock or ManualClock()
+    world_ids = ids or UuidIds()
+    return ContractWorld(
+        host=SqlHostRepository(engine, world_clock, world_ids),
+        claims=SqlClaimRepository(engine, world_clock, world_ids),
+        tokens=SqlTokenStore(engine, world_clock, world_ids),
+        clock=world_clock,
+        storage_names=lambda: table_names(engine),
+    )
+
+
+def add_resolved_history(engine: Engine, world: ContractWorld, bundles: int) -> None:
+    """``bundles`` answered two-question bundles (resolved history) on one old session,
+    written with multi-row inserts, then fresh planner statistics (as autovacuum would)."""
+    session = world.session()
+    turn = world.turn(session.id)
+    stamp = world.clock.now()
+    rows = []
+    for n in range(bundles):
+        for index in range(2):
+            metadata = row_metadata(f"hist-{n}", question_id=f"q{index + 1}", index=index)
+            metadata["status"] = ANSWERED
+            rows.append(
+                {
+                    "id": f"hist-{n}-{index}",
+                    "task_session_id": session.id,
+                    "task_id": session.task_id,
+                    "turn_id": turn.id,
+                    "author_type": "agent",
+                    "content": "",
+                    "type": CLARIFICATION_REQUEST,
+                    "metadata": metadata,
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+            )
+    with engine.begin() as connection:
+        connection.execute(sa.insert(messages), rows)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("ANALYZE")

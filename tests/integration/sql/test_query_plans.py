@@ -1,0 +1,139 @@
+"""Lookups and listing cost what the pending work costs, not what the history costs: the
+plans the databases choose never scan ``task_session_messages`` (beyond the partial index of
+pending rows), proved with EXPLAIN on both databases."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from clarion.domain.listing import ListQuery, Visibility
+from clarion.domain.model import ANSWERED
+from clarion.ports.testing import ContractWorld
+from clarion.ports.testing.world import answers_for
+from tests.integration.sql.support import add_resolved_history, sql_world
+
+HISTORY_BUNDLES = 3000
+PARTIAL_INDEX = "ix_task_session_messages_pending_rows"
+# Every alias the repositories give task_session_messages.
+_SQLITE_MESSAGE_SCAN = re.compile(r"^SCAN (task_session_messages(_\d+)?|act|pending|msg)\b")
+
+Statement = tuple[str, Any]
+
+
+def _captured(engine: Engine, action: Callable[[], object]) -> list[Statement]:
+    statements: list[Statement] = []
+
+    def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        if statement.lstrip().upper().startswith(("SELECT", "UPDATE", "WITH")):
+            statements.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        action()
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert statements
+    return statements
+
+
+def _sqlite_scans(engine: Engine, statement: Statement) -> list[str]:
+    sql, parameters = statement
+    with engine.connect() as connection:
+        details = [
+            row[3] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+        ]
+    return [
+        detail
+        for detail in details
+        if _SQLITE_MESSAGE_SCAN.match(detail) and PARTIAL_INDEX not in detail
+    ]
+
+
+def _plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+def _postgres_scans(engine: Engine, statement: Statement) -> list[str]:
+    sql, parameters = statement
+    with engine.connect() as connection:
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    plan = raw if isinstance(raw, list) else json.loads(str(raw))
+    full_scans = []
+    for node in _plan_nodes(plan[0]["Plan"]):
+        on_messages = node.get("Relation Name") == "task_session_messages"
+        if on_messages and node["Node Type"] == "Seq Scan":
+            full_scans.append(f"Seq Scan on {node.get('Alias')}")
+        index = node.get("Index Name", "")
+        partial = index == PARTIAL_INDEX
+        if (
+            index.startswith("ix_task_session_messages")
+            and not partial
+            and "Index Cond" not in node
+        ):
+            full_scans.append(f"{node['Node Type']} of all of {index}")
+    return full_scans
+
+
+def _full_scans(engine: Engine, statements: list[Statement]) -> list[str]:
+    explain = _sqlite_scans if engine.dialect.name == "sqlite" else _postgres_scans
+    return [scan for statement in statements for scan in explain(engine, statement)]
+
+
+@pytest.fixture(name="world")
+def fixture_world(engine: Engine) -> ContractWorld:
+    """A few pending bundles on top of thousands of resolved history rows."""
+    world = sql_world(engine)
+    for n in range(5):
+        world.bundle_in_new_session(f"p-{n}", questions=2)
+    add_resolved_history(engine, world, HISTORY_BUNDLES)
+    return world
+
+
+def test_loading_a_bundle_by_pending_id_never_scans_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    statements = _captured(engine, lambda: world.claims.load_bundle("p-1"))
+    assert _full_scans(engine, statements) == []
+
+
+def test_the_claim_never_scans_the_messages(engine: Engine, world: ContractWorld) -> None:
+    answers = answers_for(world.bundle("p-2"))
+
+    def claim_and_lose() -> None:
+        assert world.claims.complete_active_bundle("p-2", ANSWERED, answers).claimed
+        assert not world.claims.complete_active_bundle("p-2", ANSWERED, answers).claimed
+
+    statements = _captured(engine, claim_and_lose)
+    assert _full_scans(engine, statements) == []
+
+
+def test_listing_reads_only_the_pending_rows_index(engine: Engine, world: ContractWorld) -> None:
+    """L1–L16 in one query whose cost follows the pending rows (and the page)."""
+    owner = world.workspace("mine", owner_id="alice")
+    world.bundle_in_new_session("p-mine", workspace_id=owner.id)
+    query = ListQuery(visibility=Visibility.only({owner.id}), limit=3)
+    statements = _captured(engine, lambda: world.claims.list_active_bundles(query))
+    assert len(statements) == 1
+    assert _full_scans(engine, statements) == []
+
+
+def test_session_reads_never_scan_the_messages(engine: Engine, world: ContractWorld) -> None:
+    """The workflow guard, the projection and detach read one session's pending rows."""
+    session_id = world.bundle("p-3").session_id
+
+    def session_reads() -> None:
+        world.claims.active_pending_ids(session_id)
+        world.claims.pending_actions_for_sessions([session_id])
+        world.claims.detach_active_bundles(session_id)
+
+    assert _full_scans(engine, _captured(engine, session_reads)) == []
