@@ -12,6 +12,7 @@ the advisory-lock protocol in :mod:`clarion.adapters.sql.locks`.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 _WRITE_OPTION = "clarion_write"
+_HOLDS_WRITER = "clarion_holds_sqlite_writer"
 _configured: weakref.WeakSet[Dialect] = weakref.WeakSet()
 
 
@@ -47,13 +49,16 @@ def create_engine(url: str | URL = DEFAULT_DATABASE_URL, **kwargs: Any) -> Engin
     """
     parsed = normalize_url(url)
     backend = parsed.get_backend_name()
+    # Statement parameters carry question and answer text; driver errors must not quote them
+    # into logs or messages.
+    options = {"hide_parameters": True, **kwargs}
     if backend == "sqlite":
         if parsed.database in (None, "", ":memory:") or "mode=memory" in str(parsed):
             raise ValueError("Clarion needs a file-backed SQLite database, not :memory:")
-        engine = sa.create_engine(parsed, **kwargs)
+        engine = sa.create_engine(parsed, **options)
         _configure_sqlite(engine)
     elif backend == "postgresql":
-        engine = sa.create_engine(parsed, **kwargs)
+        engine = sa.create_engine(parsed, **options)
     else:
         raise ValueError(f"unsupported database backend: {backend!r}")
     _configured.add(engine.dialect)
@@ -74,10 +79,32 @@ def _configure_sqlite(engine: Engine) -> None:
         finally:
             cursor.close()
 
+    # Writers of this process queue on a lock instead of in SQLite's busy handler, whose
+    # back-off sleeps (1, 2, 5 ... 100 ms) made the tail latency of a burst of answers grow
+    # with the number of worker threads. The lock is held from BEGIN IMMEDIATE until the
+    # connection returns to the pool (after COMMIT or ROLLBACK). Other processes on the same
+    # file still meet the busy timeout.
+    writer = threading.Lock()
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        write = connection.get_execution_options().get(_WRITE_OPTION, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        if not connection.get_execution_options().get(_WRITE_OPTION, False):
+            connection.exec_driver_sql("BEGIN")
+            return
+        if not writer.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+            raise TimeoutError("timed out waiting for the SQLite writer lock")
+        connection.info[_HOLDS_WRITER] = True
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            connection.info.pop(_HOLDS_WRITER, None)
+            writer.release()
+            raise
+
+    @event.listens_for(engine.pool, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None and record.info.pop(_HOLDS_WRITER, False):
+            writer.release()
 
 
 def check_engine(engine: Engine) -> Engine:
