@@ -14,6 +14,7 @@ Run on its own with ``.venv/bin/pytest docs/examples/test_host_repository_contra
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 
 import attrs
 import pytest
@@ -125,8 +126,8 @@ class AuditedClaimRepository:
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         return self._inner.pending_actions_for_sessions(session_ids)
 
-    def reconcile_undelivered(self) -> ReconcileReport:
-        return self._inner.reconcile_undelivered()
+    def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
+        return self._inner.reconcile_undelivered(older_than)
 
 
 @attrs.frozen

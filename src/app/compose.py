@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -46,7 +47,7 @@ from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
-from clarion.domain.errors import ValidationError
+from clarion.domain.errors import ClarionError, ValidationError
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -59,6 +60,9 @@ from clarion.ports.waiters import Waiters
 log = structlog.get_logger(__name__)
 
 MEMORY_URL = "memory://"
+# Longer than any delivery can take (the resume wait is bounded at 30 s, live delivery at 35 s).
+RECOVERY_GRACE = timedelta(minutes=2)
+RECOVERY_INTERVAL_S = 60.0
 WORKER_THREADS = 32
 
 
@@ -124,6 +128,19 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
         engine=engine,
         check=check,
     )
+
+
+async def _recover(services: Services, clock: Clock) -> None:
+    await services.lifecycle.reconcile_on_startup(clock.now() - RECOVERY_GRACE)
+
+
+async def _keep_recovering(services: Services, clock: Clock) -> None:
+    while True:
+        await anyio.sleep(RECOVERY_INTERVAL_S)
+        try:
+            await _recover(services, clock)
+        except ClarionError:
+            log.warning("recovery.failed", exc_info=True)  # the next round retries
 
 
 def _live_delivery(
@@ -244,17 +261,24 @@ def build_clarion(
                 # Entered first so it closes last: MCP asks still waiting end before it stops.
                 await stack.enter_async_context(live)
             await stack.enter_async_context(mcp.lifespan())
-            report = await services.lifecycle.reconcile_on_startup()
-            if report.restored or report.finalized:
-                log.info(
-                    "startup.reconciled",
-                    restored=len(report.restored),
-                    finalized=len(report.finalized),
-                )
-            try:
-                yield
-            finally:
-                app.state.rest.events.close()
+            if live is None:
+                # One process: nothing else can be delivering, so recover everything now.
+                await services.lifecycle.reconcile_on_startup()
+                try:
+                    yield
+                finally:
+                    app.state.rest.events.close()
+                return
+            # Several replicas: recover only deliveries older than any in flight, and keep
+            # doing so, since a replica that died leaves markers nobody else would clear.
+            async with anyio.create_task_group() as background:
+                await _recover(services, clock)
+                background.start_soon(_keep_recovering, services, clock)
+                try:
+                    yield
+                finally:
+                    background.cancel_scope.cancel()
+                    app.state.rest.events.close()
 
     app = create_rest_app(
         services,

@@ -146,7 +146,12 @@ class ClaimRepository(Protocol):
         bundle on their current turn; sessions with nothing pending are absent."""
         ...
 
-    def reconcile_undelivered(self) -> ReconcileReport:
-        """Startup: for each bundle with rows still marked ``response_delivery_pending``,
-        restore it to pending when it is still restorable, else clear the marker."""
+    def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
+        """Recovery: for each bundle with rows still marked ``response_delivery_pending``,
+        restore it to pending when it is still restorable, else clear the marker.
+
+        With ``older_than``, only bundles whose marked rows were all claimed at or before it
+        are touched, so a replica recovering never undoes a delivery another replica is
+        finishing right now (the claim stamps ``updated_at``; finalize and restore are bounded
+        by the resume wait)."""
         ...

@@ -306,7 +306,7 @@ class InMemoryClaimRepository:
                     actions[session_id] = action
         return actions
 
-    def reconcile_undelivered(self) -> ReconcileReport:
+    def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
         restored: list[str] = []
         finalized: list[str] = []
         with self._store.lock:
@@ -316,6 +316,8 @@ class InMemoryClaimRepository:
             )
             for pending_id in pending_ids:
                 marked = self._delivery_rows(pending_id)
+                if older_than is not None and any(row.updated_at > older_than for _, row in marked):
+                    continue  # a delivery that may still be in flight elsewhere
                 statuses = {row.status for _, row in marked}
                 ids = [rec.id for rec, _ in marked]
                 status = next(iter(statuses)) if len(statuses) == 1 else None

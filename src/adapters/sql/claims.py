@@ -313,21 +313,23 @@ class SqlClaimRepository:
             raise ClaimError(f"session {session_id} changed during a transition") from exc
         return order_rows(parse_row(r) for r in written)
 
-    def reconcile_undelivered(self) -> ReconcileReport:
+    def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
         with read_transaction(self._engine) as connection:
             marked = connection.execute(statements.marked_rows()).mappings()
             pending_ids = sorted({parse_row(message_record(row)).pending_id for row in marked})
         restored: list[str] = []
         finalized: list[str] = []
         for pending_id in pending_ids:
-            if self._reconcile_one(pending_id):
+            outcome = self._reconcile_one(pending_id, older_than)
+            if outcome is True:
                 restored.append(pending_id)
-            else:
+            elif outcome is False:
                 finalized.append(pending_id)
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
 
-    def _reconcile_one(self, pending_id: str) -> bool:
-        """Restore the bundle when still restorable (True), else clear its markers."""
+    def _reconcile_one(self, pending_id: str, older_than: datetime | None) -> bool | None:
+        """Restore the bundle when still restorable (True), else clear its markers (False);
+        None when its delivery is younger than ``older_than`` and was left alone."""
         if not pending_id:
             return False
         params = {"pending_id": pending_id}
@@ -335,6 +337,8 @@ class SqlClaimRepository:
             with self._writes.begin() as connection:
                 lock_bundle(connection, pending_id)
                 marked = _select(connection, "marked", params)
+                if older_than is not None and any(r.updated_at > older_than for r in marked):
+                    return None  # a delivery that may still be in flight elsewhere
                 statuses = {parse_row(record).status for record in marked}
                 status = next(iter(statuses)) if len(statuses) == 1 else None
                 if status is not None and self._restore(

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import structlog
 
 from clarion.app.usecases.access import SESSION_NOT_FOUND, load_authorized_session
@@ -146,14 +148,18 @@ class Lifecycle:
             )
             publish_bundles(self._events, BUNDLE_EXPIRED, rows, session.task_id)
 
-    async def reconcile_on_startup(self) -> ReconcileReport:
+    async def reconcile_on_startup(self, older_than: datetime | None = None) -> ReconcileReport:
         """Restore (or, when no longer restorable, finalize) bundles whose delivery was in
-        flight when the process stopped. Run before serving.
+        flight when a process stopped. Run before serving; with several replicas pass
+        ``older_than`` (and run it periodically) so deliveries another replica is finishing
+        are left alone.
 
         Raises:
             ClaimError: the store failed (start-up should then fail).
         """
-        report = await self._run.guarded(LIFECYCLE_FAILED, self._claims.reconcile_undelivered)
+        report = await self._run.guarded(
+            LIFECYCLE_FAILED, self._claims.reconcile_undelivered, older_than
+        )
         log.info(
             "clarification.reconciled",
             restored=len(report.restored),

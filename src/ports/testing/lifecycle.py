@@ -210,3 +210,18 @@ class ClaimLifecycleContract:
         assert [row.status for row in ended_rows] == [ANSWERED]
         assert not ended_rows[0].delivery_pending
         assert world.claims.reconcile_undelivered() == ReconcileReport()
+
+    def test_reconcile_older_than_leaves_a_delivery_that_may_still_be_in_flight_alone(
+        self, world: ContractWorld
+    ) -> None:
+        """A recovering replica must not undo another replica's delivery in progress."""
+        session = world.session()
+        world.ask(session.id, "p-fresh")
+        claim(world, "p-fresh")
+        claimed_at = world.bundle("p-fresh").rows[0].updated_at
+        report = world.claims.reconcile_undelivered(claimed_at - timedelta(seconds=1))
+        assert report == ReconcileReport()
+        assert world.bundle("p-fresh").rows[0].delivery_pending
+        report = world.claims.reconcile_undelivered(claimed_at)
+        assert report.restored == ("p-fresh",)
+        assert statuses(world, "p-fresh") == [PENDING]
