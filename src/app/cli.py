@@ -271,13 +271,14 @@ def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _answers_body(args: argparse.Namespace, client: ClarionClient) -> dict[str, Any]:
+def _answers_body(args: argparse.Namespace, client: ClarionClient) -> tuple[dict[str, Any], bool]:
+    """The respond body, and whether the bundle was found pending (labels resolved)."""
     selections = _pairs(args.select, "--select")
     texts = _pairs(args.text, "--text")
     if args.reject:
         if selections or texts:
             raise CliError("--reject cannot be combined with --select or --text")
-        return {"rejected": True, "reject_reason": args.reason}
+        return {"rejected": True, "reject_reason": args.reason}, False
     if args.reason:
         raise CliError("--reason only goes with --reject")
     if not selections and not texts:
@@ -297,7 +298,7 @@ def _answers_body(args: argparse.Namespace, client: ClarionClient) -> dict[str, 
         # N6: one entry per question; unanswered questions are sent as empty entries (N7).
         for question_id in questions:
             answers.setdefault(question_id, {"question_id": question_id})
-    return {"answers": list(answers.values())}
+    return {"answers": list(answers.values())}, bundle is not None
 
 
 def _option_id(question: dict[str, Any] | None, question_id: str, wanted: str) -> str:
@@ -314,8 +315,18 @@ def _option_id(question: dict[str, Any] | None, question_id: str, wanted: str) -
 
 def _questions_answer(args: argparse.Namespace) -> int:
     client = _client(args)
-    body = _answers_body(args, client)
-    result = client.respond(args.pending_id, body)
+    body, found = _answers_body(args, client)
+    try:
+        result = client.respond(args.pending_id, body)
+    except ClientError as exc:
+        if not found and not args.reject and exc.status == 400:
+            # Labels and the question list come from the pending list; a settled (or
+            # invisible) bundle is not in it, so nothing could be filled in.
+            raise CliError(
+                f"{exc} (the bundle is not pending, so labels could not be looked up: "
+                "give option ids and an entry for every question)"
+            ) from exc
+        raise
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0

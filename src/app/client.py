@@ -12,7 +12,13 @@ TIMEOUT_S = 60.0
 
 
 class ClientError(Exception):
-    """The server could not be reached or refused the request; the message says which."""
+    """The server could not be reached or refused the request; the message says which.
+
+    ``status`` is the HTTP status of a refusal, 0 when the server was not reached."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ClarionClient:
@@ -34,7 +40,9 @@ class ClarionClient:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
-            raise ClientError(f"{exc.code} from {self._base}: {_error_text(exc)}") from exc
+            raise ClientError(
+                f"{exc.code} from {self._base}: {_error_text(exc)}", status=exc.code
+            ) from exc
         except urllib.error.URLError as exc:
             raise ClientError(f"cannot reach {self._base}: {exc.reason}") from exc
         except (TimeoutError, ConnectionError) as exc:

@@ -255,6 +255,24 @@ def make_bundle(
     return Bundle(pending_id=pending_id, rows=order_rows(rows), session_task_id=session_task_id)
 
 
+def question_json(question: Question) -> dict[str, Any]:
+    """A question as stored in ``metadata.question`` and sent on the wire (facts §2.1): every
+    key always present."""
+    return {
+        "id": question.id,
+        "title": question.title,
+        "prompt": question.prompt,
+        "options": [
+            {
+                "option_id": option.option_id,
+                "label": option.label,
+                "description": option.description,
+            }
+            for option in question.options
+        ],
+    }
+
+
 def clarification_metadata(
     *,
     pending_id: str,
@@ -267,19 +285,7 @@ def clarification_metadata(
     return {
         "pending_id": pending_id,
         "question_id": question.id,
-        "question": {
-            "id": question.id,
-            "title": question.title,
-            "prompt": question.prompt,
-            "options": [
-                {
-                    "option_id": option.option_id,
-                    "label": option.label,
-                    "description": option.description,
-                }
-                for option in question.options
-            ],
-        },
+        "question": question_json(question),
         "question_index": index,
         "question_total": total,
         "context": context,
@@ -310,6 +316,7 @@ __all__ = [
     "order_rows",
     "parse_row",
     "question_id_from_metadata",
+    "question_json",
     "resolve_task_id",
     "response_metadata",
 ]

@@ -43,6 +43,7 @@ from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
 from clarion.domain.model import Resolution
+from clarion.domain.rows import question_json
 
 PREFIX: Final = "/api/v1/clarification"
 T = TypeVar("T")
@@ -62,22 +63,7 @@ def live_request_json(request: LiveRequest) -> dict[str, Any]:
         "pending_id": request.pending_id,
         "session_id": request.session_id,
         "task_id": request.task_id,
-        "questions": [
-            {
-                "id": question.id,
-                "title": question.title,
-                "prompt": question.prompt,
-                "options": [
-                    {
-                        "option_id": option.option_id,
-                        "label": option.label,
-                        "description": option.description,
-                    }
-                    for option in question.options
-                ],
-            }
-            for question in request.questions
-        ],
+        "questions": [question_json(question) for question in request.questions],
     }
     if request.context:
         body["context"] = request.context

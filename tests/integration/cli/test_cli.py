@@ -195,6 +195,27 @@ def test_questions_list_and_answer_by_label_against_a_running_server(
         assert main(["questions", "answer", pending_id, "--url", url, "--reject"]) == 0
         assert "already settled" in capsys.readouterr().out  # R2: the winner's replay
 
+        # A settled bundle has left the pending list, so labels cannot be resolved any more.
+        assert main(["questions", "answer", pending_id, "--url", url, "--select", "q1=yes"]) == 1
+        assert "give option ids" in capsys.readouterr().err
+        assert (
+            main(
+                [
+                    "questions",
+                    "answer",
+                    pending_id,
+                    "--url",
+                    url,
+                    "--select",
+                    "q1=q1_opt2",
+                    "--select",
+                    "q2=q2_opt1",
+                ]
+            )
+            == 0
+        )
+        assert "already settled" in capsys.readouterr().out  # ids need no lookup: replay
+
         assert main(["questions", "list", "--url", url, "--json"]) == 0
         assert '"count": 0' in capsys.readouterr().out
 
