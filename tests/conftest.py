@@ -22,6 +22,24 @@ def _require_postgres() -> bool:
     return os.environ.get("CLARION_REQUIRE_POSTGRES") == "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Send structlog through the standard library, where pytest captures it per test (the
+    library never configures logging; unconfigured structlog would print to stdout, including
+    from server threads between tests)."""
+    import structlog
+
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )
+
+
 @pytest.fixture(name="anyio_backend")
 def fixture_anyio_backend() -> str:
     return "asyncio"
