@@ -1,0 +1,65 @@
+"""The built wheel: one top-level package, ``clarion``, with its typing marker and data files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(name="wheel", scope="module")
+def fixture_wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        cwd=out,
+    )
+    (built,) = out.glob("clarion-*.whl")
+    return zipfile.ZipFile(built)
+
+
+def test_the_only_top_level_package_is_clarion(wheel: zipfile.ZipFile) -> None:
+    tops = {name.split("/", 1)[0] for name in wheel.namelist()}
+    packages = {top for top in tops if not top.endswith((".dist-info", ".data"))}
+    assert packages == {"clarion"}
+
+
+def test_the_wheel_ships_the_layers_typing_marker_migrations_and_inbox_assets(
+    wheel: zipfile.ZipFile,
+) -> None:
+    names = set(wheel.namelist())
+    for required in (
+        "clarion/py.typed",
+        "clarion/domain/__init__.py",
+        "clarion/ports/testing/__init__.py",
+        "clarion/adapters/sql/migrations/env.py",
+        "clarion/adapters/sql/migrations/versions/0001_initial.py",
+        "clarion/adapters/web/static/index.html",
+        "clarion/app/cli.py",
+        "clarion/__main__.py",
+    ):
+        assert required in names, required
+    assert not any(name.startswith(("clarion/tests", "tests/", "docs/")) for name in names)
+
+
+def test_the_console_script_is_declared(wheel: zipfile.ZipFile) -> None:
+    (entry_points,) = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
+    text = wheel.read(entry_points).decode()
+    assert "clarion = clarion.app.cli:main" in text
