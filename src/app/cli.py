@@ -10,8 +10,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from typing import Any
 
 from clarion.app.client import ClarionClient, ClientError
@@ -27,6 +28,7 @@ from clarion.app.settings import (
 from clarion.domain.errors import ClarionError
 
 EXIT_USAGE = 2
+SHUTDOWN_GRACE_S = 5
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 
@@ -148,6 +150,18 @@ def _settings(args: argparse.Namespace, **flags: object) -> Settings:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    class _Server(uvicorn.Server):
+        """uvicorn that ends Clarion's event streams as soon as shutdown starts; otherwise
+        every open stream would hold the graceful shutdown for its whole grace period."""
+
+        def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+            super().__init__(config)
+            self._on_exit = on_exit
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            self._on_exit()
+            super().handle_exit(sig, frame)
+
     from clarion.app.compose import build_clarion
 
     settings = _settings(
@@ -176,15 +190,19 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
+    config = uvicorn.Config(
         clarion.asgi_app,
         host=settings.host,
         port=settings.port,
         log_config=None,
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
+    try:
+        _Server(config, on_exit=clarion.begin_shutdown).run()
+    finally:
+        clarion.close()
     return 0
 
 

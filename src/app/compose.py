@@ -86,6 +86,11 @@ class Clarion:
     def resolver(self) -> Any:
         return self.services.resolver
 
+    def begin_shutdown(self) -> None:
+        """End the open event streams so a graceful shutdown need not wait for them (call it
+        when the server starts shutting down, before it waits for connections to close)."""
+        self.asgi_app.state.rest.events.close()
+
     def close(self) -> None:
         """Release the database engine (the ASGI lifespan has already ended)."""
         if self.engine is not None:
