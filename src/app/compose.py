@@ -262,8 +262,12 @@ def build_clarion(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            if storage.engine is not None:
+                # The lifespan owns the engine: its pool is released when serving ends (the
+                # engine stays usable, so Clarion.close() afterwards is harmless).
+                stack.callback(storage.engine.dispose)
             if live is not None:
-                # Entered first so it closes last: MCP asks still waiting end before it stops.
+                # Entered early so it closes late: MCP asks still waiting end before it stops.
                 await stack.enter_async_context(live)
             await stack.enter_async_context(mcp.lifespan())
             if live is None:
