@@ -87,8 +87,10 @@ class Clarion:
         return self.services.resolver
 
     def begin_shutdown(self) -> None:
-        """End the open event streams so a graceful shutdown need not wait for them (call it
-        when the server starts shutting down, before it waits for connections to close)."""
+        """End the open event streams and the blocked asks (their bundles detach and stay
+        answerable), so a graceful shutdown need not wait for them. Call it when the server
+        starts shutting down, before it waits for connections to close."""
+        self.services.asking.begin_shutdown()
         self.asgi_app.state.rest.events.close()
 
     def close(self) -> None:

@@ -129,6 +129,16 @@ class Asking:
         self._run = runner
         self._resolver = resolver
         self.ask_timeout = ask_timeout
+        self._asking: set[str] = set()  # pending ids of asks blocked in this process
+        self._closing = False
+
+    def begin_shutdown(self) -> None:
+        """End every blocked ask now, as a process stopping must: each bundle detaches and
+        stays answerable (the answer then resumes the agent), and each agent gets its call
+        back at once with a CANCELLED wait instead of a dropped connection."""
+        self._closing = True
+        for pending_id in sorted(self._asking):
+            self._waiters.cancel(pending_id)
 
     # -- creation --------------------------------------------------------------------------
 
@@ -225,6 +235,9 @@ class Asking:
         )
         pending_id = prepared.pending_id
         self._waiters.register(pending_id, prepared.session.id)
+        if self._closing:
+            self._waiters.cancel(pending_id)
+        self._asking.add(pending_id)
         failures: list[BaseException] = []
 
         async def make_visible() -> None:
@@ -257,11 +270,14 @@ class Asking:
             with anyio.CancelScope(shield=True):
                 await self._after_abandoned_wait(prepared.session)
             raise
+        finally:
+            self._asking.discard(pending_id)
         if failures:
             raise failures[0]
         if resolution is None:
             assert ended is not None
-            if ended.reason is not WaitEnd.CANCELLED:
+            # A cancel from turn completion has detached already; one from shutdown has not.
+            if ended.reason is not WaitEnd.CANCELLED or self._closing:
                 with anyio.CancelScope(shield=True):
                     await self._after_abandoned_wait(prepared.session)
             log.info("clarification.wait_ended", pending_id=pending_id, reason=ended.reason.value)

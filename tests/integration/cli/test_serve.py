@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import anyio
 import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def _free_port() -> int:
@@ -62,3 +68,85 @@ def test_serve_stops_cleanly_at_once_even_with_an_event_stream_open(tmp_path: Pa
     assert took < 4  # the graceful period (5 s) is not spent waiting for the open stream
     assert "Traceback" not in output
     assert '"level": "error"' not in output
+
+
+@pytest.mark.anyio
+async def test_serve_ends_blocked_asks_at_shutdown_and_their_bundles_stay_answerable(
+    tmp_path: Path,
+) -> None:
+    """Facts §4.9 at shutdown: the agent gets its call back at once; the bundle detaches."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    database = tmp_path / "serve.db"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "clarion",
+            "serve",
+            "--database-url",
+            f"sqlite:///{database}",
+            "--port",
+            str(port),
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    outcome: dict[str, object] = {}
+    try:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http:
+            with anyio.fail_after(30):
+                while True:
+                    try:
+                        await http.get(f"{base}/healthz")
+                        break
+                    except httpx2.TransportError:
+                        await anyio.sleep(0.1)  # the process is starting; nothing to wait on
+            task = (await http.post(f"{base}/api/v1/tasks", json={"title": "t"})).json()
+            session = (
+                await http.post(f"{base}/api/v1/tasks/{task['id']}/sessions", json={})
+            ).json()
+
+            async def agent() -> None:
+                url = f"{base}/mcp/session/{session['id']}"
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    result = await client.call_tool(
+                        "ask_user_question_kandev",
+                        {
+                            "questions": [
+                                {
+                                    "prompt": "Go?",
+                                    "options": [
+                                        {"label": "Yes", "description": "y"},
+                                        {"label": "No", "description": "n"},
+                                    ],
+                                }
+                            ]
+                        },
+                    )
+                    outcome["is_error"] = result.is_error
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(agent)
+                with anyio.fail_after(30):
+                    while not (await http.get(f"{base}/api/v1/clarification/pending")).json()[
+                        "count"
+                    ]:
+                        await anyio.sleep(0.05)  # until the agent's bundle is listed
+                stopped_at = time.monotonic()
+                server.send_signal(signal.SIGTERM)
+            took = time.monotonic() - stopped_at
+        assert await anyio.to_thread.run_sync(server.wait, 10) in (0, -signal.SIGTERM)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate(timeout=10)
+    assert outcome["is_error"] is True  # the call came back (as an ended wait), not dropped
+    assert took < 4
+    with sqlite3.connect(database) as db:
+        (metadata,) = db.execute("SELECT metadata FROM task_session_messages").fetchone()
+    stored = json.loads(metadata)
+    assert stored["status"] == "pending"  # still answerable: an answer resumes the agent
+    assert stored["agent_disconnected"] is True
