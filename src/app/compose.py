@@ -3,8 +3,9 @@
 ``build_clarion(settings, **overrides)`` wires every port from :class:`Settings`; a host may pass
 any port instead (``claims=``, ``host=``, ``tokens=``, ``authorizer=``, ``waiters=``,
 ``dispatcher=``, ``events=``, ``clock=``, ``ids=``). Nothing is built at import time. The ASGI
-application's lifespan owns the MCP session managers, startup reconciliation and the event
-streams; :meth:`Clarion.close` releases the database engine.
+application's lifespan owns the MCP session managers, live delivery, recovery, the event streams
+and the database engine's pool; :meth:`Clarion.close` releases the engine when no lifespan ran
+(CLI commands, scripts).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
-from typing import Any
 
 import anyio
 import attrs
@@ -47,6 +47,7 @@ from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
+from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import ClarionError, ValidationError
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -83,7 +84,8 @@ class Clarion:
     engine: Engine | None = None
 
     @property
-    def resolver(self) -> Any:
+    def resolver(self) -> Resolver:
+        """The one resolution operation shared by REST and MCP (the spec's ``ResolveBundle``)."""
         return self.services.resolver
 
     def begin_shutdown(self) -> None:
