@@ -20,7 +20,7 @@ from clarion.app.usecases.runner import Runner
 from clarion.domain.activeness import primary_session_pending_action, task_pending_action
 from clarion.domain.errors import InvalidArgument, NotFound
 from clarion.domain.host import Session, Task, Turn, Workspace
-from clarion.domain.listing import task_visible, workspace_visible_to
+from clarion.domain.listing import task_visible
 from clarion.domain.model import Identity, SessionState
 from clarion.domain.rows import MessageRecord
 from clarion.ports.authorizer import TaskAuthorizer
@@ -96,9 +96,16 @@ class HostOperations:
         return await self._run.guarded(HOST_FAILED, self._host.create_workspace, name, owner_id)
 
     async def list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:
-        """The workspaces ``identity`` may see, oldest first."""
-        workspaces = await self._run.guarded(HOST_FAILED, self._host.list_workspaces)
-        return tuple(w for w in workspaces if workspace_visible_to(w.owner_id, identity))
+        """The workspaces ``identity`` may see (per the authorizer's L1a set), oldest first."""
+        return await self._run.guarded(HOST_FAILED, self._list_workspaces, identity)
+
+    def _list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:
+        visibility = self._authorizer.visibility(identity)
+        return tuple(
+            w
+            for w in self._host.list_workspaces()
+            if visibility.unscoped or w.id in visibility.workspace_ids
+        )
 
     # -- tasks -----------------------------------------------------------------------------
 
@@ -117,8 +124,12 @@ class HostOperations:
 
     def _create_task(self, identity: Identity, title: str, workspace_id: str) -> Task:
         if workspace_id:
+            # The same visible set the listing uses, so a host's own authorizer governs both.
+            visibility = self._authorizer.visibility(identity)
             workspace = self._host.get_workspace(workspace_id)
-            if workspace is None or not workspace_visible_to(workspace.owner_id, identity):
+            if workspace is None or not (
+                visibility.unscoped or workspace.id in visibility.workspace_ids
+            ):
                 raise NotFound(WORKSPACE_NOT_FOUND)
         return self._host.create_task(title, workspace_id)
 
