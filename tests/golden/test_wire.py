@@ -335,7 +335,7 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
         headers=alice,
     )
     await w.call(
-        "request: a session you may not see is the same 404 (facts 9.20)",
+        "request: a session you may not see is the same 404 (facts §9.20)",
         "POST",
         f"{CLAR}/request",
         json=ask_body,
@@ -381,7 +381,7 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
         headers=alice,
     )
     await w.call(
-        "respond: reason is an unknown field (facts 9.1)",
+        "respond: reason is an unknown field (facts §9.1)",
         "POST",
         respond,
         json={"rejected": True, "reason": "no"},
