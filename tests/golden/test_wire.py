@@ -25,6 +25,7 @@ The run rewrites the files and fails once (so a regeneration is never mistaken f
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -108,6 +109,17 @@ class Wire:
             self.transcript.add(case, http_entry(f"{method} {path}", response))
         return response
 
+    async def document(self, path: str, golden: str) -> object:
+        """A GET whose JSON body is a golden file of its own (``golden``, with ``{mode}`` the
+        auth mode): the transcript records status and media type and names that file."""
+        response = await self.call("", "GET", path, record=False)
+        self.served.clock.advance()
+        mode = "enabled" if self.served.clarion.settings.auth_enabled else "disabled"
+        entry = http_entry(f"GET {path}", response)
+        entry["body"] = f"<{golden.format(mode=mode)}>"
+        self.transcript.add(f"{path}: the document", entry)
+        return response.json()
+
     async def until(self, probe: Callable[[], Awaitable[bool]]) -> None:
         """Poll (unrecorded, within the current step) until ``probe`` holds."""
         with anyio.fail_after(POLL_LIMIT_S):
@@ -182,8 +194,7 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
 
     # Operations and identity.
     await w.call("healthz", "GET", "/healthz")
-    served.clock.advance()
-    openapi = (await http.get(served.url("/openapi.json"))).json()
+    openapi = await w.document("/openapi.json", "openapi-auth-{mode}.json")
     await w.call("me: no identity is 401", "GET", f"{API}/auth/me")
     await w.call("me: a bearer token", "GET", f"{API}/auth/me", headers=alice)
     await w.call(
@@ -938,8 +949,7 @@ async def mcp_scenario(
 async def open_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Transcript, object]:
     transcript = Transcript("auth-disabled")
     w = Wire(served, http, transcript)
-    served.clock.advance()
-    openapi = (await http.get(served.url("/openapi.json"))).json()
+    openapi = await w.document("/openapi.json", "openapi-auth-{mode}.json")
     await w.call("me: the synthetic caller", "GET", f"{API}/auth/me")
     await w.call(
         "login: auth disabled", "POST", f"{API}/auth/login", json={"token": "clarion_pat_x"}
@@ -948,6 +958,36 @@ async def open_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
     await w.call("workspaces: list", "GET", f"{API}/workspaces")
     await w.call("pending: empty", "GET", f"{CLAR}/pending")
     return transcript, openapi
+
+
+def assert_every_route_and_tool_is_exercised(
+    openapi: object, rest: Transcript, mcp: Transcript, catalogs: dict[str, object]
+) -> None:
+    """The scenario is complete: every operation of the OpenAPI document was called at least
+    once, and every tool each surface lists (a new route or tool fails here until it is added)."""
+    assert isinstance(openapi, dict)
+    called = {
+        str(entry["request"]).split("?")[0]
+        for entry in [*rest.entries, *mcp.entries]
+        if "request" in entry
+    }
+    for template, operations in openapi["paths"].items():
+        pattern = re.compile(re.sub(r"\\{\w+\\}", "[^/]+", re.escape(template)) + "$")
+        for method in operations:
+            assert any(
+                line.startswith(f"{method.upper()} ") and pattern.match(line.split(" ", 1)[1])
+                for line in called
+            ), f"{method.upper()} {template} is not exercised"
+    tools = {
+        (entry["tool"], entry["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"])
+        for entry in mcp.entries
+        if "tool" in entry
+    }
+    for surface, server in (("external", "clarion-external"), ("session", "clarion-session")):
+        listed = catalogs[surface]
+        assert isinstance(listed, list)
+        for tool in listed:
+            assert (tool["name"], server) in tools, f"{tool['name']} on {surface} is not called"
 
 
 async def test_the_wire_format_matches_the_golden_files(tmp_path: Path) -> None:
@@ -965,6 +1005,7 @@ async def test_the_wire_format_matches_the_golden_files(tmp_path: Path) -> None:
         httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http,
     ):
         open_, produced["openapi-auth-disabled"] = await open_scenario(served, http)
+    assert_every_route_and_tool_is_exercised(produced["openapi-auth-enabled"], rest, mcp, catalogs)
     produced["rest"] = rest.entries
     produced["mcp"] = mcp.entries
     produced["rest-auth-disabled"] = open_.entries
