@@ -5,7 +5,9 @@ One deterministic scenario drives every REST route of ``docs/rest-api.md`` and e
 both MCP surfaces (``docs/mcp-tools.md``) — successes and the error bodies a caller can meet:
 validation (400 / ``VALIDATION_ERROR``), 401, 403 (CSRF), 404 and ``NOT_FOUND`` (missing and
 not visible, R10 / L1c), 409 and ``CONFLICT`` (superseded, cancelled, finished), 504 and the
-ended ask, the loser's replay (R2, R2b), rejection, the detached answer's resume. Each exchange's
+ended ask, the loser's replay (R2, R2b), rejection, the detached answer's resume — and 401 from
+every operation the OpenAPI document marks as protected. The test fails when an OpenAPI
+operation or a listed tool is never exercised, so a new one must join the scenario. Each exchange's
 status, media type and JSON body (tool calls: the whole ``CallToolResult``, text twin included)
 is written as key-sorted JSON to ``tests/golden/wire/*.json`` together with the OpenAPI
 documents and both surfaces' ``tools/list``; the test compares the texts byte for byte.
@@ -587,6 +589,39 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
         "cancel: again, nobody waits", "POST", f"{CLAR}/{cancelled}/cancel", json={}, headers=alice
     )
 
+    # A newer turn releases a waiting caller (504); cancelling afterwards finds nobody waiting.
+    stale = _created(
+        await w.call(
+            "request: a bundle a newer turn supersedes",
+            "POST",
+            f"{CLAR}/request",
+            json={"session_id": session, "questions": questions(1, topic="Zone")},
+            headers=alice,
+        ),
+        "pending_id",
+    )
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(wait_on, stale)
+        await w.live(stale)
+        await w.call(
+            "turns: a newer turn under a waiting caller",
+            "POST",
+            f"{API}/sessions/{session}/turns",
+            json={},
+            headers=alice,
+        )
+        await w.call(
+            "cancel: superseded, nobody waits any more",
+            "POST",
+            f"{CLAR}/{stale}/cancel",
+            json={},
+            headers=alice,
+        )
+    transcript.add(
+        "wait: ended by a newer turn is 504",
+        http_entry(f"GET {CLAR}/{stale}/wait", results[stale]),
+    )
+
     # The turn ends: the waiting caller's wait ends (504), its bundle detaches.
     detached = _created(
         await w.call(
@@ -657,6 +692,15 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
         "resumes: not visible is 404", "GET", f"{API}/sessions/{session}/resumes", headers=bob
     )
     await w.call("events: no identity is 401", "GET", f"{API}/events")
+    # Every operation the document says may answer 401 does, without credentials (login's 401
+    # is for a token that does not authenticate, recorded above).
+    assert isinstance(openapi, dict)
+    for template, operations in openapi["paths"].items():
+        for method, operation in operations.items():
+            if "401" in operation["responses"] and not template.endswith("/auth/login"):
+                path = re.sub(r"\{\w+\}", "x", template)
+                body: object = {} if method in ("post", "patch") else None
+                await w.call(f"401: {method.upper()} {template}", method.upper(), path, json=body)
     await w.call("unknown path is 404", "GET", f"{API}/nowhere", headers=alice)
     await w.call("unsupported method is 405", "PUT", f"{API}/workspaces", json={}, headers=alice)
     return transcript, openapi
