@@ -5,16 +5,14 @@ authenticated before — is a token that does (issue 16, item 8)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
 from clarion.adapters.sql import SqlTokenStore, create_engine, head_revision, upgrade_database
 from clarion.adapters.sql.engine import write_transaction
@@ -25,7 +23,6 @@ from clarion.app.usecases.auth import Authentication, hash_credential
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN
 from clarion.domain.model import Identity
 from clarion.ports.testing import ManualClock
-from tests.integration.sql.support import _admin_connection, postgres_admin_url
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 PAT = "clarion_pat_0123abcd_" + "A" * 43
@@ -40,39 +37,22 @@ def _at_revision(engine: Engine, revision: str) -> None:
         command.upgrade(config, revision)
 
 
-@contextmanager
-def _fresh_sqlite(directory: Path) -> Iterator[Engine]:
-    engine = create_engine(f"sqlite:///{directory / 'old.db'}")
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-@contextmanager
-def _fresh_postgres() -> Iterator[Engine]:
-    admin_url = postgres_admin_url()
-    name = f"clarion_mig_{uuid.uuid4().hex[:16]}"
-    with _admin_connection(admin_url) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    engine = create_engine(make_url(admin_url).set(database=name))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with _admin_connection(admin_url) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(
     name="old_engine", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 )
 def fixture_old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """An empty database migrated to ``0001_initial`` only."""
-    context = _fresh_sqlite(tmp_path) if request.param == "sqlite" else _fresh_postgres()
-    with context as engine:
+    url = (
+        f"sqlite:///{tmp_path / 'old.db'}"
+        if request.param == "sqlite"
+        else str(request.getfixturevalue("postgres_database_url"))
+    )
+    engine = create_engine(url)
+    try:
         _at_revision(engine, "0001_initial")
         yield engine
+    finally:
+        engine.dispose()
 
 
 def _seed_0001_rows(engine: Engine) -> None:
