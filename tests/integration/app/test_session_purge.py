@@ -8,7 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
+from clarion.adapters.memory import InMemoryStore, InMemoryTokenStore
+from clarion.adapters.system import UuidIds
 from clarion.app.compose import build_clarion
 from clarion.app.settings import Settings
 from clarion.domain.host import LOGIN_SESSION
@@ -49,3 +52,27 @@ async def test_starting_the_application_purges_ended_sessions_and_keeps_tokens(
         assert auth.resolve_bearer(token.token) is not None
     finally:
         clarion.close()
+
+
+class _UnpurgeableTokens(InMemoryTokenStore):
+    """A token store whose database refuses the purge."""
+
+    attempts = 0
+
+    def purge_sessions(self, now: datetime) -> int:
+        type(self).attempts += 1
+        raise RuntimeError("disk I/O error")
+
+
+async def test_a_failing_purge_is_logged_and_the_application_still_starts() -> None:
+    store = InMemoryStore()
+    clock, ids = ManualClock(), UuidIds()
+    tokens = _UnpurgeableTokens(store, clock, ids)
+    clarion = build_clarion(Settings(database_url="memory://"), tokens=tokens, clock=clock)
+    app = clarion.asgi_app
+    with capture_logs() as logs:
+        async with app.router.lifespan_context(app):
+            assert _UnpurgeableTokens.attempts == 1
+    assert [entry["event"] for entry in logs if entry["log_level"] == "warning"] == [
+        "sessions.purge_failed"
+    ]
