@@ -1,16 +1,20 @@
 """The ``clarion`` command: serve, migrate, manage users and tokens, answer from a shell, demo.
 
-Every failure prints one clear line to stderr and exits non-zero.
+Every failure prints one clear line to stderr and exits non-zero. Commands that talk to a
+server take the token from ``--token``, a hidden prompt (``--ask-token``) or ``CLARION_TOKEN``;
+``--token`` is visible to other local users in ``ps``.
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
@@ -25,7 +29,9 @@ from clarion.app.settings import (
     parse_live_delivery,
     parse_log_format,
 )
+from clarion.app.usecases.auth import Authentication
 from clarion.domain.errors import ClarionError
+from clarion.domain.host import LOGIN_SESSION, AccessToken
 
 EXIT_USAGE = 2
 SHUTDOWN_GRACE_S = 5
@@ -47,7 +53,17 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url", help=f"Clarion server URL (env CLARION_URL; default {DEFAULT_URL})"
     )
-    parser.add_argument("--token", help="personal access token (env CLARION_TOKEN)")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token",
+        help="personal access token; visible to other local users (ps), so prefer "
+        "CLARION_TOKEN or --ask-token",
+    )
+    token.add_argument(
+        "--ask-token",
+        action="store_true",
+        help="prompt for the personal access token without echoing it (needs a terminal)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     create_user.add_argument("name", help="display name")
     create_user.add_argument("--admin", action="store_true", help="make the user an admin")
     _database_flag(create_user)
+    deactivate_user = user_commands.add_parser(
+        "deactivate",
+        help="deactivate a user: their tokens, browser sessions and agent tokens stop working",
+    )
+    deactivate_user.add_argument("user_id", help="the user's id (as `users create` printed it)")
+    _database_flag(deactivate_user)
 
     tokens = commands.add_parser("tokens", help="manage personal access tokens")
     token_commands = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
@@ -107,6 +129,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--expires-in-days", type=float, help="expire the token after this many days"
     )
     _database_flag(create_token)
+    list_tokens = token_commands.add_parser(
+        "list", help="list a user's tokens and browser sessions (never their text)"
+    )
+    list_tokens.add_argument("user_id", help="the user whose tokens to list")
+    list_tokens.add_argument("--json", action="store_true", help="print JSON")
+    _database_flag(list_tokens)
+    revoke_token = token_commands.add_parser(
+        "revoke", help="revoke a token (its browser sessions end with it) or end one session"
+    )
+    revoke_token.add_argument("token_id", help="the token's id (see `tokens list`)")
+    _database_flag(revoke_token)
 
     questions = commands.add_parser("questions", help="list and answer questions from a shell")
     question_commands = questions.add_subparsers(
@@ -215,43 +248,128 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _users_create(args: argparse.Namespace) -> int:
+@contextmanager
+def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
+    """Users and tokens in the database of ``args`` (admin commands write there directly).
+    Nothing is served, so nothing is delivered live between processes."""
     from clarion.app.compose import build_clarion
 
-    clarion = build_clarion(_settings(args))
+    clarion = build_clarion(_settings(args, live_delivery="memory"))
     try:
-        user = clarion.authentication.create_user(args.name, is_admin=args.admin)
+        yield clarion.authentication
     finally:
         clarion.close()
+
+
+def _users_create(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        user = authentication.create_user(args.name, is_admin=args.admin)
     print(user.id)
     return 0
 
 
 def _tokens_create(args: argparse.Namespace) -> int:
-    from clarion.app.compose import build_clarion
-
     if args.expires_in_days is not None and args.expires_in_days <= 0:
         raise CliError("--expires-in-days must be a positive number")
-    clarion = build_clarion(_settings(args))
-    try:
+    with _authentication(args) as authentication:
         expires_at = (
             None
             if args.expires_in_days is None
             else datetime.now(UTC) + timedelta(days=args.expires_in_days)
         )
-        issued = clarion.authentication.issue_token(
-            args.user_id, name=args.name, expires_at=expires_at
-        )
-    finally:
-        clarion.close()
+        issued = authentication.issue_token(args.user_id, name=args.name, expires_at=expires_at)
     print(issued.token)
     return 0
 
 
+def _users_deactivate(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        changed = authentication.deactivate_user(args.user_id)
+    print(f"deactivated {args.user_id}" if changed else f"{args.user_id} was already deactivated")
+    return 0
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _token_status(token: AccessToken, now: datetime) -> str:
+    if token.revoked_at is not None:
+        return "revoked"
+    return "active" if token.usable_at(now) else "expired"
+
+
+def _tokens_list(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        user = authentication.get_user(args.user_id)
+        listed = authentication.list_tokens(args.user_id)
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "id": token.id,
+            "kind": token.kind,
+            "name": token.name,
+            "status": _token_status(token, now),
+            "created_at": _stamp(token.created_at),
+            "expires_at": _stamp(token.expires_at),
+            "last_used_at": _stamp(token.last_used_at),
+            "revoked_at": _stamp(token.revoked_at),
+            "parent_id": token.parent_id,
+        }
+        for token in listed
+    ]
+    active = user is not None and user.active
+    if args.json:
+        body = {"user_id": args.user_id, "user_active": active, "tokens": rows}
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+        return 0
+    name = user.name if user is not None else ""
+    print(f"user {args.user_id} ({name}): {'active' if active else 'deactivated'}")
+    if not rows:
+        print("No tokens.")
+    for row in rows:
+        label = f"of token {row['parent_id']}" if row["kind"] == LOGIN_SESSION else row["name"]
+        print(
+            f"{row['id']}  {row['kind']}  {row['status']}  created {row['created_at']}  "
+            f"expires {row['expires_at'] or 'never'}  last used {row['last_used_at'] or 'never'}"
+            + (f"  {label}" if label else "")
+        )
+    return 0
+
+
+def _tokens_revoke(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        token = authentication.get_token(args.token_id)
+        if token is None:
+            raise CliError(f"token not found: {args.token_id}")
+        revoked = authentication.revoke_token(token.id)
+    if not revoked:
+        print(f"{token.id} was already revoked")
+    elif token.kind == LOGIN_SESSION:
+        print(f"ended browser session {token.id}")
+    else:
+        print(f"revoked {token.id} (browser sessions opened with it end too)")
+    return 0
+
+
+def _token(args: argparse.Namespace) -> str:
+    """``--token``, else a hidden prompt when ``--ask-token`` asks for one, else
+    ``CLARION_TOKEN``, else none."""
+    if args.token:
+        return str(args.token)
+    if args.ask_token:
+        if not sys.stdin.isatty():
+            raise CliError("--ask-token needs an interactive terminal; set CLARION_TOKEN instead")
+        entered = getpass.getpass("Clarion token: ").strip()
+        if not entered:
+            raise CliError("no token entered")
+        return entered
+    return os.environ.get("CLARION_TOKEN") or ""
+
+
 def _client(args: argparse.Namespace) -> ClarionClient:
     url = args.url or os.environ.get("CLARION_URL") or DEFAULT_URL
-    token = args.token or os.environ.get("CLARION_TOKEN") or ""
-    return ClarionClient(url, token=token)
+    return ClarionClient(url, token=_token(args))
 
 
 def _questions_list(args: argparse.Namespace) -> int:
@@ -384,7 +502,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("serve", None): _serve,
         ("db", "upgrade"): _db_upgrade,
         ("users", "create"): _users_create,
+        ("users", "deactivate"): _users_deactivate,
         ("tokens", "create"): _tokens_create,
+        ("tokens", "list"): _tokens_list,
+        ("tokens", "revoke"): _tokens_revoke,
         ("questions", "list"): _questions_list,
         ("questions", "answer"): _questions_answer,
         ("demo", None): _demo,

@@ -3,9 +3,9 @@
 ``build_clarion(settings, **overrides)`` wires every port from :class:`Settings`; a host may pass
 any port instead (``claims=``, ``host=``, ``tokens=``, ``authorizer=``, ``waiters=``,
 ``dispatcher=``, ``events=``, ``clock=``, ``ids=``). Nothing is built at import time. The ASGI
-application's lifespan owns the MCP session managers, live delivery, recovery, the event streams
-and the database engine's pool; :meth:`Clarion.close` releases the engine when no lifespan ran
-(CLI commands, scripts).
+application's lifespan owns the MCP session managers, live delivery, recovery, the purge of ended
+browser sessions, the event streams and the database engine's pool; :meth:`Clarion.close`
+releases the engine when no lifespan ran (CLI commands, scripts).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.resolve import Resolver
+from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, ValidationError
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -64,6 +65,8 @@ MEMORY_URL = "memory://"
 # Longer than any delivery can take (the resume wait is bounded at 30 s, live delivery at 35 s).
 RECOVERY_GRACE = timedelta(minutes=2)
 RECOVERY_INTERVAL_S = 60.0
+# Ended and expired browser sessions are deleted at start-up, at every login, and this often.
+SESSION_PURGE_INTERVAL_S = 3600.0
 WORKER_THREADS = 32
 
 
@@ -150,6 +153,26 @@ async def _keep_recovering(services: Services, clock: Clock) -> None:
             await _recover(services, clock)
         except ClarionError:
             log.warning("recovery.failed", exc_info=True)  # the next round retries
+
+
+async def _purge_sessions(authentication: Authentication, runner: Runner) -> None:
+    """Delete the browser sessions that can never authenticate again; a failure is logged
+    and the next round retries."""
+    try:
+        purged = await runner.guarded(
+            "failed to purge login sessions", authentication.purge_sessions
+        )
+    except ClarionError:
+        log.warning("sessions.purge_failed", exc_info=True)
+        return
+    if purged:
+        log.info("sessions.purged", count=purged)
+
+
+async def _keep_purging_sessions(authentication: Authentication, runner: Runner) -> None:
+    while True:
+        await anyio.sleep(SESSION_PURGE_INTERVAL_S)
+        await _purge_sessions(authentication, runner)
 
 
 def _live_delivery(
@@ -252,6 +275,7 @@ def build_clarion(
         limiter=limiter,
         ask_timeout=settings.ask_timeout_s,
         resume_timeout=settings.resume_timeout_s,
+        users=tokens,
     )
     authentication = Authentication(tokens, clock, ids)
     mcp = build_mcp(
@@ -277,16 +301,15 @@ def build_clarion(
             if live is None:
                 # One process: nothing else can be delivering, so recover everything now.
                 await services.lifecycle.reconcile_on_startup()
-                try:
-                    yield
-                finally:
-                    app.state.rest.events.close()
-                return
-            # Several replicas: recover only deliveries older than any in flight, and keep
-            # doing so, since a replica that died leaves markers nobody else would clear.
-            async with anyio.create_task_group() as background:
+            else:
+                # Several replicas: recover only deliveries older than any in flight, and keep
+                # doing so, since a replica that died leaves markers nobody else would clear.
                 await _recover(services, clock)
-                background.start_soon(_keep_recovering, services, clock)
+            await _purge_sessions(authentication, services.runner)
+            async with anyio.create_task_group() as background:
+                if live is not None:
+                    background.start_soon(_keep_recovering, services, clock)
+                background.start_soon(_keep_purging_sessions, authentication, services.runner)
                 try:
                     yield
                 finally:

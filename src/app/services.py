@@ -21,6 +21,7 @@ from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.tokens import UserDirectory
 from clarion.ports.waiters import Waiters
 
 
@@ -59,13 +60,15 @@ def build_services(
     ask_timeout: float = ASK_TIMEOUT_S,
     delivery_timeout: float = DELIVERY_TIMEOUT_S,
     resume_timeout: float = RESUME_TIMEOUT_S,
+    users: UserDirectory | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
     ``limiter`` bounds the worker threads that run the synchronous ports (one shared limiter:
     give the same one to adapters that also use threads); ``ask_timeout`` bounds an agent's
     wait (``CLARION_ASK_TIMEOUT_S``); ``resume_timeout`` is the bounded wait for a detached
-    resume (facts §4.7).
+    resume (facts §4.7); ``users`` (the token store, in Clarion's own deployment) lets agent
+    tokens stop working when the workspace owner they act as is deactivated.
     """
     runner = Runner(limiter)
     resolver = Resolver(
@@ -100,7 +103,9 @@ def build_services(
             events=events,
             runner=runner,
         ),
-        host=HostOperations(host=host, claims=claims, authorizer=authorizer, runner=runner),
+        host=HostOperations(
+            host=host, claims=claims, authorizer=authorizer, runner=runner, users=users
+        ),
         claims=claims,
         host_repository=host,
         authorizer=authorizer,

@@ -7,6 +7,7 @@ supply its own repository and authorizer instead.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 import attrs
 
@@ -56,9 +57,18 @@ class User:
     active: bool = True
 
 
+# What a stored credential is. Told apart by this value, never by its name: a personal
+# access token may be named anything, ``session:…`` included.
+PERSONAL_ACCESS_TOKEN: Final = "pat"
+LOGIN_SESSION: Final = "session"
+TOKEN_KINDS: Final = frozenset({PERSONAL_ACCESS_TOKEN, LOGIN_SESSION})
+
+
 @attrs.frozen
 class AccessToken:
-    """A personal access token's stored record; only the SHA-256 of the token is kept."""
+    """A stored credential: a personal access token (``kind`` ``"pat"``) or a browser login
+    session (``"session"``, whose ``parent_id`` is the token it was opened with). Only the
+    SHA-256 of the credential's text is kept."""
 
     id: str
     user_id: str
@@ -68,6 +78,8 @@ class AccessToken:
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
     last_used_at: datetime | None = None
+    kind: str = PERSONAL_ACCESS_TOKEN
+    parent_id: str = ""
 
     def usable_at(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)

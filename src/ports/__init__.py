@@ -6,7 +6,7 @@ from clarion.ports.events import Event, EventPublisher, EventSource
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher, ResumeRefused, ResumeRequest
 from clarion.ports.system import Clock, IdGenerator
-from clarion.ports.tokens import TokenStore
+from clarion.ports.tokens import TokenStore, UserDirectory
 from clarion.ports.waiters import Confirm, Delivery, DeliveryResult, WaitEnd, WaitEnded, Waiters
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ResumeRequest",
     "TaskAuthorizer",
     "TokenStore",
+    "UserDirectory",
     "WaitEnd",
     "WaitEnded",
     "Waiters",

@@ -1,21 +1,38 @@
-"""Users and personal access tokens (only hashes are stored)."""
+"""Users and stored credentials: personal access tokens and browser login sessions (only
+hashes are stored)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Protocol
 
-from clarion.domain.host import AccessToken, User
+from clarion.domain.host import PERSONAL_ACCESS_TOKEN, AccessToken, User
+
+
+class UserDirectory(Protocol):
+    """Reads users by id; every :class:`TokenStore` is one."""
+
+    def get_user(self, user_id: str) -> User | None: ...
 
 
 class TokenStore(Protocol):
     """Contract (checked by ``clarion.ports.testing.tokens``): user ids are unique; a token is
     found only by the SHA-256 hex of the full token text; revoked tokens stay findable (so the
-    caller can tell why they fail) but ``AccessToken.usable_at`` is False for them."""
+    caller can tell why they fail) but ``AccessToken.usable_at`` is False for them. A record's
+    ``kind`` (and a session's ``parent_id``) is stored as given and read back unchanged,
+    whatever its ``name``."""
 
     def create_user(self, name: str, *, is_admin: bool = False) -> User: ...
 
     def get_user(self, user_id: str) -> User | None: ...
+
+    def deactivate_user(self, user_id: str) -> bool:
+        """Mark the user inactive; True when it was active until now.
+
+        Raises:
+            NotFound: the user does not exist.
+        """
+        ...
 
     def create_token(
         self,
@@ -25,11 +42,26 @@ class TokenStore(Protocol):
         token_hash: str,
         name: str = "",
         expires_at: datetime | None = None,
+        kind: str = PERSONAL_ACCESS_TOKEN,
+        parent_id: str = "",
     ) -> AccessToken:
         """Store a token record. Raises ``NotFound`` when the user does not exist."""
         ...
 
     def find_token(self, token_hash: str) -> AccessToken | None: ...
+
+    def get_token(self, token_id: str) -> AccessToken | None:
+        """The record with this id, revoked and expired ones included."""
+        ...
+
+    def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
+        """Every record of the user, of every kind, revoked and expired ones included, oldest
+        first (ties by id).
+
+        Raises:
+            NotFound: the user does not exist.
+        """
+        ...
 
     def revoke_token(self, token_id: str) -> bool:
         """Set ``revoked_at``; True only when a token existed and was not yet revoked."""
@@ -37,4 +69,9 @@ class TokenStore(Protocol):
 
     def touch_token(self, token_id: str, at: datetime) -> None:
         """Record ``last_used_at``; a missing token is ignored."""
+        ...
+
+    def purge_sessions(self, now: datetime) -> int:
+        """Delete the login-session records that can never authenticate again — expired at
+        ``now`` or ended (revoked) — and return how many. Personal access tokens are kept."""
         ...

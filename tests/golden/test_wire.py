@@ -979,8 +979,16 @@ async def mcp_scenario(
             json={"state": "COMPLETED"},
             headers=carol,
         )
-        await t.call("ask: a finished session is CONFLICT", agent, ASK, {"questions": questions(1)})
 
+    # #14: an agent token ends with its session, so a finished session's agent is refused at
+    # the HTTP layer before any tool runs.
+    await w.call(
+        "in-session: the agent token of a finished session is 401",
+        "POST",
+        f"/mcp/session/{session}",
+        json=initialize,
+        headers={**mcp_headers, **bearer(agent_token)},
+    )
     async with mcp_session(external_url, carol_token, mode="legacy") as legacy_external:
         legacy = tools_listing((await legacy_external.list_tools()).tools)
     assert legacy == catalogs["external"], "the legacy protocol lists the same external tools"

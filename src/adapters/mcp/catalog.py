@@ -130,7 +130,9 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "/mcp/session/{session_id}",
         "For the agent running in one session; every call acts on that session. With "
         "authentication enabled it requires the session's agent token (returned once when the "
-        "session is created) and acts as the owner of the session's workspace.",
+        "session is created) and acts as the owner of the session's workspace; `list_tasks` "
+        "then shows that session's task only. The agent token stops working when the session "
+        "reaches a terminal state (COMPLETED, FAILED, CANCELLED) or the owner is deactivated.",
         session_tools(names),
     )
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -52,10 +52,14 @@ _log = structlog.get_logger(__name__)
 
 @attrs.frozen
 class Caller:
-    """Who is calling a surface and, on the in-session surface, the session it is bound to."""
+    """Who is calling a surface and, on the in-session surface, the session it is bound to.
+
+    ``agent`` is True when the caller authenticated with that session's agent token: it then
+    sees only its own session's task in ``list_tasks``."""
 
     identity: Identity
     session_id: str = ""
+    agent: bool = False
 
 
 @attrs.frozen

@@ -12,7 +12,8 @@ request:
 - enabled, external: a personal access token (``Authorization: Bearer clarion_pat_…``) is
   required — cookies are not accepted here;
 - enabled, in-session: the session's agent token is required, and the caller acts as the owner
-  of the session's workspace.
+  of the session's workspace; its ``list_tasks`` shows that session's task only. The token
+  stops working when the session reaches a terminal state or the owner is deactivated.
 
 Anything else is 401 ``{"error": "authentication required"}`` with ``WWW-Authenticate: Bearer``.
 Both protocol eras are served on each endpoint: the 2026-07-28 protocol (sessionless) and the
@@ -151,7 +152,7 @@ def session_authenticator(*, auth_enabled: bool, services: Services) -> Authenti
             identity = await services.host.authenticate_agent(session_id, token)
         except NotFound:
             return None
-        return Caller(identity=identity, session_id=session_id)
+        return Caller(identity=identity, session_id=session_id, agent=True)
 
     return authenticate
 

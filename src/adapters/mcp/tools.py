@@ -131,11 +131,17 @@ def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolH
 
 
 def list_tasks_handler(host: HostOperations) -> ToolHandler:
-    """``list_tasks`` (T1, T2): visible tasks with their pending-action projection."""
+    """``list_tasks`` (T1, T2): visible tasks with their pending-action projection. An agent
+    (a caller authenticated by its session's agent token) sees its own session's task only."""
 
     async def handle(call: ToolCall) -> CallToolResult:
         workspace_id = arguments.parse_list_tasks(call.arguments)
-        views = await host.list_tasks(call.caller.identity, workspace_id)
+        caller = call.caller
+        views = (
+            await host.list_session_tasks(caller.identity, caller.session_id, workspace_id)
+            if caller.agent
+            else await host.list_tasks(caller.identity, workspace_id)
+        )
         return json_result(wire.tasks_json(views))
 
     return handle

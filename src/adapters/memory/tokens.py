@@ -8,7 +8,7 @@ import attrs
 
 from clarion.adapters.memory.store import InMemoryStore
 from clarion.domain.errors import NotFound
-from clarion.domain.host import AccessToken, User
+from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
 
 
@@ -32,6 +32,16 @@ class InMemoryTokenStore:
         with self._store.lock:
             return self._store.users.get(user_id)
 
+    def deactivate_user(self, user_id: str) -> bool:
+        with self._store.lock:
+            user = self._store.users.get(user_id)
+            if user is None:
+                raise NotFound(f"user not found: {user_id}")
+            if not user.active:
+                return False
+            self._store.users[user_id] = attrs.evolve(user, active=False)
+            return True
+
     def create_token(
         self,
         user_id: str,
@@ -40,6 +50,8 @@ class InMemoryTokenStore:
         token_hash: str,
         name: str = "",
         expires_at: datetime | None = None,
+        kind: str = PERSONAL_ACCESS_TOKEN,
+        parent_id: str = "",
     ) -> AccessToken:
         with self._store.lock:
             if user_id not in self._store.users:
@@ -51,6 +63,8 @@ class InMemoryTokenStore:
                 token_hash=token_hash,
                 created_at=self._clock.now(),
                 expires_at=expires_at,
+                kind=kind,
+                parent_id=parent_id,
             )
             self._store.tokens[token.id] = token
             return token
@@ -60,6 +74,17 @@ class InMemoryTokenStore:
             return next(
                 (t for t in self._store.tokens.values() if t.token_hash == token_hash), None
             )
+
+    def get_token(self, token_id: str) -> AccessToken | None:
+        with self._store.lock:
+            return self._store.tokens.get(token_id)
+
+    def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
+        with self._store.lock:
+            if user_id not in self._store.users:
+                raise NotFound(f"user not found: {user_id}")
+            owned = (t for t in self._store.tokens.values() if t.user_id == user_id)
+            return tuple(sorted(owned, key=lambda t: (t.created_at, t.id)))
 
     def revoke_token(self, token_id: str) -> bool:
         with self._store.lock:
@@ -74,3 +99,14 @@ class InMemoryTokenStore:
             token = self._store.tokens.get(token_id)
             if token is not None:
                 self._store.tokens[token_id] = attrs.evolve(token, last_used_at=at)
+
+    def purge_sessions(self, now: datetime) -> int:
+        with self._store.lock:
+            ended = [
+                t.id
+                for t in self._store.tokens.values()
+                if t.kind == LOGIN_SESSION and not t.usable_at(now)
+            ]
+            for token_id in ended:
+                del self._store.tokens[token_id]
+            return len(ended)

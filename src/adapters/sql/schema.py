@@ -18,7 +18,7 @@ from clarion.adapters.sql.metadata_sql import (
     is_pendingish,
     pending_id_of,
 )
-from clarion.adapters.sql.types import EMPTY, Key, UtcDateTime
+from clarion.adapters.sql.types import EMPTY, PAT_KIND_DEFAULT, Key, UtcDateTime
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -167,6 +167,10 @@ access_tokens = sa.Table(
     sa.Column("expires_at", UtcDateTime, nullable=True),
     sa.Column("revoked_at", UtcDateTime, nullable=True),
     sa.Column("last_used_at", UtcDateTime, nullable=True),
+    # "pat" (personal access token) or "session" (browser login session), never the name.
+    sa.Column("kind", sa.Text, nullable=False, server_default=PAT_KIND_DEFAULT),
+    # A session's personal access token ("" for a token); no foreign key, like task ids.
+    sa.Column("parent_id", Key, nullable=False, server_default=EMPTY),
     sa.Index("ix_access_tokens_user_id", "user_id"),
 )
 

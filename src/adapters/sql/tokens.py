@@ -1,5 +1,5 @@
-"""The SQL :class:`clarion.ports.TokenStore`: users and personal access tokens (SHA-256
-hashes only; the token text is never stored)."""
+"""The SQL :class:`clarion.ports.TokenStore`: users, personal access tokens and browser login
+sessions (SHA-256 hashes only; the credential text is never stored)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine, RowMapping
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
 from clarion.adapters.sql.schema import access_tokens, users
 from clarion.domain.errors import NotFound
-from clarion.domain.host import AccessToken, User
+from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
 
 
@@ -35,6 +35,8 @@ def _token(row: RowMapping) -> AccessToken:
         expires_at=row["expires_at"],
         revoked_at=row["revoked_at"],
         last_used_at=row["last_used_at"],
+        kind=row["kind"],
+        parent_id=row["parent_id"],
     )
 
 
@@ -69,6 +71,20 @@ class SqlTokenStore:
             found = row.first()
         return _user(found) if found is not None else None
 
+    def deactivate_user(self, user_id: str) -> bool:
+        with self._writes.begin() as connection:
+            found = connection.execute(
+                sa.select(users.c.active).where(users.c.id == user_id)
+            ).first()
+            if found is None:
+                raise NotFound(f"user not found: {user_id}")
+            result = connection.execute(
+                sa.update(users)
+                .where(users.c.id == user_id, users.c.active == sa.true())
+                .values(active=False)
+            )
+        return result.rowcount == 1
+
     def create_token(
         self,
         user_id: str,
@@ -77,6 +93,8 @@ class SqlTokenStore:
         token_hash: str,
         name: str = "",
         expires_at: datetime | None = None,
+        kind: str = PERSONAL_ACCESS_TOKEN,
+        parent_id: str = "",
     ) -> AccessToken:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
@@ -89,6 +107,8 @@ class SqlTokenStore:
                 token_hash=token_hash,
                 created_at=self._clock.now(),
                 expires_at=expires_at,
+                kind=kind,
+                parent_id=parent_id,
             )
             connection.execute(
                 sa.insert(access_tokens).values(
@@ -98,6 +118,8 @@ class SqlTokenStore:
                     token_hash=token_hash,
                     created_at=token.created_at,
                     expires_at=expires_at,
+                    kind=kind,
+                    parent_id=parent_id,
                 )
             )
         return token
@@ -107,6 +129,24 @@ class SqlTokenStore:
         with read_transaction(self._engine) as connection:
             row = connection.execute(statement).mappings().first()
         return _token(row) if row is not None else None
+
+    def get_token(self, token_id: str) -> AccessToken | None:
+        statement = sa.select(access_tokens).where(access_tokens.c.id == token_id)
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        return _token(row) if row is not None else None
+
+    def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
+        with read_transaction(self._engine) as connection:
+            exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
+            if exists.first() is None:
+                raise NotFound(f"user not found: {user_id}")
+            rows = connection.execute(
+                sa.select(access_tokens)
+                .where(access_tokens.c.user_id == user_id)
+                .order_by(access_tokens.c.created_at, access_tokens.c.id)
+            ).mappings()
+            return tuple(_token(row) for row in rows)
 
     def revoke_token(self, token_id: str) -> bool:
         with self._writes.begin() as connection:
@@ -129,3 +169,16 @@ class SqlTokenStore:
                 .where(access_tokens.c.id == token_id)
                 .values(last_used_at=at)
             )
+
+    def purge_sessions(self, now: datetime) -> int:
+        with self._writes.begin() as connection:
+            result = connection.execute(
+                sa.delete(access_tokens).where(
+                    access_tokens.c.kind == LOGIN_SESSION,
+                    sa.or_(
+                        access_tokens.c.revoked_at.is_not(None),
+                        access_tokens.c.expires_at <= now,
+                    ),
+                )
+            )
+        return result.rowcount

@@ -26,6 +26,8 @@ SQLITE_TIMESTAMP_WIDTH = 26
 # The empty-string server default, spelled as SQL so reflection reads back the same text on
 # both databases (a plain "" reflects as a different clause on SQLite).
 EMPTY = sa.text("''")
+# ``access_tokens.kind`` of rows written before the column existed: personal access tokens.
+PAT_KIND_DEFAULT = sa.text("'pat'")
 
 Key: TypeEngine[str] = sa.Text().with_variant(postgresql.TEXT(collation="C"), "postgresql")
 

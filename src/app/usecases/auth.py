@@ -10,10 +10,16 @@ Credentials (interfaces.md "Identity and authorization"):
 - A browser login session is ``clarion_ses_<8 hex>_<secret>``, created by :meth:`login` from a
   valid personal access token and carried in an HttpOnly cookie. Sessions are stored through
   the same ``TokenStore`` (hash only), so they survive restarts and are shared by every process
-  on one database. A session record is named ``session:<hash of its parent token>``: it expires
-  after ``session_ttl`` (never later than its parent token), ends on :meth:`logout`, and stops
-  working the moment its parent token is revoked or expires. The two prefixes keep the two
-  channels apart: a session value is never accepted as a bearer token, nor a token as a cookie.
+  on one database. A session record has ``kind`` ``"session"`` and names its parent token by
+  ``parent_id`` (a token's own name never matters): it expires after ``session_ttl`` (never
+  later than its parent token), ends on :meth:`logout`, and stops working the moment its parent
+  token is revoked or expires. Ended and expired session records are deleted by
+  :meth:`purge_sessions` (at every login, and periodically by the served application). The
+  kinds and the two prefixes keep the two channels apart: a session value is never accepted as
+  a bearer token, nor a token as a cookie.
+- Deactivating a user (:meth:`deactivate_user`) stops all of their credentials at once: tokens,
+  browser sessions, and the agent tokens of sessions in workspaces they own (checked by
+  :meth:`clarion.app.usecases.host.HostOperations.authenticate_agent`).
 - Cookie-authenticated writes need a CSRF token (:meth:`csrf_token`): the SHA-256 of the session
   value under a fixed label. The browser learns it from the login response (and ``/auth/me``),
   never from the HttpOnly cookie, so a cross-site page can neither read nor compute it.
@@ -38,14 +44,13 @@ from typing import Final
 
 import attrs
 
-from clarion.domain.host import AccessToken, User
+from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.domain.model import Identity
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
 
 TOKEN_PREFIX: Final = "clarion_pat_"
 SESSION_PREFIX: Final = "clarion_ses_"
-_SESSION_NAME_PREFIX: Final = "session:"
 _CSRF_LABEL: Final = b"clarion-csrf-v1:"
 _SECRET_BYTES: Final = 32
 # <prefix><8 hex>_<url-safe base64 secret>; the secret alphabet itself contains "_" and "-".
@@ -152,8 +157,35 @@ class Authentication:
         )
         return IssuedToken(token=token, record=record)
 
+    def get_user(self, user_id: str) -> User | None:
+        """The user with this id, active or not."""
+        return self._tokens.get_user(user_id)
+
+    def deactivate_user(self, user_id: str) -> bool:
+        """Deactivate a user: from now on none of their tokens, browser sessions or agent
+        tokens authenticate. True when the user was active until now.
+
+        Raises:
+            NotFound: the user does not exist.
+        """
+        return self._tokens.deactivate_user(user_id)
+
+    def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
+        """Every token and browser session of a user (revoked and expired ones included,
+        until purged), oldest first.
+
+        Raises:
+            NotFound: the user does not exist.
+        """
+        return self._tokens.list_tokens(user_id)
+
+    def get_token(self, token_id: str) -> AccessToken | None:
+        """The stored record of a token or browser session, by id."""
+        return self._tokens.get_token(token_id)
+
     def revoke_token(self, token_id: str) -> bool:
-        """Revoke a token (and with it every browser session created from it)."""
+        """Revoke a token (and with it every browser session created from it), or end one
+        browser session. True only when a live record was revoked now."""
         return self._tokens.revoke_token(token_id)
 
     def resolve_bearer(self, token: str) -> Identity | None:
@@ -161,8 +193,8 @@ class Authentication:
         unknown, expired, revoked, or its user is inactive."""
         if not _well_formed(token, TOKEN_PREFIX):
             return None
-        found = self._usable(hash_credential(token))
-        if found is None or found[0].name.startswith(_SESSION_NAME_PREFIX):
+        found = self._usable(self._tokens.find_token(hash_credential(token)))
+        if found is None or found[0].kind != PERSONAL_ACCESS_TOKEN:
             return None
         return found[1]
 
@@ -173,11 +205,11 @@ class Authentication:
         not authenticate."""
         if not _well_formed(token, TOKEN_PREFIX):
             return None
-        parent_hash = hash_credential(token)
-        found = self._usable(parent_hash)
-        if found is None or found[0].name.startswith(_SESSION_NAME_PREFIX):
+        found = self._usable(self._tokens.find_token(hash_credential(token)))
+        if found is None or found[0].kind != PERSONAL_ACCESS_TOKEN:
             return None
         parent, identity = found
+        self.purge_sessions()
         expires_at = self._clock.now() + self._session_ttl
         if parent.expires_at is not None:
             expires_at = min(expires_at, parent.expires_at)
@@ -186,8 +218,9 @@ class Authentication:
             parent.user_id,
             token_id=self._ids.new_id(),
             token_hash=hash_credential(cookie),
-            name=f"{_SESSION_NAME_PREFIX}{parent_hash}",
             expires_at=expires_at,
+            kind=LOGIN_SESSION,
+            parent_id=parent.id,
         )
         return LoginSession(
             cookie=cookie,
@@ -201,11 +234,11 @@ class Authentication:
         logged out, or its parent token no longer authenticates."""
         if not _well_formed(cookie, SESSION_PREFIX):
             return None
-        found = self._usable(hash_credential(cookie))
-        if found is None or not found[0].name.startswith(_SESSION_NAME_PREFIX):
+        found = self._usable(self._tokens.find_token(hash_credential(cookie)))
+        if found is None or found[0].kind != LOGIN_SESSION:
             return None
-        parent_hash = found[0].name.removeprefix(_SESSION_NAME_PREFIX)
-        if self._usable(parent_hash, touch=False) is None:
+        parent = self._tokens.get_token(found[0].parent_id)
+        if parent is None or self._usable(parent, touch=False) is None:
             return None
         return SessionIdentity(identity=found[1], csrf_token=self.csrf_token(cookie))
 
@@ -214,9 +247,14 @@ class Authentication:
         if not _well_formed(cookie, SESSION_PREFIX):
             return False
         record = self._tokens.find_token(hash_credential(cookie))
-        if record is None or not record.name.startswith(_SESSION_NAME_PREFIX):
+        if record is None or record.kind != LOGIN_SESSION:
             return False
         return self._tokens.revoke_token(record.id)
+
+    def purge_sessions(self) -> int:
+        """Delete the browser-session records that can never authenticate again (expired or
+        logged out); returns how many. Personal access tokens are never deleted."""
+        return self._tokens.purge_sessions(self._clock.now())
 
     @staticmethod
     def csrf_token(cookie: str) -> str:
@@ -232,9 +270,8 @@ class Authentication:
     # --- shared --------------------------------------------------------------------------
 
     def _usable(
-        self, token_hash: str, *, touch: bool = True
+        self, record: AccessToken | None, *, touch: bool = True
     ) -> tuple[AccessToken, Identity] | None:
-        record = self._tokens.find_token(token_hash)
         now = self._clock.now()
         if record is None or not record.usable_at(now):
             return None

@@ -21,12 +21,13 @@ from clarion.domain.activeness import primary_session_pending_action, task_pendi
 from clarion.domain.errors import InvalidArgument, NotFound
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import task_visible
-from clarion.domain.model import Identity, SessionState
+from clarion.domain.model import Identity, SessionState, is_terminal_state
 from clarion.domain.rows import MessageRecord
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import RESUME_MESSAGE_TYPE
+from clarion.ports.tokens import UserDirectory
 
 HOST_FAILED = "failed to read or write the host record"
 TASK_NOT_FOUND = "task not found"
@@ -70,11 +71,15 @@ class HostOperations:
         claims: ClaimRepository,
         authorizer: TaskAuthorizer,
         runner: Runner,
+        users: UserDirectory | None = None,
     ) -> None:
+        """``users``, when given, is where agent tokens check that the workspace owner they
+        act as is still an active user (the composition root passes its token store)."""
         self._host = host
         self._claims = claims
         self._authorizer = authorizer
         self._run = runner
+        self._users = users
 
     # -- workspaces ------------------------------------------------------------------------
 
@@ -138,12 +143,34 @@ class HostOperations:
         projection. A workspace the caller may not see lists as empty (as L7)."""
         return await self._run.guarded(HOST_FAILED, self._list_tasks, identity, workspace_id)
 
-    def _list_tasks(self, identity: Identity, workspace_id: str) -> tuple[TaskView, ...]:
+    async def list_session_tasks(
+        self, identity: Identity, session_id: str, workspace_id: str = ""
+    ) -> tuple[TaskView, ...]:
+        """What ``list_tasks`` shows an agent bound to one session: that session's task
+        alone (when ``identity`` may see it and it is in ``workspace_id``, if given), with its
+        pending-action projection; nothing for a missing session."""
+        return await self._run.guarded(
+            HOST_FAILED, self._list_tasks, identity, workspace_id, session_id
+        )
+
+    def _list_tasks(
+        self, identity: Identity, workspace_id: str, session_id: str | None = None
+    ) -> tuple[TaskView, ...]:
         visibility = self._authorizer.visibility(identity)
         existing = {workspace.id for workspace in self._host.list_workspaces()}
+        if session_id is None:
+            candidates = self._host.list_tasks(workspace_id)
+        else:
+            session = self._host.get_session(session_id) if session_id else None
+            task = self._host.get_task(session.task_id) if session is not None else None
+            candidates = (
+                (task,)
+                if task is not None and (not workspace_id or task.workspace_id == workspace_id)
+                else ()
+            )
         tasks = [
             task
-            for task in self._host.list_tasks(workspace_id)
+            for task in candidates
             if task_visible(visibility, task.workspace_id, task.workspace_id in existing)
         ]
         sessions = self._host.sessions_for_tasks([task.id for task in tasks])
@@ -229,10 +256,13 @@ class HostOperations:
 
     async def authenticate_agent(self, session_id: str, agent_token: str) -> Identity:
         """The identity an agent's in-session endpoint acts with: the owner of its session's
-        workspace (interfaces.md MCP), when ``agent_token`` is that session's token.
+        workspace (interfaces.md MCP), when ``agent_token`` is that session's token, the
+        session has not reached a terminal state (COMPLETED, FAILED, CANCELLED) and — when this
+        instance was given ``users`` — the owner is an active user.
 
         Raises:
-            NotFound: no such session, or the token does not match (indistinguishable).
+            NotFound: no such session, the token does not match, the session has ended, or
+                its owner is deactivated or unknown (all indistinguishable).
         """
         return await self._run.guarded(
             HOST_FAILED, self._authenticate_agent, session_id, agent_token
@@ -244,6 +274,7 @@ class HostOperations:
             session is None
             or not session.agent_token_hash
             or not hmac.compare_digest(session.agent_token_hash, hash_agent_token(agent_token))
+            or is_terminal_state(session.state)
         ):
             raise NotFound(SESSION_NOT_FOUND)
         task = self._host.get_task(session.task_id)
@@ -251,4 +282,8 @@ class HostOperations:
             self._host.get_workspace(task.workspace_id) if task and task.workspace_id else None
         )
         owner = workspace.owner_id if workspace is not None else ""
+        if owner and self._users is not None:
+            user = self._users.get_user(owner)
+            if user is None or not user.active:
+                raise NotFound(SESSION_NOT_FOUND)
         return Identity.user(owner or UNOWNED_WORKSPACE_USER)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from clarion.domain.errors import NotFound
+from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN
 from clarion.ports.testing.world import ContractWorld
 
 
@@ -16,7 +17,7 @@ def token_hash(text: str) -> str:
 
 
 class TokenStoreContract:
-    """Users and personal access tokens. Provide a ``world`` fixture."""
+    """Users, personal access tokens and login sessions. Provide a ``world`` fixture."""
 
     def test_users_get_unique_ids_and_read_back(self, world: ContractWorld) -> None:
         admin = world.tokens.create_user("ada", is_admin=True)
@@ -75,3 +76,85 @@ class TokenStoreContract:
         found = world.tokens.find_token(token_hash("t1"))
         assert found is not None
         assert found.last_used_at == used
+
+    def test_kind_and_parent_are_stored_as_given_whatever_the_name(
+        self, world: ContractWorld
+    ) -> None:
+        user = world.tokens.create_user("ada")
+        pat = world.tokens.create_token(
+            user.id, token_id="t1", token_hash=token_hash("t1"), name="session:" + "0" * 64
+        )
+        session = world.tokens.create_token(
+            user.id, token_id="s1", token_hash=token_hash("s1"), kind=LOGIN_SESSION, parent_id="t1"
+        )
+        assert (pat.kind, pat.parent_id) == (PERSONAL_ACCESS_TOKEN, "")
+        assert (session.kind, session.parent_id) == (LOGIN_SESSION, "t1")
+        assert world.tokens.find_token(token_hash("t1")) == pat
+        assert world.tokens.find_token(token_hash("s1")) == session
+        assert world.tokens.get_token("s1") == session
+        assert world.tokens.get_token("nope") is None
+
+    def test_a_users_tokens_are_listed_oldest_first_with_every_kind_and_state(
+        self, world: ContractWorld
+    ) -> None:
+        ada = world.tokens.create_user("ada")
+        bob = world.tokens.create_user("bob")
+        first = world.tokens.create_token(ada.id, token_id="a1", token_hash=token_hash("a1"))
+        world.tokens.create_token(bob.id, token_id="b1", token_hash=token_hash("b1"))
+        session = world.tokens.create_token(
+            ada.id, token_id="a2", token_hash=token_hash("a2"), kind=LOGIN_SESSION, parent_id="a1"
+        )
+        world.tokens.revoke_token("a1")
+        revoked = world.tokens.get_token("a1")
+        assert world.tokens.list_tokens(ada.id) == (revoked, session)
+        assert first.revoked_at is None
+        assert [t.id for t in world.tokens.list_tokens(bob.id)] == ["b1"]
+        assert world.tokens.list_tokens(world.tokens.create_user("cal").id) == ()
+        with pytest.raises(NotFound):
+            world.tokens.list_tokens("nope")
+
+    def test_a_deactivated_user_reads_back_inactive_once(self, world: ContractWorld) -> None:
+        ada = world.tokens.create_user("ada", is_admin=True)
+        bob = world.tokens.create_user("bob")
+        assert world.tokens.deactivate_user(ada.id)
+        assert not world.tokens.deactivate_user(ada.id)
+        found = world.tokens.get_user(ada.id)
+        assert found is not None
+        assert (found.active, found.is_admin, found.name) == (False, True, "ada")
+        assert world.tokens.get_user(bob.id) == bob
+        with pytest.raises(NotFound):
+            world.tokens.deactivate_user("nope")
+
+    def test_purging_deletes_only_sessions_that_can_never_work_again(
+        self, world: ContractWorld
+    ) -> None:
+        user = world.tokens.create_user("ada")
+        now = world.clock.peek()
+        soon, past = now + timedelta(minutes=5), now - timedelta(seconds=1)
+
+        def add(token_id: str, kind: str, expires_at: datetime | None = None) -> None:
+            world.tokens.create_token(
+                user.id,
+                token_id=token_id,
+                token_hash=token_hash(token_id),
+                kind=kind,
+                parent_id="" if kind == PERSONAL_ACCESS_TOKEN else "pat-live",
+                expires_at=expires_at,
+            )
+
+        add("pat-live", PERSONAL_ACCESS_TOKEN)
+        add("pat-expired", PERSONAL_ACCESS_TOKEN, past)
+        add("pat-revoked", PERSONAL_ACCESS_TOKEN)
+        add("ses-live", LOGIN_SESSION, soon)
+        add("ses-expired", LOGIN_SESSION, past)
+        add("ses-expiring-now", LOGIN_SESSION, now)
+        add("ses-logged-out", LOGIN_SESSION, soon)
+        world.tokens.revoke_token("pat-revoked")
+        world.tokens.revoke_token("ses-logged-out")
+        assert world.tokens.purge_sessions(now) == 3
+        kept = {t.id for t in world.tokens.list_tokens(user.id)}
+        assert kept == {"pat-live", "pat-expired", "pat-revoked", "ses-live"}
+        assert world.tokens.find_token(token_hash("ses-expired")) is None
+        assert world.tokens.purge_sessions(now) == 0
+        assert world.tokens.purge_sessions(soon) == 1
+        assert {t.id for t in world.tokens.list_tokens(user.id)} == kept - {"ses-live"}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import getpass
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 import uvicorn
 
 from clarion.app.cli import main
-from clarion.app.compose import build_clarion
+from clarion.app.compose import Clarion, build_clarion
 from clarion.app.settings import Settings
 
 COMMANDS = [
@@ -22,8 +24,11 @@ COMMANDS = [
     ["db", "upgrade"],
     ["users"],
     ["users", "create"],
+    ["users", "deactivate"],
     ["tokens"],
     ["tokens", "create"],
+    ["tokens", "list"],
+    ["tokens", "revoke"],
     ["questions"],
     ["questions", "list"],
     ["questions", "answer"],
@@ -116,8 +121,8 @@ class _Server(uvicorn.Server):
 
 
 @contextlib.contextmanager
-def _serve(database_url: str) -> Iterator[tuple[str, object]]:
-    clarion = build_clarion(Settings(database_url=database_url))
+def _serve(database_url: str, *, auth_enabled: bool = False) -> Iterator[tuple[str, Clarion]]:
+    clarion = build_clarion(Settings(database_url=database_url, auth_enabled=auth_enabled))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
@@ -218,6 +223,49 @@ def test_questions_list_and_answer_by_label_against_a_running_server(
 
         assert main(["questions", "list", "--url", url, "--json"]) == 0
         assert '"count": 0' in capsys.readouterr().out
+
+
+def test_the_client_takes_its_token_from_the_environment_or_a_hidden_prompt(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: ``CLARION_TOKEN`` or ``--ask-token`` (getpass) keep the token out of ``ps``."""
+    monkeypatch.delenv("CLARION_TOKEN", raising=False)
+    with _serve(database_url, auth_enabled=True) as (url, clarion):
+        user = clarion.authentication.create_user("ada")
+        token = clarion.authentication.issue_token(user.id).token
+        listing = ["questions", "list", "--url", url]
+
+        assert main(listing) == 1
+        assert "401" in capsys.readouterr().err
+
+        monkeypatch.setenv("CLARION_TOKEN", token)
+        assert main(listing) == 0
+        assert capsys.readouterr().out == "No pending questions.\n"
+        monkeypatch.delenv("CLARION_TOKEN")
+
+        prompts: list[str] = []
+
+        def typed(prompt: str) -> str:
+            prompts.append(prompt)
+            return token
+
+        monkeypatch.setattr(getpass, "getpass", typed)
+        monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+        assert main([*listing, "--ask-token"]) == 0
+        assert capsys.readouterr().out == "No pending questions.\n"
+        assert prompts == ["Clarion token: "]
+
+        monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+        assert main([*listing, "--ask-token"]) == 1
+        err = capsys.readouterr().err
+        assert "--ask-token needs an interactive terminal" in err
+        assert err.count("\n") == 1
+        assert prompts == ["Clarion token: "]  # never prompted without a terminal
+
+    with pytest.raises(SystemExit) as exited:
+        main([*listing, "--token", token, "--ask-token"])
+    assert exited.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
 
 
 def test_clarion_demo_tells_the_whole_story_and_exits_zero(

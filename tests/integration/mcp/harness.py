@@ -167,6 +167,7 @@ class McpWorld:
         async def record(request: ResumeRequest) -> None:
             resumes.append(request)
 
+        tokens = SqlTokenStore(engine, clock, ids)
         services = build_services(
             claims=SqlClaimRepository(engine, clock, ids),
             host=host,
@@ -177,8 +178,9 @@ class McpWorld:
             clock=clock,
             ids=ids,
             ask_timeout=ask_timeout,
+            users=tokens,
         )
-        authentication = Authentication(SqlTokenStore(engine, clock, ids), clock, ids)
+        authentication = Authentication(tokens, clock, ids)
         surfaces = build_mcp(
             services,
             auth_enabled=auth_enabled,

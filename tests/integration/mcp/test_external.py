@@ -318,6 +318,7 @@ async def test_t1_t2_list_tasks_carries_pending_actions_null_when_nothing_is_pen
     url = world.session_url(idle.session.id)
     async with mcp_client(url, token=idle.token, mode=mode) as in_session:
         as_agent = structured(await in_session.call_tool(LIST_TASKS, {}))
+        filtered = structured(await in_session.call_tool(LIST_TASKS, {"workspace_id": "other"}))
     actions = {
         task["id"]: (task["task_pending_action"], task["primary_session_pending_action"])
         for task in listed["tasks"]
@@ -332,4 +333,9 @@ async def test_t1_t2_list_tasks_carries_pending_actions_null_when_nothing_is_pen
         idle.task.id,
         elsewhere.task.id,
     }
-    assert as_agent == everything  # the agent acts as its workspace's owner
+    # An agent token sees its own session's task only, with the same projection.
+    assert as_agent == {
+        "tasks": [task for task in everything["tasks"] if task["id"] == idle.task.id],
+        "total": 1,
+    }
+    assert filtered == {"tasks": [], "total": 0}

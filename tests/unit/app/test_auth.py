@@ -174,3 +174,56 @@ def test_the_request_identity_is_bound_for_a_block_and_restored_after() -> None:
             assert current_identity() == inner
         assert current_identity() == outer
     assert current_identity() is None
+
+
+def test_a_token_named_like_a_session_is_an_ordinary_token(auth: Authentication) -> None:
+    """Issue 16 item 8: sessions are told apart by their kind, never by a name prefix."""
+    user = auth.create_user("ida")
+    issued = auth.issue_token(user.id, name="session:" + "0" * 64)
+    assert auth.resolve_bearer(issued.token) == Identity.user(user.id)
+    session = auth.login(issued.token)
+    assert session is not None
+    assert auth.resolve_session(session.cookie) is not None
+    assert auth.resolve_session(issued.token) is None
+    assert not auth.logout(issued.token)
+    assert auth.resolve_bearer(issued.token) is not None
+
+
+def test_a_deactivated_users_tokens_and_sessions_stop_and_others_do_not(
+    auth: Authentication,
+) -> None:
+    ann, ben = auth.create_user("ann"), auth.create_user("ben")
+    token, other = auth.issue_token(ann.id).token, auth.issue_token(ben.id).token
+    session = auth.login(token)
+    assert session is not None
+    assert auth.deactivate_user(ann.id)
+    assert not auth.deactivate_user(ann.id)
+    assert auth.resolve_bearer(token) is None
+    assert auth.resolve_session(session.cookie) is None
+    assert auth.login(token) is None
+    assert auth.resolve_bearer(other) == Identity.user(ben.id)
+    with pytest.raises(NotFound):
+        auth.deactivate_user("nobody")
+
+
+def test_ended_sessions_are_purged_at_login_and_on_demand(
+    auth: Authentication, tokens: InMemoryTokenStore, clock: ManualClock
+) -> None:
+    user = auth.create_user("jo")
+    token = auth.issue_token(user.id)
+    expiring, logged_out = auth.login(token.token), auth.login(token.token)
+    assert expiring is not None
+    assert logged_out is not None
+    assert auth.logout(logged_out.cookie)
+    clock.advance(timedelta(hours=1))  # the session TTL: ``expiring`` has expired
+    kinds = sorted(t.kind for t in auth.list_tokens(user.id))
+    assert kinds == ["pat", "session", "session"]
+    live = auth.login(token.token)  # purges the two ended sessions first
+    assert live is not None
+    stored = tokens.find_token(hash_credential(live.cookie))
+    assert stored is not None
+    assert [t.id for t in auth.list_tokens(user.id)] == [token.record.id, stored.id]
+    clock.advance(timedelta(hours=1))
+    assert auth.purge_sessions() == 1
+    assert [t.id for t in auth.list_tokens(user.id)] == [token.record.id]
+    assert auth.resolve_bearer(token.token) is not None  # tokens are never purged

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clarion.app.usecases.host import AGENT_TOKEN_PREFIX, UNOWNED_WORKSPACE_USER
+from clarion.adapters.memory import InMemoryTokenStore
+from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.usecases.host import AGENT_TOKEN_PREFIX, UNOWNED_WORKSPACE_USER, HostOperations
 from clarion.domain.errors import InvalidArgument, NotFound
 from clarion.domain.model import Identity, SessionState
 from clarion.ports.resume import RESUME_MESSAGE_TYPE
@@ -151,3 +153,38 @@ async def test_workflow_guard_reports_an_active_bundle(world: AppWorld) -> None:
     assert await world.services.host.session_has_active_bundle(ALICE, session.id)
     await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
     assert not await world.services.host.session_has_active_bundle(ALICE, session.id)
+
+
+async def test_with_a_user_directory_an_agent_acts_only_for_an_active_known_owner(
+    world: AppWorld,
+) -> None:
+    """Issue 14: the owner an agent acts as must be an active user; unowned workspaces need
+    none; a session in a terminal state refuses its token whatever the owner."""
+    users = InMemoryTokenStore(world.store, world.clock, world.ids)
+    host = HostOperations(
+        host=world.host,
+        claims=world.claims,
+        authorizer=HostTaskAuthorizer(world.host),
+        runner=world.services.runner,
+        users=users,
+    )
+    owner = users.create_user("ada")
+    owned = await host.create_session(UNSCOPED, world.task(owner.id).id)
+    stranger = await host.create_session(UNSCOPED, world.task("not-a-user").id)
+    loose = await host.create_session(UNSCOPED, world.host.create_task("loose", "").id)
+    assert await host.authenticate_agent(owned.session.id, owned.agent_token) == Identity.user(
+        owner.id
+    )
+    assert (await host.authenticate_agent(loose.session.id, loose.agent_token)).user_id == (
+        UNOWNED_WORKSPACE_USER
+    )
+    with pytest.raises(NotFound):
+        await host.authenticate_agent(stranger.session.id, stranger.agent_token)
+    users.deactivate_user(owner.id)
+    with pytest.raises(NotFound):
+        await host.authenticate_agent(owned.session.id, owned.agent_token)
+    await world.services.lifecycle.set_session_state(
+        UNSCOPED, loose.session.id, SessionState.CANCELLED
+    )
+    with pytest.raises(NotFound):
+        await host.authenticate_agent(loose.session.id, loose.agent_token)
