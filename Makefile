@@ -1,12 +1,14 @@
 # The two commands a newcomer needs (see README):
 #   make run   — set up the virtual environment if missing, then serve Clarion on SQLite
 #   make test  — set up the virtual environment if missing, then run every check and test
+# and the inner loop: make quick — lint, then the tests that need neither PostgreSQL, a browser
+# nor a wheel build.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.clarion-installed
 
-.PHONY: run test setup chromium lint typecheck unit bench clean
+.PHONY: run test quick setup chromium lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +38,9 @@ unit: $(STAMP) chromium
 	$(BIN)/python -m pytest --cov --cov-report=term-missing:skip-covered
 
 test: lint typecheck unit
+
+quick: lint
+	$(BIN)/python -m pytest -q -m "not postgres and not browser and not slow"
 
 # Speed and memory figures (printed, never asserted); PostgreSQL parts use
 # CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.

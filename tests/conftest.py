@@ -6,7 +6,7 @@ Tests that need PostgreSQL take ``make_postgres_database``, ``postgres_database_
 them starts (:mod:`tests.postgres_server`); they are never skipped for want of a server, and a
 skipped PostgreSQL test fails the run. With ``CLARION_REQUIRE_POSTGRES=1`` (what ``.ci/run``
 sets) a run in which no PostgreSQL test ran fails too, so CI can never pass without exercising
-PostgreSQL.
+PostgreSQL. Tests under ``tests/e2e`` are marked ``browser``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -34,6 +35,7 @@ settings.load_profile("clarion")
 POSTGRES_FIXTURES = frozenset(
     {"make_postgres_database", "postgres_database_url", "postgres_server_url"}
 )
+BROWSER_TESTS = Path(__file__).resolve().parent / "e2e"
 _postgres_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
 
 
@@ -68,6 +70,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.postgres)
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Building the wheel takes longer than the whole quick loop (`make quick` leaves it out).
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(name="wheel", scope="module")
