@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.clarion-installed
 
-.PHONY: run test quick setup chromium lint typecheck unit bench clean
+.PHONY: run test quick screenshots setup chromium lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: lint typecheck unit
 
 quick: lint
 	$(BIN)/python -m pytest -q -m "not postgres and not browser and not slow"
+
+# Rewrites docs/screenshots/*.png from a real server (the test run writes them to a temporary
+# directory otherwise).
+screenshots: $(STAMP) chromium
+	CLARION_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_screenshots.py
 
 # Speed and memory figures (printed, never asserted); PostgreSQL parts use
 # CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.
