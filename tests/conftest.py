@@ -92,6 +92,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if not skipped:
             message = f"CLARION_REQUIRE_POSTGRES=1 but {message}"
         if reporter is not None:
+            # After -q's progress dots the line is still open.
+            reporter.write("\n")
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
