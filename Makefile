@@ -55,4 +55,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.multiprocess_bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .hypothesis .coverage build dist
