@@ -6,7 +6,8 @@ Tests that need PostgreSQL take ``make_postgres_database``, ``postgres_database_
 them starts (:mod:`tests.postgres_server`); they are never skipped for want of a server, and a
 skipped PostgreSQL test fails the run. With ``CLARION_REQUIRE_POSTGRES=1`` (what ``.ci/run``
 sets) a run in which no PostgreSQL test ran fails too, so CI can never pass without exercising
-PostgreSQL. Tests under ``tests/e2e`` are marked ``browser``.
+PostgreSQL. Tests under ``tests/e2e`` are marked ``browser``; those marked
+``embedded_postgres`` (the embedded server's own) are left out when a server is named.
 """
 
 from __future__ import annotations
@@ -66,12 +67,18 @@ def fixture_anyio_backend() -> str:
     return "asyncio"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.postgres)
         if item.path.is_relative_to(BROWSER_TESTS):
             item.add_marker(pytest.mark.browser)
+    if os.environ.get(ENV_URL):
+        # A named server replaces the embedded one entirely: its own tests start none either.
+        embedded = [item for item in items if "embedded_postgres" in item.keywords]
+        if embedded:
+            config.hook.pytest_deselected(items=embedded)
+            items[:] = [item for item in items if item not in embedded]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -82,6 +82,7 @@ def test_stopping_removes_the_directory_even_when_the_server_fails_to_stop() -> 
 
 
 @pytest.mark.postgres
+@pytest.mark.embedded_postgres
 def test_a_real_embedded_server_serves_sql_and_is_gone_after_stopping() -> None:
     embedded = EmbeddedPostgres.start()
     try:
