@@ -1,12 +1,14 @@
 # The two commands a newcomer needs (see README):
 #   make run   — set up the virtual environment if missing, then serve Clarion on SQLite
 #   make test  — set up the virtual environment if missing, then run every check and test
+# and the inner loop: make quick — lint, then the tests that need neither PostgreSQL, a browser
+# nor a wheel build.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.clarion-installed
 
-.PHONY: run test setup chromium lint typecheck unit bench clean
+.PHONY: run test quick screenshots setup chromium lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +39,14 @@ unit: $(STAMP) chromium
 
 test: lint typecheck unit
 
+quick: lint
+	$(BIN)/python -m pytest -q -m "not postgres and not browser and not slow"
+
+# Rewrites docs/screenshots/*.png from a real server (the test run writes them to a temporary
+# directory otherwise).
+screenshots: $(STAMP) chromium
+	CLARION_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_screenshots.py
+
 # Speed and memory figures (printed, never asserted); PostgreSQL parts use
 # CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.
 bench: $(STAMP)
@@ -45,4 +55,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.multiprocess_bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .hypothesis .coverage build dist

@@ -1,9 +1,13 @@
-"""Shared fixtures: the anyio backend and fresh PostgreSQL databases.
+"""Shared fixtures: the anyio backend, the PostgreSQL server and fresh databases on it.
 
-Tests that need PostgreSQL take the ``make_postgres_database`` (or ``postgres_database_url``)
-fixture and are marked ``postgres`` automatically. They run when ``CLARION_TEST_POSTGRES_URL``
-is set. With ``CLARION_REQUIRE_POSTGRES=1`` (what ``.ci/run`` sets) a skipped or missing
-PostgreSQL test fails the run, so CI can never pass without exercising PostgreSQL.
+Tests that need PostgreSQL take ``make_postgres_database``, ``postgres_database_url`` or
+``postgres_server_url`` and are marked ``postgres`` automatically. They run on the server
+``CLARION_TEST_POSTGRES_URL`` names or, without it, on one embedded server that the first of
+them starts (:mod:`tests.postgres_server`); they are never skipped for want of a server, and a
+skipped PostgreSQL test fails the run. With ``CLARION_REQUIRE_POSTGRES=1`` (what ``.ci/run``
+sets) a run in which no PostgreSQL test ran fails too, so CI can never pass without exercising
+PostgreSQL. Tests under ``tests/e2e`` are marked ``browser``; those marked
+``embedded_postgres`` (the embedded server's own) are left out when a server is named.
 """
 
 from __future__ import annotations
@@ -11,16 +15,28 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from sqlalchemy.engine import make_url
+
+from tests.postgres_server import (
+    ENV_URL,
+    EmbeddedPostgres,
+    EmbeddedPostgresUnavailable,
+    admin_connection,
+)
 
 # The machines are shared and noisy: timing must never fail a property test (speed is measured
 # by benchmarks/, not asserted here).
 settings.register_profile("clarion", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("clarion")
 
-POSTGRES_FIXTURES = frozenset({"make_postgres_database", "postgres_database_url"})
+POSTGRES_FIXTURES = frozenset(
+    {"make_postgres_database", "postgres_database_url", "postgres_server_url"}
+)
+BROWSER_TESTS = Path(__file__).resolve().parent / "e2e"
 _postgres_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
 
 
@@ -51,10 +67,18 @@ def fixture_anyio_backend() -> str:
     return "asyncio"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.postgres)
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
+    if os.environ.get(ENV_URL):
+        # A named server replaces the embedded one entirely: its own tests start none either.
+        embedded = [item for item in items if "embedded_postgres" in item.keywords]
+        if embedded:
+            config.hook.pytest_deselected(items=embedded)
+            items[:] = [item for item in items if item not in embedded]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -65,58 +89,56 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if not _require_postgres() or session.config.option.collectonly:
+    if session.config.option.collectonly:
         return
     ran = _postgres_outcomes["passed"] + _postgres_outcomes["failed"]
-    if _postgres_outcomes["skipped"] or ran == 0:
+    skipped = _postgres_outcomes["skipped"]
+    if skipped or (_require_postgres() and ran == 0):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        message = (
-            f"CLARION_REQUIRE_POSTGRES=1 but {_postgres_outcomes['skipped']} PostgreSQL test(s) "
-            f"were skipped and {ran} ran"
-        )
+        message = f"{skipped} PostgreSQL test(s) were skipped and {ran} ran"
+        if not skipped:
+            message = f"CLARION_REQUIRE_POSTGRES=1 but {message}"
         if reporter is not None:
+            # After -q's progress dots the line is still open.
+            reporter.write("\n")
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _admin_url() -> str:
-    url = os.environ.get("CLARION_TEST_POSTGRES_URL", "")
-    if not url:
-        if _require_postgres():
-            pytest.fail("CLARION_REQUIRE_POSTGRES=1 needs CLARION_TEST_POSTGRES_URL")
-        pytest.skip("CLARION_TEST_POSTGRES_URL is not set")
-    return url
+@pytest.fixture(name="postgres_server_url", scope="session")
+def fixture_postgres_server_url() -> Iterator[str]:
+    """The server to create test databases on: ``CLARION_TEST_POSTGRES_URL``'s or, without it,
+    an embedded one started now and stopped when the session ends."""
+    url = os.environ.get(ENV_URL, "")
+    if url:
+        yield url
+        return
+    try:
+        server = EmbeddedPostgres.start()
+    except EmbeddedPostgresUnavailable as error:
+        pytest.exit(str(error), returncode=pytest.ExitCode.TESTS_FAILED)
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(name="make_postgres_database")
-def fixture_make_postgres_database() -> Iterator[Callable[[], str]]:
+def fixture_make_postgres_database(postgres_server_url: str) -> Iterator[Callable[[], str]]:
     """A factory of fresh, empty PostgreSQL databases, each dropped after the test."""
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    admin = make_url(_admin_url())
+    admin = make_url(postgres_server_url)
     created: list[str] = []
-
-    def connect() -> psycopg.Connection[tuple[object, ...]]:
-        return psycopg.connect(
-            host=admin.host or "127.0.0.1",
-            port=admin.port or 5432,
-            user=admin.username or "postgres",
-            password=admin.password,
-            dbname=admin.database or "postgres",
-            autocommit=True,
-        )
 
     def make() -> str:
         name = f"clarion_test_{uuid.uuid4().hex[:16]}"
-        with connect() as conn:
+        with admin_connection(postgres_server_url) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         created.append(name)
         return admin.set(database=name).render_as_string(hide_password=False)
 
     yield make
     if created:
-        with connect() as conn:
+        with admin_connection(postgres_server_url) as conn:
             for name in created:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

@@ -1,10 +1,16 @@
-"""Screenshots of the inbox for the README (written to ``docs/screenshots/``), taken from a
-real server with a clean inbox — and the phone-sized layout checked while we are there."""
+"""Screenshots of the inbox for the README, taken from a real server with a clean inbox — and
+the phone-sized layout checked while we are there.
+
+They go to a temporary directory, so a test run leaves the tracked images alone;
+``CLARION_UPDATE_SCREENSHOTS=1`` (what ``make screenshots`` sets) writes them to
+``docs/screenshots/`` instead."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.actors import Rest, question
@@ -12,7 +18,7 @@ from tests.e2e.conftest import PageFactory
 from tests.e2e.inbox import bundle_card
 from tests.e2e.server import ServedClarion
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+TRACKED_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 WIDE = {"width": 900, "height": 700}
 PHONE = {"width": 390, "height": 844}
 
@@ -57,11 +63,19 @@ def _seed(served: ServedClarion) -> tuple[str, str]:
     return first, second
 
 
+@pytest.fixture(name="screenshots")
+def fixture_screenshots(tmp_path: Path) -> Path:
+    """Where this run's screenshots go."""
+    if os.environ.get("CLARION_UPDATE_SCREENSHOTS") == "1":
+        return TRACKED_SCREENSHOTS
+    return tmp_path
+
+
 def test_the_inbox_and_an_answer_in_progress_are_captured_for_the_readme(
-    open_page: PageFactory, fresh_clarion: ServedClarion
+    open_page: PageFactory, fresh_clarion: ServedClarion, screenshots: Path
 ) -> None:
     first, second = _seed(fresh_clarion)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    screenshots.mkdir(parents=True, exist_ok=True)
 
     page = open_page(fresh_clarion, viewport=WIDE)
     expect(bundle_card(page, second)).to_be_visible()
@@ -71,7 +85,7 @@ def test_the_inbox_and_an_answer_in_progress_are_captured_for_the_readme(
         first,
         second,
     ]
-    page.screenshot(path=SCREENSHOTS / "inbox.png", full_page=True)
+    page.screenshot(path=screenshots / "inbox.png", full_page=True)
 
     card = bundle_card(page, first)
     card.get_by_label("Split screen").check()
@@ -80,12 +94,12 @@ def test_the_inbox_and_an_answer_in_progress_are_captured_for_the_readme(
     card.get_by_label("Your own answer (optional)").nth(1).fill(
         "Drop the magic link; nobody uses it."
     )
-    card.screenshot(path=SCREENSHOTS / "answering.png")
+    card.screenshot(path=screenshots / "answering.png")
     card.get_by_role("button", name="Submit answer").click()
     expect(card.get_by_text("Your answer was sent to the agent.")).to_be_visible()
-    card.screenshot(path=SCREENSHOTS / "answered.png")
+    card.screenshot(path=screenshots / "answered.png")
 
     phone = open_page(fresh_clarion, viewport=PHONE)
     expect(bundle_card(phone, second)).to_be_visible()
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    phone.screenshot(path=SCREENSHOTS / "inbox-phone.png", full_page=True)
+    phone.screenshot(path=screenshots / "inbox-phone.png", full_page=True)

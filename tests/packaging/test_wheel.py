@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -10,10 +11,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Building the wheel takes longer than the whole quick loop (`make quick` leaves it out).
+pytestmark = pytest.mark.slow
+
+
+# What a build of the working tree must not see (and what it would otherwise leave in it).
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", ".*cache", ".hypothesis", ".coverage*"
+)
 
 
 @pytest.fixture(name="wheel", scope="module")
 def fixture_wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    # pip builds a local directory in place (build/, *.egg-info), so build a copy of the tree:
+    # a test run leaves the working tree as it found it.
+    source = tmp_path_factory.mktemp("source") / "clarion"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=_NOT_SOURCE)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
@@ -26,7 +39,7 @@ def fixture_wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
             "--no-build-isolation",
             "--wheel-dir",
             str(out),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         cwd=out,

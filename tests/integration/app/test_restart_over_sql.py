@@ -62,7 +62,9 @@ def _process(url: str) -> tuple[Services, Engine]:
     return services, engine
 
 
-@pytest.fixture(name="database_url", params=["sqlite", "postgresql"])
+@pytest.fixture(
+    name="database_url", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def fixture_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'clarion.db'}"

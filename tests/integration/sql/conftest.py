@@ -23,8 +23,8 @@ def fixture_sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 @pytest.fixture(name="shared_postgres_engine", scope="module")
-def fixture_shared_postgres_engine() -> Iterator[Engine]:
-    with migrated_postgres_engine() as engine:
+def fixture_shared_postgres_engine(postgres_server_url: str) -> Iterator[Engine]:
+    with migrated_postgres_engine(postgres_server_url) as engine:
         yield engine
 
 

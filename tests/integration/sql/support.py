@@ -8,14 +8,11 @@ which leaves each test exactly the empty, migrated database a fresh one would be
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
@@ -32,44 +29,23 @@ from clarion.adapters.system import UuidIds
 from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST
 from clarion.ports.system import IdGenerator
 from clarion.ports.testing import ContractWorld, ManualClock, row_metadata
-
-
-def postgres_admin_url() -> str:
-    """The server to create test databases on; skips (or, in CI, fails) without one."""
-    url = os.environ.get("CLARION_TEST_POSTGRES_URL", "")
-    if not url:
-        if os.environ.get("CLARION_REQUIRE_POSTGRES") == "1":
-            pytest.fail("CLARION_REQUIRE_POSTGRES=1 needs CLARION_TEST_POSTGRES_URL")
-        pytest.skip("CLARION_TEST_POSTGRES_URL is not set")
-    return url
-
-
-def _admin_connection(admin_url: str) -> psycopg.Connection[tuple[object, ...]]:
-    admin = make_url(admin_url)
-    return psycopg.connect(
-        host=admin.host or "127.0.0.1",
-        port=admin.port or 5432,
-        user=admin.username or "postgres",
-        password=admin.password,
-        dbname=admin.database or "postgres",
-        autocommit=True,
-    )
+from tests.postgres_server import admin_connection
 
 
 @contextmanager
-def migrated_postgres_engine() -> Iterator[Engine]:
-    """A fresh, migrated PostgreSQL database (dropped afterwards) and its engine."""
-    admin_url = postgres_admin_url()
+def migrated_postgres_engine(server_url: str) -> Iterator[Engine]:
+    """A fresh, migrated PostgreSQL database on the server (dropped afterwards) and its
+    engine."""
     name = f"clarion_sql_{uuid.uuid4().hex[:16]}"
-    with _admin_connection(admin_url) as connection:
+    with admin_connection(server_url) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
-    engine = create_engine(make_url(admin_url).set(database=name))
+    engine = create_engine(make_url(server_url).set(database=name))
     try:
         upgrade_database(engine)
         yield engine
     finally:
         engine.dispose()
-        with _admin_connection(admin_url) as connection:
+        with admin_connection(server_url) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
