@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--allowed-hosts",
-        help="comma-separated Host names MCP accepts besides loopback (env CLARION_ALLOWED_HOSTS)",
+        help="comma-separated Host names served besides loopback: name (any port) or name:port "
+        "(env CLARION_ALLOWED_HOSTS)",
     )
 
     db = commands.add_parser("db", help="database maintenance")

@@ -40,7 +40,7 @@ class Settings:
     # Live delivery to waiting agents: "memory" (one process), "postgres" (LISTEN/NOTIFY, several
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
-    allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
+    allowed_hosts: tuple[str, ...] = ()  # extra Host names served besides loopback
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
