@@ -3,8 +3,10 @@ as an id that never existed? (issue #14: the medians must lie within 0.2 ms.)
 
 With authentication enabled, alice asks one bundle; bob (who may not see it) then calls the
 REST routes that take a pending id with alice's id ("foreign") and with a fresh random id
-("fabricated"), alternating, and the script prints the median and the 90th percentile of each
-kind per route, and the difference of the medians. Every call must be the same 404 both ways.
+("fabricated"), alternating, and the script prints per route the median wall-clock time of
+each kind, the difference of the medians, and the same for the process's CPU time (which a
+busy machine inflates far less: the wall clock also counts the time spent waiting for a
+core). Every call must be the same 404 both ways.
 
 Run::
 
@@ -57,11 +59,6 @@ def _quiet() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
 def run(database_url: str, samples: int, warmup: int) -> bool:
     clarion = build_clarion(Settings(database_url=database_url, auth_enabled=True))
     auth = clarion.authentication
@@ -88,31 +85,34 @@ def run(database_url: str, samples: int, warmup: int) -> bool:
         foreign = created.json()["pending_id"]
         print(f"database: {clarion.database_label}; {samples} samples per kind and route")
         print(
-            f"{'route':36} {'foreign ms':>11} {'fabricated ms':>14} {'diff ms':>8}   p90 f / p90 x"
+            f"{'median, ms':36} {'foreign':>8} {'fabricated':>10} {'diff':>7}"
+            f"   {'cpu foreign':>11} {'cpu fabricated':>14} {'cpu diff':>8}"
         )
         for label, call in ROUTES.items():
-            timings: dict[str, list[float]] = {"foreign": [], "fabricated": []}
+            wall: dict[str, list[float]] = {"foreign": [], "fabricated": []}
+            cpu: dict[str, list[float]] = {"foreign": [], "fabricated": []}
             for round_ in range(warmup + samples):
                 for kind in ("foreign", "fabricated"):
                     pending_id = foreign if kind == "foreign" else str(uuid.uuid4())
-                    started = time.perf_counter()
+                    started, started_cpu = time.perf_counter(), time.process_time()
                     status = call(client, pending_id, bob)
                     elapsed = (time.perf_counter() - started) * 1000
+                    elapsed_cpu = (time.process_time() - started_cpu) * 1000
                     if status != 404:
                         raise SystemExit(f"{label} {kind}: expected 404, got {status}")
                     if round_ >= warmup:
-                        timings[kind].append(elapsed)
-            f_med = statistics.median(timings["foreign"])
-            x_med = statistics.median(timings["fabricated"])
-            diff = f_med - x_med
-            within = within and abs(diff) <= TARGET_MS
-            print(
-                f"{label:36} {f_med:11.3f} {x_med:14.3f} {diff:+8.3f}   "
-                f"{_percentile(timings['foreign'], 0.9):.3f} / "
-                f"{_percentile(timings['fabricated'], 0.9):.3f}"
-            )
+                        wall[kind].append(elapsed)
+                        cpu[kind].append(elapsed_cpu)
+            figures = []
+            for timings in (wall, cpu):
+                f_med = statistics.median(timings["foreign"])
+                x_med = statistics.median(timings["fabricated"])
+                figures.append((f_med, x_med, f_med - x_med))
+            (wf, wx, wd), (cf, cx, cd) = figures
+            within = within and abs(wd) <= TARGET_MS
+            print(f"{label:36} {wf:8.3f} {wx:10.3f} {wd:+7.3f}   {cf:11.3f} {cx:14.3f} {cd:+8.3f}")
     clarion.close()
-    print(f"medians within {TARGET_MS} ms on every route: {'yes' if within else 'NO'}")
+    print(f"wall-clock medians within {TARGET_MS} ms on every route: {'yes' if within else 'NO'}")
     return within
 
 
