@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -35,13 +36,18 @@ async def _hello(request: Request) -> PlainTextResponse:
     return PlainTextResponse("hello")
 
 
+async def _slow(request: Request) -> PlainTextResponse:
+    await anyio.sleep(1.0)  # longer than the header timeout of the test below
+    return PlainTextResponse("late")
+
+
 @contextmanager
 def serving(**limits: object) -> Iterator[int]:
     import uvicorn
 
     port = _free_port()
     settings = Settings(database_url="memory://", port=port, **limits)  # type: ignore[arg-type]
-    app = Starlette(routes=[Route("/", _hello)])
+    app = Starlette(routes=[Route("/", _hello), Route("/slow", _slow)])
     server = uvicorn.Server(uvicorn_config(app, settings, lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -70,9 +76,9 @@ def _closed_by_server(connection: socket.socket) -> bool:
         return True
 
 
-def _response(connection: socket.socket) -> bytes:
+def _response(connection: socket.socket, request: bytes = REQUEST) -> bytes:
     """Send one request and read its whole response (head and Content-Length body)."""
-    connection.sendall(REQUEST)
+    connection.sendall(request)
     received = b""
     while b"\r\n\r\n" not in received:
         chunk = connection.recv(4096)
@@ -122,6 +128,14 @@ def test_a_request_head_sent_a_byte_at_a_time_is_cut_off() -> None:
         assert closed
 
 
+def test_a_request_that_runs_longer_than_the_header_timeout_is_answered() -> None:
+    """The timeout covers waiting for a request head, never a request being served (asks,
+    waits and event streams run for minutes)."""
+    slow = b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with serving(header_timeout_s=0.2) as port, _connect(port) as client:
+        assert _response(client, slow).endswith(b"late")
+
+
 def test_a_keep_alive_connection_is_served_then_closed_when_idle() -> None:
     with serving(header_timeout_s=30, keep_alive_timeout_s=0.5) as port, _connect(port) as client:
         first = _response(client)
@@ -149,3 +163,23 @@ def test_connections_beyond_the_concurrency_limit_get_503() -> None:
         finally:
             for connection in held:
                 connection.close()
+
+
+def test_serve_raises_the_open_file_limit_to_fit_the_connections_or_says_why_not() -> None:
+    import resource
+
+    from clarion.app.serving import RESERVED_FILES, ensure_open_files
+
+    original = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft, hard = original
+    try:
+        assert ensure_open_files(1) == ""
+        if hard == resource.RLIM_INFINITY:
+            return  # nothing can be out of reach
+        assert ensure_open_files(hard - RESERVED_FILES) == ""
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == max(soft, hard)
+        warning = ensure_open_files(hard)
+        assert f"the open-file limit ({hard})" in warning
+        assert "ulimit -n" in warning
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, original)
