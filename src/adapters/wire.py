@@ -28,6 +28,27 @@ from clarion.domain.questions import OptionDraft, QuestionDraft
 T = TypeVar("T")
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (Python's parser would keep the last silently, so two
+    readers of one body could disagree about what it says)."""
+
+    def __init__(self, key: str) -> None:
+        shown = key if len(key) <= 64 else key[:64] + "…"
+        super().__init__(f"duplicate key {shown!r} in a JSON object")
+        self.key = key
+
+
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads`: builds the object, or raises
+    :class:`DuplicateKey` naming the first key that appears twice."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with ``Z``; fractional seconds only when non-zero, trailing zeros trimmed."""
     utc = moment.astimezone(UTC)

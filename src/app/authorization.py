@@ -8,6 +8,9 @@ from clarion.domain.listing import Visibility, workspace_visible_to
 from clarion.domain.model import Identity
 from clarion.ports.host import HostRepository
 
+# A workspace id no workspace has (see authorize_task).
+ABSENT_WORKSPACE_ID = "clarion:absent-workspace"
+
 
 class HostTaskAuthorizer:
     """Authorizes tasks by their workspace's owner, as recorded by the host repository."""
@@ -25,11 +28,14 @@ class HostTaskAuthorizer:
         if not identity.is_scoped:
             return
         task = self._host.get_task(task_id) if task_id else None
+        if task is not None and task.workspace_id == "":
+            return  # D5: a task without a workspace is visible to everyone
+        # A missing task costs the same two lookups as a foreign one: no timing oracle.
+        workspace = self._host.get_workspace(
+            task.workspace_id if task is not None else ABSENT_WORKSPACE_ID
+        )
         if task is None:
             raise NotFound(NOT_FOUND_MESSAGE)
-        if task.workspace_id == "":
-            return  # D5: a task without a workspace is visible to everyone
-        workspace = self._host.get_workspace(task.workspace_id)
         # L1c disjunct 2: a dangling workspace reference does not hide the task.
         if workspace is None or workspace_visible_to(workspace.owner_id, identity):
             return

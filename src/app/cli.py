@@ -28,6 +28,8 @@ from clarion.app.settings import (
     parse_auth,
     parse_live_delivery,
     parse_log_format,
+    parse_positive_float,
+    parse_positive_int,
 )
 from clarion.app.usecases.auth import Authentication
 from clarion.domain.errors import ClarionError
@@ -97,7 +99,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--allowed-hosts",
-        help="comma-separated Host names MCP accepts besides loopback (env CLARION_ALLOWED_HOSTS)",
+        help="comma-separated Host names served besides loopback: name (any port) or name:port "
+        "(env CLARION_ALLOWED_HOSTS)",
+    )
+    serve.add_argument(
+        "--limit-concurrency",
+        help="open connections and running requests before new requests get 503 "
+        "(env CLARION_LIMIT_CONCURRENCY; default 1000)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        help="seconds a connection may take to send a request head, from when it opens or "
+        "its last response ended (env CLARION_HEADER_TIMEOUT_S; default 10)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        help="seconds a connection may stay idle between requests "
+        "(env CLARION_KEEP_ALIVE_TIMEOUT_S; default 5)",
     )
 
     db = commands.add_parser("db", help="database maintenance")
@@ -196,6 +214,7 @@ def _serve(args: argparse.Namespace) -> int:
             super().handle_exit(sig, frame)
 
     from clarion.app.compose import build_clarion
+    from clarion.app.serving import ensure_open_files, uvicorn_config
 
     settings = _settings(
         args,
@@ -213,6 +232,15 @@ def _serve(args: argparse.Namespace) -> int:
         log_format=None
         if args.log_format is None
         else parse_log_format(args.log_format, "--log-format"),
+        limit_concurrency=None
+        if args.limit_concurrency is None
+        else parse_positive_int(args.limit_concurrency, "--limit-concurrency"),
+        header_timeout_s=None
+        if args.header_timeout is None
+        else parse_positive_float(args.header_timeout, "--header-timeout"),
+        keep_alive_timeout_s=None
+        if args.keep_alive_timeout is None
+        else parse_positive_float(args.keep_alive_timeout, "--keep-alive-timeout"),
     )
     configure_logging(settings.log_format)
     clarion = build_clarion(settings)
@@ -223,15 +251,9 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(
-        clarion.asgi_app,
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-    )
+    if warning := ensure_open_files(settings.limit_concurrency):
+        print(f"clarion: warning: {warning}", file=sys.stderr, flush=True)
+    config = uvicorn_config(clarion.asgi_app, settings, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     try:
         _Server(config, on_exit=clarion.begin_shutdown).run()
     finally:

@@ -18,12 +18,12 @@ import anyio
 import attrs
 import sqlalchemy as sa
 import structlog
-from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 
 from clarion.adapters.events import InProcessEventBus
-from clarion.adapters.mcp import build_mcp, local_transport_security
+from clarion.adapters.http_guard import HostAllowlist
+from clarion.adapters.mcp import build_mcp
 from clarion.adapters.memory import (
     InMemoryClaimRepository,
     InMemoryHostRepository,
@@ -207,22 +207,16 @@ def _live_delivery(
     )
 
 
-def _transport_security(settings: Settings) -> TransportSecuritySettings:
-    """The MCP Host/Origin check: loopback names, plus ``CLARION_ALLOWED_HOSTS``."""
-    local = local_transport_security()
-    if not settings.allowed_hosts:
-        return local
-    hosts = [*local.allowed_hosts]
-    origins = [*local.allowed_origins]
-    for name in settings.allowed_hosts:
-        # "name" admits the bare Host a proxy on 80/443 sends and "name:<any port>".
-        patterns = [name] if ":" in name else [name, f"{name}:*"]
-        for pattern in patterns:
-            hosts.append(pattern)
-            origins.extend((f"http://{pattern}", f"https://{pattern}"))
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
+def _allowed_hosts(settings: Settings) -> HostAllowlist:
+    """The ``Host`` names served: loopback names, plus ``CLARION_ALLOWED_HOSTS``.
+
+    Raises:
+        ValidationError: an entry is neither ``name`` nor ``name:port``.
+    """
+    try:
+        return HostAllowlist.of(settings.allowed_hosts)
+    except ValueError as exc:
+        raise ValidationError(str(exc), field="allowed_hosts") from exc
 
 
 def build_clarion(
@@ -246,6 +240,7 @@ def build_clarion(
     stream and the web inbox to work.
     """
     settings = settings if settings is not None else Settings.from_env()
+    allowed_hosts = _allowed_hosts(settings)
     clock = clock or SystemClock()
     ids = ids or UuidIds()
     storage = _storage(settings, clock, ids)
@@ -284,7 +279,7 @@ def build_clarion(
         authentication=authentication,
         tool_suffix=settings.tool_suffix,
         progress_interval=settings.progress_interval_s,
-        transport_security=_transport_security(settings),
+        allowed_hosts=allowed_hosts,
     )
 
     @asynccontextmanager
@@ -321,6 +316,7 @@ def build_clarion(
         auth_enabled=settings.auth_enabled,
         authentication=authentication,
         database_check=storage.check,
+        allowed_hosts=allowed_hosts,
         extra_routes=[*mcp.routes, *web_routes()],
         lifespan=lifespan,
     )

@@ -40,7 +40,13 @@ class Settings:
     # Live delivery to waiting agents: "memory" (one process), "postgres" (LISTEN/NOTIFY, several
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
-    allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
+    allowed_hosts: tuple[str, ...] = ()  # extra Host names served besides loopback
+    # Connections (clarion.app.serving): beyond limit_concurrency open connections or running
+    # requests uvicorn answers 503; a connection waiting for a request head longer than
+    # header_timeout_s, or idle between requests longer than keep_alive_timeout_s, is closed.
+    limit_concurrency: int = 1000
+    header_timeout_s: float = 10.0
+    keep_alive_timeout_s: float = 5.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -63,13 +69,21 @@ class Settings:
         if webhook := env.get("CLARION_RESUME_WEBHOOK"):
             values["resume_webhook"] = webhook
         if timeout := env.get("CLARION_ASK_TIMEOUT_S"):
-            values["ask_timeout_s"] = _positive_float(timeout, "CLARION_ASK_TIMEOUT_S")
+            values["ask_timeout_s"] = parse_positive_float(timeout, "CLARION_ASK_TIMEOUT_S")
         if log_format := env.get("CLARION_LOG_FORMAT"):
             values["log_format"] = parse_log_format(log_format, "CLARION_LOG_FORMAT")
         if live := env.get("CLARION_LIVE_DELIVERY"):
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
+        if limit := env.get("CLARION_LIMIT_CONCURRENCY"):
+            values["limit_concurrency"] = parse_positive_int(limit, "CLARION_LIMIT_CONCURRENCY")
+        if header := env.get("CLARION_HEADER_TIMEOUT_S"):
+            values["header_timeout_s"] = parse_positive_float(header, "CLARION_HEADER_TIMEOUT_S")
+        if keep_alive := env.get("CLARION_KEEP_ALIVE_TIMEOUT_S"):
+            values["keep_alive_timeout_s"] = parse_positive_float(
+                keep_alive, "CLARION_KEEP_ALIVE_TIMEOUT_S"
+            )
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -100,6 +114,16 @@ def parse_log_format(value: str, name: str) -> LogFormat:
     raise ValidationError(f"{name} must be 'json' or 'console', got {value!r}", field=name)
 
 
+def parse_positive_int(value: str, name: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValidationError(f"{name} must be a positive whole number, got {value!r}", field=name)
+    return number
+
+
 def _port(value: str, name: str) -> int:
     try:
         port = int(value)
@@ -110,7 +134,7 @@ def _port(value: str, name: str) -> int:
     return port
 
 
-def _positive_float(value: str, name: str) -> float:
+def parse_positive_float(value: str, name: str) -> float:
     try:
         number = float(value)
     except ValueError:

@@ -15,6 +15,8 @@ def test_defaults_match_the_documented_interface() -> None:
     assert settings.auth_enabled is False
     assert settings.resume_webhook == ""
     assert settings.ask_timeout_s == 7200.0
+    assert settings.limit_concurrency == 1000
+    assert (settings.header_timeout_s, settings.keep_alive_timeout_s) == (10.0, 5.0)
 
 
 def test_environment_variables_are_read() -> None:
@@ -28,6 +30,9 @@ def test_environment_variables_are_read() -> None:
             "CLARION_ASK_TIMEOUT_S": "60",
             "CLARION_LOG_FORMAT": "json",
             "CLARION_ALLOWED_HOSTS": "clarion.internal, other:8080",
+            "CLARION_LIMIT_CONCURRENCY": "250",
+            "CLARION_HEADER_TIMEOUT_S": "2.5",
+            "CLARION_KEEP_ALIVE_TIMEOUT_S": "30",
         }
     )
     assert settings.database_url == "postgresql+psycopg://u@h/db"
@@ -37,6 +42,8 @@ def test_environment_variables_are_read() -> None:
     assert settings.ask_timeout_s == 60.0
     assert settings.log_format == "json"
     assert settings.allowed_hosts == ("clarion.internal", "other:8080")
+    assert settings.limit_concurrency == 250
+    assert (settings.header_timeout_s, settings.keep_alive_timeout_s) == (2.5, 30.0)
 
 
 def test_flags_win_over_the_environment_and_none_means_not_given() -> None:
@@ -54,6 +61,10 @@ def test_flags_win_over_the_environment_and_none_means_not_given() -> None:
         ("CLARION_ASK_TIMEOUT_S", "-1"),
         ("CLARION_ASK_TIMEOUT_S", "soon"),
         ("CLARION_LOG_FORMAT", "xml"),
+        ("CLARION_LIMIT_CONCURRENCY", "0"),
+        ("CLARION_LIMIT_CONCURRENCY", "many"),
+        ("CLARION_HEADER_TIMEOUT_S", "0"),
+        ("CLARION_KEEP_ALIVE_TIMEOUT_S", "-5"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str) -> None:

@@ -12,7 +12,6 @@ from clarion.adapters.mcp.surfaces import (
     McpSurfaces,
     build_mcp,
     external_server,
-    local_transport_security,
     session_server,
 )
 
@@ -24,6 +23,5 @@ __all__ = [
     "ToolNames",
     "build_mcp",
     "external_server",
-    "local_transport_security",
     "session_server",
 ]

@@ -22,9 +22,11 @@ import anyio
 import attrs
 import structlog
 from mcp.server import Server, ServerRequestContext
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
+    PARSE_ERROR,
     CallToolRequestParams,
     CallToolResult,
     ListToolsResult,
@@ -34,8 +36,9 @@ from mcp.types import (
 )
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clarion.adapters import wire
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
 from clarion.app.usecases.auth import identity_bound
 from clarion.domain.errors import ClarionError
@@ -229,6 +232,56 @@ class AuthGate:
         # Whatever an outer middleware concluded, inside the MCP surface the caller is this one.
         with identity_bound(caller.identity):
             await self._app(scope, receive, send)
+
+
+class DuplicateKeyGate:
+    """Pure ASGI wrapper: a posted body whose JSON objects name a key twice is refused before
+    the SDK, whose parser would silently keep the last value — HTTP 400 with a JSON-RPC parse
+    error naming the key (REST refuses the same bodies with its own 400).
+
+    The body is read here (up to ``max_body`` bytes, the SDK's own cap, which buffers it
+    anyway) and handed on unchanged; a larger body passes unread to the SDK's 413, and a body
+    that is not JSON to the SDK's own parse error.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
+        self._app = app
+        self._max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self._app(scope, receive, send)
+            return
+        received: list[Message] = []
+        size = 0
+        complete = False
+        while True:
+            message = await receive()
+            received.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self._max_body:
+                break
+            if not message.get("more_body", False):
+                complete = True
+                break
+        if complete:
+            body = b"".join(message.get("body", b"") for message in received)
+            try:
+                json.loads(body, object_pairs_hook=wire.refuse_duplicate_keys)
+            except wire.DuplicateKey as exc:
+                error = {"code": PARSE_ERROR, "message": f"Parse error: {exc}"}
+                refusal = {"jsonrpc": "2.0", "id": None, "error": error}
+                await JSONResponse(refusal, status_code=400)(scope, receive, send)
+                return
+            except (ValueError, RecursionError):
+                pass  # not JSON at all: the SDK answers with its own parse error
+
+        async def replay() -> Message:
+            return received.pop(0) if received else await receive()
+
+        await self._app(scope, replay, send)
 
 
 def bearer_token(scope: Scope) -> str:

@@ -38,12 +38,14 @@ from mcp.types import Tool
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
+from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tools
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
 from clarion.adapters.mcp.server import (
     Authenticator,
     AuthGate,
     Caller,
+    DuplicateKeyGate,
     RegisteredTool,
     ToolHandler,
     bearer_token,
@@ -63,14 +65,9 @@ _METHODS: Final = ["GET", "POST", "DELETE"]
 _log = structlog.get_logger(__name__)
 
 
-def local_transport_security() -> TransportSecuritySettings:
-    """DNS-rebinding protection for a server reached as localhost (the SDK's own default for
-    a loopback bind): only loopback ``Host`` and ``Origin`` values are accepted."""
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
+# The SDK's own Host/Origin check is off: :class:`HttpGuard` in front of each route is the one
+# implementation, shared with REST and the inbox (same 421 / 403, plus 415 for non-JSON posts).
+_SDK_CHECKS_OFF: Final = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 def _register(
@@ -183,7 +180,7 @@ def build_mcp(
     authentication: Authentication | None,
     tool_suffix: str = DEFAULT_SUFFIX,
     progress_interval: float = PROGRESS_INTERVAL_S,
-    transport_security: TransportSecuritySettings | None = None,
+    allowed_hosts: HostAllowlist | None = None,
     external_path: str = EXTERNAL_PATH,
     session_path: str = SESSION_PATH,
     legacy_sessions: bool = True,
@@ -191,9 +188,10 @@ def build_mcp(
     """Build both surfaces over ``services``.
 
     ``tool_suffix`` names the tools (``list_tasks`` + suffix); ``progress_interval`` is the
-    ask tool's keep-alive period (≤ 15 s); ``transport_security`` is the SDK's Host/Origin
-    check, :func:`local_transport_security` when None — a host serving other names must pass
-    its own. ``session_path`` must contain ``{session_id}``. ``legacy_sessions`` keeps
+    ask tool's keep-alive period (≤ 15 s); ``allowed_hosts`` are the ``Host`` names the
+    endpoints answer to (:class:`~clarion.adapters.http_guard.HttpGuard`, which also refuses
+    foreign origins and non-JSON posts; default loopback names only) — a host serving other
+    names must pass them. ``session_path`` must contain ``{session_id}``. ``legacy_sessions`` keeps
     ``Mcp-Session-Id`` sessions for 2025-11-25 clients (in memory: several processes behind one
     address then need sticky routing); False serves that era statelessly. The 2026-07-28
     protocol is sessionless either way.
@@ -207,7 +205,7 @@ def build_mcp(
     if not 0 < progress_interval <= PROGRESS_INTERVAL_S:
         raise ValueError("progress_interval must be in (0, 15] seconds")
     names = ToolNames(tool_suffix)
-    security = transport_security if transport_security is not None else local_transport_security()
+    security = _SDK_CHECKS_OFF
     external = external_server(services, names=names)
     session = session_server(services, names=names, progress_interval=progress_interval)
     external_manager = StreamableHTTPSessionManager(
@@ -217,18 +215,20 @@ def build_mcp(
         app=session, security_settings=security, stateless=not legacy_sessions
     )
     external_gate = AuthGate(
-        StreamableHTTPASGIApp(external_manager),
+        DuplicateKeyGate(StreamableHTTPASGIApp(external_manager)),
         external_authenticator(
             auth_enabled=auth_enabled, authentication=authentication, services=services
         ),
     )
     session_gate = AuthGate(
-        StreamableHTTPASGIApp(session_manager),
+        DuplicateKeyGate(StreamableHTTPASGIApp(session_manager)),
         session_authenticator(auth_enabled=auth_enabled, services=services),
     )
     routes: tuple[BaseRoute, ...] = (
-        Route(external_path, external_gate, methods=_METHODS),
-        Route(session_path, session_gate, methods=_METHODS),
+        Route(
+            external_path, HttpGuard(external_gate, allowed_hosts=allowed_hosts), methods=_METHODS
+        ),
+        Route(session_path, HttpGuard(session_gate, allowed_hosts=allowed_hosts), methods=_METHODS),
     )
     return McpSurfaces(
         routes=routes,

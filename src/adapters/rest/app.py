@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
 from clarion.adapters.rest.clarifications import clarification_routes
 from clarion.adapters.rest.errors import failure
@@ -98,11 +99,13 @@ def build_rest(
     event_source: EventSource | None = None,
     database_check: DatabaseCheck | None = None,
     heartbeat_s: float = 15.0,
+    allowed_hosts: HostAllowlist | None = None,
 ) -> RestApi:
-    """Every REST route, the request-log and authentication middleware, and the JSON
-    404/405 handler. ``event_source`` defaults to ``services.events`` when that publisher is
-    also a source (the in-process bus is); ``database_check`` raises when the database is
-    unreachable (``/healthz`` answers 503 then)."""
+    """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
+    JSON 404/405 handler. ``event_source`` defaults to ``services.events`` when that publisher
+    is also a source (the in-process bus is); ``database_check`` raises when the database is
+    unreachable (``/healthz`` answers 503 then); ``allowed_hosts`` are the ``Host`` names
+    served (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only)."""
     source = event_source
     if source is None and hasattr(services.events, "subscribe"):
         source = services.events  # type: ignore[assignment]
@@ -130,6 +133,7 @@ def build_rest(
     ]
     middleware = (
         Middleware(RequestLogMiddleware),
+        Middleware(HttpGuard, allowed_hosts=allowed_hosts),
         Middleware(
             AuthMiddleware,
             enabled=auth_enabled,
@@ -153,6 +157,7 @@ def create_rest_app(
     event_source: EventSource | None = None,
     database_check: DatabaseCheck | None = None,
     heartbeat_s: float = 15.0,
+    allowed_hosts: HostAllowlist | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
 ) -> Starlette:
@@ -165,6 +170,7 @@ def create_rest_app(
         event_source=event_source,
         database_check=database_check,
         heartbeat_s=heartbeat_s,
+        allowed_hosts=allowed_hosts,
     )
     app = Starlette(
         routes=[*rest.routes, *extra_routes],

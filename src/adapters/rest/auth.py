@@ -6,13 +6,21 @@ credentials it presents. Auth enabled, in this order:
 1. ``Authorization: Bearer clarion_pat_…`` — a personal access token. A request that presents
    a bearer token is judged by it alone; a bad one is not rescued by a cookie.
 2. The ``clarion_session`` cookie set by ``POST /api/v1/auth/login`` (HttpOnly,
-   SameSite=Strict, ``Secure`` over https). **CSRF:** a cookie-authenticated request with an
-   unsafe method (anything but GET, HEAD, OPTIONS) must carry the session's CSRF token in the
-   ``X-CSRF-Token`` header, else it gets 403 ``{"error": "CSRF token missing or invalid"}``.
+   SameSite=Strict, ``Path=/``). Over https it is ``Secure`` and named
+   ``__Host-clarion_session`` (the CSRF cookie ``__Host-clarion_csrf``): the browser then
+   refuses such a cookie unless this origin set it over https, so a sibling subdomain or a
+   plain-http page cannot plant one. "Over https" is the request's ASGI scheme, which uvicorn
+   takes from ``X-Forwarded-Proto`` only for a trusted proxy (``FORWARDED_ALLOW_IPS``). Over
+   https only the prefixed names are read, over http only the plain ones.
+
+   **CSRF:** a cookie-authenticated request with an unsafe method (anything but GET, HEAD,
+   OPTIONS) must carry the session's CSRF token in the ``X-CSRF-Token`` header, else it gets
+   403 ``{"error": "CSRF token missing or invalid"}``.
    The token is returned by the login response and by ``GET /api/v1/auth/me``, and is also
    set in the readable ``clarion_csrf`` cookie (double submit); it is derived from the
-   HttpOnly session value, so a cross-site page can neither read nor forge it. Login itself
-   only accepts ``Content-Type: application/json``, which a cross-site form cannot send.
+   HttpOnly session value, so a cross-site page can neither read nor forge it. Login itself,
+   like every write, accepts only ``Content-Type: application/json``
+   (:mod:`clarion.adapters.http_guard`), which a cross-site form cannot send.
 
 Paths under ``/api/`` (except login and logout) need an identity: without one the answer is
 401 ``{"error": "authentication required"}`` with ``WWW-Authenticate: Bearer``. Every other
@@ -53,13 +61,13 @@ from clarion.adapters.rest.errors import (
     unauthenticated,
 )
 from clarion.app.usecases.auth import Authentication, identity_bound
-from clarion.domain.errors import ValidationError
 from clarion.domain.model import Identity
 
 log = structlog.get_logger(__name__)
 
 SESSION_COOKIE: Final = "clarion_session"
 CSRF_COOKIE: Final = "clarion_csrf"
+SECURE_PREFIX: Final = "__Host-"
 CSRF_HEADER: Final = "X-CSRF-Token"
 AUTH_SCOPE_KEY: Final = "clarion.auth"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -92,6 +100,15 @@ def require_identity(connection: HTTPConnection) -> Identity:
     if identity is None:  # only reachable when the middleware is not installed
         raise RuntimeError("no identity: AuthMiddleware is not installed")
     return identity
+
+
+def _is_https(connection: HTTPConnection) -> bool:
+    return connection.url.scheme in ("https", "wss")
+
+
+def cookie_name(base: str, connection: HTTPConnection) -> str:
+    """``base`` over http, ``__Host-`` + ``base`` over https (see the module docstring)."""
+    return SECURE_PREFIX + base if _is_https(connection) else base
 
 
 def _bearer(headers: Headers) -> str | None:
@@ -168,7 +185,7 @@ class AuthMiddleware:
                 authentication.resolve_bearer, bearer, limiter=self._limiter
             )
             return AuthContext(identity=identity, via="token" if identity else "none")
-        cookie = connection.cookies.get(SESSION_COOKIE)
+        cookie = connection.cookies.get(cookie_name(SESSION_COOKIE, connection))
         if cookie:
             session = await anyio.to_thread.run_sync(
                 authentication.resolve_session, cookie, limiter=self._limiter
@@ -207,12 +224,8 @@ def auth_routes(
 
     @guarded(Resource.NONE)
     async def login(request: Request) -> Response:
-        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json":
-            # Login CSRF: a cross-site form cannot send application/json without a preflight.
-            raise ValidationError(
-                "invalid payload: Content-Type must be application/json", field="content-type"
-            )
+        # Login CSRF: HttpGuard admits only application/json writes, which a cross-site form
+        # cannot send without a preflight.
         body = await read_model(request, LoginIn)
         session = (
             await anyio.to_thread.run_sync(authentication.login, body.token, limiter=limiter)
@@ -230,9 +243,9 @@ def auth_routes(
                 "expires_at": wire.format_timestamp(session.expires_at),
             }
         )
-        secure = request.url.scheme == "https"
+        secure = _is_https(request)
         response.set_cookie(
-            SESSION_COOKIE,
+            cookie_name(SESSION_COOKIE, request),
             session.cookie,
             expires=session.expires_at,
             path="/",
@@ -241,7 +254,7 @@ def auth_routes(
             samesite="strict",
         )
         response.set_cookie(
-            CSRF_COOKIE,
+            cookie_name(CSRF_COOKIE, request),
             session.csrf_token,
             expires=session.expires_at,
             path="/",
@@ -252,12 +265,21 @@ def auth_routes(
 
     @guarded(Resource.NONE)
     async def logout(request: Request) -> Response:
-        cookie = request.cookies.get(SESSION_COOKIE)
+        cookie = request.cookies.get(cookie_name(SESSION_COOKIE, request))
         if cookie and authentication is not None:
             await anyio.to_thread.run_sync(authentication.logout, cookie, limiter=limiter)
         response = JSONResponse({"success": True})
-        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
-        response.delete_cookie(CSRF_COOKIE, path="/", samesite="strict")
+        secure = _is_https(request)
+        response.delete_cookie(
+            cookie_name(SESSION_COOKIE, request),
+            path="/",
+            secure=secure,
+            httponly=True,
+            samesite="strict",
+        )
+        response.delete_cookie(
+            cookie_name(CSRF_COOKIE, request), path="/", secure=secure, samesite="strict"
+        )
         return response
 
     @guarded(Resource.NONE)

@@ -59,16 +59,23 @@ def _storable(value: Any) -> bool:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Parse a body as strict JSON (UTF-8, no NaN/Infinity, no NUL or lone surrogates).
+    """Parse a body as strict JSON (UTF-8, no NaN/Infinity, no key twice in one object, no NUL
+    or lone surrogates).
 
     Raises:
-        ValidationError: empty, not UTF-8, not JSON, or carrying text no store can keep;
-            ``field`` is ``body``.
+        ValidationError: empty, not UTF-8, not JSON, an object with a duplicate key, or text
+            no store can keep; ``field`` is ``body``.
     """
     if not raw.strip():
         raise ValidationError("invalid payload: request body is empty", field="body")
     try:
-        payload = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+        payload = json.loads(
+            raw.decode("utf-8"),
+            parse_constant=_refuse_constant,
+            object_pairs_hook=wire.refuse_duplicate_keys,
+        )
+    except wire.DuplicateKey as exc:
+        raise ValidationError(f"invalid payload: {exc}", field="body") from exc
     except UnicodeDecodeError as exc:
         raise ValidationError("invalid payload: body is not UTF-8", field="body") from exc
     except json.JSONDecodeError as exc:

@@ -2,8 +2,11 @@
 
 The schemas state exactly what the routes send and accept (closed objects, always-present
 keys per R12 and L4a, ``null`` only where T2 says so); the schemathesis run in the test suite
-holds them to it. With auth enabled every protected operation also documents 401 and, for
-writes, 403 (CSRF); with auth disabled neither can happen, so neither is listed.
+holds them to it. With auth enabled every protected operation also documents 401 (it cannot
+happen with auth disabled, so it is not listed then). In both modes every operation but
+``/healthz`` documents the HTTP guard's 421 (a Host that is not allowed) and 403 (a foreign
+Origin, or with auth enabled a cookie write without its CSRF token), and every write its 415
+(a body that is not ``application/json``).
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ JSON: Final = "application/json"
 _ERROR_TEXT: Final = {
     400: "Invalid input; the message names the offending field",
     401: "Authentication required",
-    403: "A cookie-authenticated write without its CSRF token",
+    403: "A foreign Origin, or a cookie-authenticated write without its CSRF token",
     404: "Not found, or not visible to the caller (indistinguishable)",
     409: "No longer active",
     413: "Request body over 1 MiB",
+    415: "A write whose body is not application/json",
+    421: "A Host header that is not an allowed host name",
     500: "Internal failure (never carries a driver's text)",
     503: "The database is unreachable",
     504: "The wait ended without an answer",
@@ -56,6 +61,7 @@ def _operation(
     parameters: tuple[Schema, ...] = (),
     protected: bool = True,
     write: bool = False,
+    guarded: bool = True,
     auth_enabled: bool,
     ok_media: str = JSON,
 ) -> Schema:
@@ -71,8 +77,10 @@ def _operation(
         codes |= {400, 413}
     if auth_enabled and protected:
         codes.add(401)
-    if auth_enabled and write:
-        codes.add(403)
+    if guarded:
+        codes |= {403, 421}
+    if write or body is not None:
+        codes.add(415)
     for code in sorted(codes):
         responses[str(code)] = _json(ref("Error"), _ERROR_TEXT[code])
     operation: Schema = {"operationId": operation_id, "summary": summary, "responses": responses}
@@ -328,6 +336,7 @@ def openapi_document(*, auth_enabled: bool) -> Schema:
                 ok=(200, "Health", "Alive, database reachable"),
                 errors=(503,),
                 protected=False,
+                guarded=False,
                 auth_enabled=auth_enabled,
             )
         },
@@ -336,7 +345,10 @@ def openapi_document(*, auth_enabled: bool) -> Schema:
                 "operationId": "openapi",
                 "summary": "This document",
                 "security": [],
-                "responses": {"200": _json({"type": "object"}, "The OpenAPI document")},
+                "responses": {
+                    "200": _json({"type": "object"}, "The OpenAPI document"),
+                    **{str(code): _json(ref("Error"), _ERROR_TEXT[code]) for code in (403, 421)},
+                },
             }
         },
     }
@@ -362,8 +374,8 @@ def openapi_document(*, auth_enabled: bool) -> Schema:
                 "type": "apiKey",
                 "in": "cookie",
                 "name": "clarion_session",
-                "description": "The browser session set by /api/v1/auth/login; "
-                "writes also need the X-CSRF-Token header",
+                "description": "The browser session set by /api/v1/auth/login "
+                "(__Host-clarion_session over https); writes also need the X-CSRF-Token header",
             },
         }
         document["security"] = [{"bearer": []}, {"session": []}]

@@ -96,6 +96,9 @@ def _select(connection: Connection, kind: Guard, params: dict[str, Any]) -> list
     return [message_record(row) for row in rows]
 
 
+_ABSENT_SESSION = "clarion:absent-session"  # a session id no session has (see load_bundle)
+
+
 class SqlClaimRepository:
     """Clarification rows in ``task_session_messages``; see the module docstring.
 
@@ -116,9 +119,11 @@ class SqlClaimRepository:
         with read_transaction(self._engine) as connection:
             records = _select(connection, "bundle", {"pending_id": pending_id})
             rows = order_rows(parse_row(record) for record in records)
-            if not rows:
-                return None
-            session = load_session(connection, rows[0].session_id)
+            # The session is looked up for a missing bundle too, so that a miss costs what a
+            # hit does: a caller cannot tell "someone else's" from "none" by the time taken.
+            session = load_session(connection, rows[0].session_id if rows else _ABSENT_SESSION)
+        if not rows:
+            return None
         return make_bundle(pending_id, rows, session.task_id if session else None)
 
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:

@@ -15,6 +15,10 @@ from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 
 SESSION_NOT_FOUND = "session not found"
+# A task id no task has. A bundle or session that does not exist is still authorized — against
+# this id — so that refusing it does the same work as refusing a foreign one, and the two take
+# the same time (no timing oracle: issue #14).
+ABSENT_TASK_ID = "clarion:absent-task"
 
 
 def authorize_task_id(authorizer: TaskAuthorizer, identity: Identity, task_id: str) -> None:
@@ -37,9 +41,12 @@ def load_authorized_bundle(
     claims: ClaimRepository, authorizer: TaskAuthorizer, identity: Identity, pending_id: str
 ) -> Bundle:
     """Steps 1–2: read the bundle's durable rows, resolve its task (M5), authorize (A8: the
-    task comes from the durable rows, never from anything in memory or from the caller)."""
+    task comes from the durable rows, never from anything in memory or from the caller). A
+    missing bundle is authorized too (:data:`ABSENT_TASK_ID`), so it costs what a foreign one
+    does."""
     bundle = claims.load_bundle(pending_id) if pending_id else None
     if bundle is None or not bundle.rows:
+        authorize_task_id(authorizer, identity, ABSENT_TASK_ID)
         raise NotFound(NOT_FOUND_MESSAGE)
     authorize_task_id(authorizer, identity, bundle.task_id)
     return bundle
@@ -48,13 +55,17 @@ def load_authorized_bundle(
 def load_authorized_session(
     host: HostRepository, authorizer: TaskAuthorizer, identity: Identity, session_id: str
 ) -> Session:
-    """The session, when it exists and its task is visible to ``identity`` (fixes §9.20)."""
+    """The session, when it exists and its task is visible to ``identity`` (fixes §9.20). A
+    missing session is authorized too (:data:`ABSENT_TASK_ID`), so it costs what a foreign
+    one does."""
     session = host.get_session(session_id) if session_id else None
-    if session is None:
-        raise NotFound(SESSION_NOT_FOUND)
     if identity.is_scoped:
         try:
-            authorizer.authorize_task(identity, session.task_id)
+            authorizer.authorize_task(
+                identity, session.task_id if session is not None else ABSENT_TASK_ID
+            )
         except NotFound:
             raise NotFound(SESSION_NOT_FOUND) from None
+    if session is None:
+        raise NotFound(SESSION_NOT_FOUND)
     return session

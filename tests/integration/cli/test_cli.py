@@ -275,3 +275,22 @@ def test_clarion_demo_tells_the_whole_story_and_exits_zero(
     out = capsys.readouterr().out
     assert "Demo finished" in out
     assert '"claimed": false' in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--limit-concurrency", "0"], "--limit-concurrency"),
+        (["--header-timeout", "soon"], "--header-timeout"),
+        (["--keep-alive-timeout", "-1"], "--keep-alive-timeout"),
+        (["--allowed-hosts", "https://clarion.example.com"], "https://clarion.example.com"),
+    ],
+)
+def test_bad_serve_limits_fail_with_one_line_naming_them(
+    database_url: str, flags: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--database-url", database_url, *flags]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("clarion: error: ")
+    assert named in err
+    assert err.count("\n") == 1

@@ -114,7 +114,7 @@ async def test_surfaces_refuse_missing_and_wrong_credentials_with_401(
 async def test_a_host_header_outside_the_allowed_names_is_refused(
     world: McpWorld, alice: Person
 ) -> None:
-    """The SDK's DNS-rebinding check is on by default (loopback names only)."""
+    """The DNS-rebinding check (``HttpGuard``) is on by default: loopback names only."""
     status, _, _ = await _post_status(world.external_url, alice.token, host="evil.example:80")
     assert status == 421
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from tests.integration.rest.harness import Caller, RestWorld, setup_caller
+from tests.integration.rest.harness import LOCAL_URL, Caller, RestWorld, setup_caller
 
 
 @pytest.fixture(name="auth_enabled", params=[False, True], ids=["auth-disabled", "auth-enabled"])
@@ -24,7 +24,7 @@ def fixture_world(auth_enabled: bool) -> RestWorld:
 
 @pytest.fixture(name="client")
 def fixture_client(world: RestWorld) -> Iterator[TestClient]:
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         yield client
 
 

@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from clarion.adapters.events.fanout import InProcessEventBus
+from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.memory import (
     InMemoryClaimRepository,
     InMemoryHostRepository,
@@ -42,6 +43,8 @@ from clarion.ports.tokens import TokenStore
 from clarion.ports.waiters import Waiters
 
 Headers = dict[str, str]
+# Clarion serves loopback names only by default (DNS-rebinding guard): test clients use one.
+LOCAL_URL = "http://127.0.0.1:8765"
 
 
 def questions(count: int = 1, *, options: int = 2) -> list[dict[str, Any]]:
@@ -112,6 +115,7 @@ class RestWorld:
         dispatcher: ResumeDispatcher | None = None,
         waiters: Waiters | None = None,
         heartbeat_s: float = 15.0,
+        allowed_hosts: tuple[str, ...] = (),
     ) -> RestWorld:
         ports = ports if ports is not None else memory_ports()
         clock, ids = SystemClock(), UuidIds()
@@ -136,6 +140,7 @@ class RestWorld:
             authentication=authentication,
             event_source=bus,
             heartbeat_s=heartbeat_s,
+            allowed_hosts=HostAllowlist.of(allowed_hosts),
         )
         return cls(
             ports=ports,
@@ -220,7 +225,7 @@ def error_of(response: Any) -> str:
 async def async_client(app: Starlette) -> AsyncIterator[httpx2.AsyncClient]:
     """An HTTP client calling ``app`` in-process (no socket) on the current event loop."""
     transport = httpx2.ASGITransport(app=app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://testserver") as client:
+    async with httpx2.AsyncClient(transport=transport, base_url=LOCAL_URL) as client:
         yield client
 
 

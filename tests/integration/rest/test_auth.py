@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from clarion.adapters.rest import create_rest_app
 from clarion.app.usecases.auth import current_identity, hash_credential
-from tests.integration.rest.harness import RestWorld, ok
+from tests.integration.rest.harness import LOCAL_URL, RestWorld, ok
 
 AUTH_REQUIRED = b'{"error":"authentication required"}'
 CSRF_FAILED = b'{"error":"CSRF token missing or invalid"}'
@@ -192,13 +192,14 @@ def test_login_refuses_bad_tokens_and_non_json_bodies(client: TestClient, world:
         content=f'{{"token": "{token}"}}',
         headers={"Content-Type": "text/plain"},
     )
-    assert form.status_code == 400
+    assert form.status_code == 415
+    assert "application/json" in form.json()["error"]
     assert "clarion_session" not in form.headers.get("set-cookie", "")
 
 
 def test_auth_disabled_gives_every_request_the_synthetic_unscoped_identity() -> None:
     world = RestWorld.build(auth_enabled=False)
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         for headers in ({}, {"Authorization": "Bearer clarion_pat_garbage"}):
             me = ok(client.get("/api/v1/auth/me", headers=headers))
             assert me == {
@@ -228,9 +229,47 @@ def test_the_identity_is_bound_for_every_route_served_behind_the_middleware(
         extra_routes=[Route("/mcp", whoami)],
     )
     user_id, headers = world.bearer("jo")
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL_URL) as client:
         expected = user_id if auth_enabled else "clarion:synthetic"
         assert ok(client.get("/mcp", headers=headers)) == {"user_id": expected}
         # Outside /api/ nobody is turned away; an anonymous caller is simply nobody.
         anonymous = ok(client.get("/mcp"))
         assert anonymous == {"user_id": None if auth_enabled else "clarion:synthetic"}
+
+
+@enabled_only
+def test_over_https_the_cookies_take_the_host_prefix_and_only_those_are_read(
+    world: RestWorld,
+) -> None:
+    """A ``__Host-`` cookie is refused by the browser unless this origin set it over https
+    with ``Secure`` and ``Path=/`` and no ``Domain``: nobody else can plant a session."""
+    _, headers = world.bearer("hana")
+    token = headers["Authorization"].removeprefix("Bearer ")
+    with TestClient(world.app, base_url="https://127.0.0.1") as https:
+        response = https.post("/api/v1/auth/login", json={"token": token})
+        assert response.status_code == 200
+        cookies = response.headers.get_list("set-cookie")
+        session = next(c for c in cookies if c.startswith("__Host-clarion_session="))
+        csrf_cookie = next(c for c in cookies if c.startswith("__Host-clarion_csrf="))
+        for cookie in (session, csrf_cookie):
+            assert "Secure" in cookie
+            assert "Path=/" in cookie
+            assert "Domain" not in cookie
+        assert not any(c.startswith("clarion_") for c in cookies)
+        assert ok(https.get("/api/v1/auth/me"))["authenticated_by"] == "session"
+        value = https.cookies["__Host-clarion_session"]
+        csrf = response.json()["csrf_token"]
+
+        https.cookies.clear()
+        https.cookies.set("clarion_session", value)  # the unprefixed name is not read over https
+        assert https.get("/api/v1/auth/me").status_code == 401
+
+        https.cookies.clear()
+        https.cookies.set("__Host-clarion_session", value)
+        logout = https.post("/api/v1/auth/logout", headers={"X-CSRF-Token": csrf})
+        assert logout.status_code == 200
+        cleared = logout.headers.get_list("set-cookie")
+        assert any(c.startswith('__Host-clarion_session=""') for c in cleared), cleared
+    with TestClient(world.app, base_url=LOCAL_URL) as plain:
+        plain.cookies.set("__Host-clarion_session", value)  # nor the prefixed one over http
+        assert plain.get("/api/v1/auth/me").status_code == 401

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from clarion.ports.testing import row_metadata
 from tests.integration.rest.harness import (
+    LOCAL_URL,
     Caller,
     RestWorld,
     answers,
@@ -104,7 +105,7 @@ def test_a4_every_caller_is_authorized_when_auth_is_disabled() -> None:
     """A4: with auth disabled nobody is newly denied — a caller with no credentials at all
     reads, waits on and answers any bundle."""
     world = RestWorld.build(auth_enabled=False)
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         alice = setup_caller(client, world, "alice")
         pending_id = ask(client, alice)
         stranger = Caller("", {}, "", "", "")
@@ -185,7 +186,7 @@ def test_a7_an_authorized_caller_without_a_live_entry_gets_404_and_504(
 
 def test_a7_wait_ends_with_504_when_its_timeout_elapses(auth_enabled: bool) -> None:
     world = RestWorld.build(auth_enabled=auth_enabled, ask_timeout=0.05)
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         alice = setup_caller(client, world, "alice")
         pending_id = ask(client, alice)
         waited = call(client, alice, pending_id, "/wait")

@@ -82,6 +82,31 @@ def test_a_body_that_is_not_json_gets_400_invalid_payload(
 
 
 @pytest.mark.parametrize(
+    ("content", "key"),
+    [
+        (b'{"rejected": false, "rejected": true}', "rejected"),
+        (
+            b'{"answers": [{"question_id": "q1", "question_id": "q2",'
+            b' "selected_options": ["q1_opt1"]}]}',
+            "question_id",
+        ),
+    ],
+)
+def test_a_key_twice_in_one_object_is_a_400_and_claims_nothing(
+    client: TestClient, alice: Caller, content: bytes, key: str
+) -> None:
+    """Python's parser would keep the last value silently; two readers of one body could then
+    disagree about what it says."""
+    pending_id = ask(client, alice)
+    url = f"/api/v1/clarification/{pending_id}/respond"
+    response = post_raw(client, alice, url, content)
+    assert response.status_code == 400
+    assert error_of(response) == f"invalid payload: duplicate key {key!r} in a JSON object"
+    after = post_raw(client, alice, url, b'{"rejected": true}')
+    assert after.json()["claimed"] is True
+
+
+@pytest.mark.parametrize(
     ("body", "field"),
     [
         ([], "body"),

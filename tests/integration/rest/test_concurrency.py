@@ -156,7 +156,7 @@ async def test_a_wait_whose_client_disconnects_leaves_no_waiter_to_block_the_nex
             sent.append(message)
 
         path = f"/api/v1/clarification/{pending_id}/wait"
-        headers = [(b"host", b"testserver")] + [
+        headers = [(b"host", b"127.0.0.1:8765")] + [
             (key.lower().encode(), value.encode()) for key, value in caller.headers.items()
         ]
         scope: Scope = {

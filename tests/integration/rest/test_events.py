@@ -84,7 +84,7 @@ async def open_stream(
         "raw_path": b"/api/v1/events",
         "query_string": b"",
         "root_path": "",
-        "headers": [(b"host", b"testserver")]
+        "headers": [(b"host", b"127.0.0.1:8765")]
         + [(k.lower().encode(), v.encode()) for k, v in headers.items()],
         "client": ("127.0.0.1", 50001),
         "server": ("testserver", 80),

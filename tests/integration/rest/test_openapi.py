@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from clarion.adapters.rest import create_rest_app, errors, request_log
 from clarion.adapters.rest.openapi import openapi_document
-from tests.integration.rest.harness import Caller, RestWorld, answers, ok, questions
+from tests.integration.rest.harness import LOCAL_URL, Caller, RestWorld, answers, ok, questions
 
 DOC = Path(__file__).parents[3] / "docs" / "rest-api.md"
 
@@ -45,15 +45,22 @@ def test_the_document_describes_exactly_the_routes_the_application_serves(
     assert set(_operations(document)) == served
 
 
-def test_401_and_403_are_documented_only_when_authentication_can_produce_them() -> None:
+def test_401_is_documented_only_when_authentication_can_produce_it() -> None:
+    """The guard's 403 (foreign Origin) and 421 (foreign Host) exist in both modes, on every
+    operation but the health check; 415 on every write."""
     enabled = _operations(openapi_document(auth_enabled=True))
     disabled = _operations(openapi_document(auth_enabled=False))
     assert "401" in enabled["GET /api/v1/tasks"]
-    assert "403" in enabled["POST /api/v1/tasks"]
     assert "401" not in enabled["GET /healthz"]
+    assert enabled.keys() == disabled.keys()
+    for label in enabled:
+        guarded = label != "GET /healthz"
+        for codes in (enabled[label], disabled[label]):
+            assert ("403" in codes, "421" in codes) == (guarded, guarded), label
+            assert ("415" in codes) == label.startswith(("POST", "PATCH", "PUT", "DELETE")), label
     # Login's 401 is a refused token, not a missing identity: it exists in both modes.
     assert disabled.pop("POST /api/v1/auth/login") == enabled["POST /api/v1/auth/login"]
-    assert all("401" not in codes and "403" not in codes for codes in disabled.values())
+    assert all("401" not in codes for codes in disabled.values())
 
 
 def test_docs_rest_api_lists_every_operation_with_its_statuses() -> None:
@@ -216,7 +223,7 @@ def test_healthz_reports_the_database_check_and_never_needs_an_identity() -> Non
         event_source=world.bus,
         database_check=database_check,
     )
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL_URL) as client:
         assert ok(client.get("/healthz")) == {"status": "ok", "database": "ok"}
         reachable[0] = False
         down = client.get("/healthz")

@@ -21,6 +21,7 @@ from clarion.ports.claims import ClaimResult
 from clarion.ports.resume import ResumeRefused, ResumeRequest
 from clarion.ports.testing import row_metadata
 from tests.integration.rest.harness import (
+    LOCAL_URL,
     Caller,
     Ports,
     RestWorld,
@@ -314,7 +315,7 @@ def test_r4a_a_failing_claim_gets_500_without_the_drivers_text(
     auth_enabled: bool, raises: type[Exception]
 ) -> None:
     world, claims = _broken_world(auth_enabled)
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         alice = setup_caller(client, world, "alice")
         pending_id = ask(client, alice)
         claims.broken, claims.raises = {"complete_active_bundle"}, raises
@@ -332,7 +333,7 @@ def test_a_failing_bundle_read_is_500_never_a_silent_404_and_never_leaks(
 ) -> None:
     """facts §8.2 #40–42 on every endpoint, respond included (fixes §9.3's respond leak)."""
     world, claims = _broken_world(auth_enabled)
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         alice = setup_caller(client, world, "alice")
         pending_id = ask(client, alice)
         claims.broken = {"load_bundle"}
@@ -363,7 +364,7 @@ def test_r7a_a_refused_resume_is_500_and_the_bundle_stays_answerable(auth_enable
     ports = memory_ports()
     dispatcher = _SwitchableDispatcher(OutboxResumeDispatcher(ports.host))
     world = RestWorld.build(auth_enabled=auth_enabled, ports=ports, dispatcher=dispatcher)
-    with TestClient(world.app) as client:
+    with TestClient(world.app, base_url=LOCAL_URL) as client:
         alice = setup_caller(client, world, "alice")
         pending_id = ask(client, alice)
         refused = respond(client, alice, pending_id, {"answers": answers()})

@@ -11,7 +11,15 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from clarion.adapters.sql import create_engine, upgrade_database
-from tests.integration.rest.harness import RestWorld, answers, ask, ok, setup_caller, sql_ports
+from tests.integration.rest.harness import (
+    LOCAL_URL,
+    RestWorld,
+    answers,
+    ask,
+    ok,
+    setup_caller,
+    sql_ports,
+)
 
 
 @contextmanager
@@ -20,7 +28,7 @@ def process(url: str) -> Iterator[tuple[RestWorld, TestClient]]:
     engine = create_engine(url)
     try:
         world = RestWorld.build(auth_enabled=True, ports=sql_ports(engine))
-        with TestClient(world.app) as client:
+        with TestClient(world.app, base_url=LOCAL_URL) as client:
             yield world, client
     finally:
         engine.dispose()

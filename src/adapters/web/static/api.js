@@ -2,7 +2,8 @@
 // (`credentials: "include"`) and every write carries the CSRF header the REST surface
 // checks on cookie-authenticated requests.
 
-const CSRF_COOKIE = "clarion_csrf";
+// Over https the server names its cookies with the __Host- prefix.
+const CSRF_COOKIES = ["__Host-clarion_csrf", "clarion_csrf"];
 const CSRF_HEADER = "X-CSRF-Token";
 
 let knownCsrf = "";
@@ -17,7 +18,7 @@ function csrfToken() {
   // since this page asked /auth/me; the remembered value covers a host that sets no cookie.
   for (const part of document.cookie.split(";")) {
     const [name, ...rest] = part.trim().split("=");
-    if (name === CSRF_COOKIE) return decodeURIComponent(rest.join("="));
+    if (CSRF_COOKIES.includes(name)) return decodeURIComponent(rest.join("="));
   }
   return knownCsrf;
 }

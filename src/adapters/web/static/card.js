@@ -1,7 +1,7 @@
 // One pending bundle: its context, questions, options, free text, Submit and Skip.
 
 import { api, errorText, paths } from "./api.js";
-import { ago, domId, h } from "./dom.js";
+import { ago, domId, h, joined } from "./dom.js";
 import { limitedText } from "./text.js";
 
 const SEND_FAILED = "Your answer was not recorded";
@@ -22,13 +22,17 @@ const OUTCOMES = {
 };
 
 /** Describe one recorded answer for people: selected labels and free text. */
+/** The parts of a recorded answer, for h(): every label and the free text isolated. */
 function describeAnswer(question, answer) {
-  if (!answer) return "(no answer)";
+  if (!answer) return ["(no answer)"];
   const labels = new Map(question.options.map((o) => [o.option_id, o.label || o.option_id]));
-  const parts = answer.selected_options.map((id) => labels.get(id) ?? id);
-  const chosen = parts.length ? parts.join(", ") : "";
-  const text = answer.custom_text ? `“${answer.custom_text}”` : "";
-  return [chosen, text].filter(Boolean).join(" — ") || "(no answer)";
+  const chosen = joined(
+    answer.selected_options.map((id) => labels.get(id) ?? id),
+    ", ",
+  );
+  const text = answer.custom_text ? ["“", answer.custom_text, "”"] : [];
+  const parts = [chosen, text].filter((part) => part.length);
+  return parts.length ? joined(parts, " — ").flat() : ["(no answer)"];
 }
 
 export class BundleCard {
@@ -138,7 +142,7 @@ export class BundleCard {
       h(
         "header",
         { class: "bundle-head" },
-        h("h5", { id: `${this.id}-title` }, titles.join(" · ")),
+        h("h5", { id: `${this.id}-title` }, joined(titles, " · ")),
         h(
           "p",
           { class: "meta" },

@@ -3,7 +3,7 @@
 
 import { api, errorText, paths } from "./api.js";
 import { BundleCard } from "./card.js";
-import { domId, h } from "./dom.js";
+import { domId, h, setText } from "./dom.js";
 
 const MAX_PAGES = 10; // 10 × 200 bundles is more than a person can work through on one page
 
@@ -176,7 +176,8 @@ export class Inbox {
       this.taskGroups.set(taskId, group);
     }
     const title = this.taskTitles.get(taskId);
-    group.heading.textContent = title ? `Task: ${title}` : `Task ${taskId || "(unknown)"}`;
+    if (title) setText(group.heading, "Task: ", title);
+    else setText(group.heading, "Task ", taskId || "(unknown)");
     return group;
   }
 

@@ -1,0 +1,157 @@
+"""Timing oracle check: does a bundle id that exists but belongs to someone else answer as fast
+as an id that never existed? (issue #14: the medians must lie within 0.2 ms.)
+
+With authentication enabled, alice asks one bundle; bob (who may not see it) then calls the
+REST routes that take a pending id with alice's id ("foreign") and with a fresh random id
+("fabricated"), alternating, and the script prints per route the median wall-clock time of
+each kind, the difference of the medians, and the same for the process's CPU time (which a
+busy machine inflates far less: the wall clock also counts the time spent waiting for a
+core). Every call must be the same 404 both ways.
+
+Run::
+
+    .venv/bin/python -m benchmarks.not_found_timing                 # SQLite, 200 samples each
+    .venv/bin/python -m benchmarks.not_found_timing --postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test
+
+On PostgreSQL a scratch database is created on that server and dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import structlog
+from sqlalchemy.engine import make_url
+from starlette.testclient import TestClient
+
+from clarion.app.compose import build_clarion
+from clarion.app.settings import Settings
+
+BASE_URL = "http://127.0.0.1:8765"
+TARGET_MS = 0.2
+ROUTES: dict[str, Callable[[TestClient, str, dict[str, str]], int]] = {
+    "GET /clarification/{id}": lambda c, p, h: (
+        c.get(f"/api/v1/clarification/{p}", headers=h).status_code
+    ),
+    "POST /clarification/{id}/respond": lambda c, p, h: (
+        c.post(f"/api/v1/clarification/{p}/respond", json={"rejected": True}, headers=h).status_code
+    ),
+    "POST /clarification/{id}/cancel": lambda c, p, h: (
+        c.post(f"/api/v1/clarification/{p}/cancel", headers=h).status_code
+    ),
+    "GET /clarification/{id}/wait": lambda c, p, h: (
+        c.get(f"/api/v1/clarification/{p}/wait", headers=h).status_code
+    ),
+}
+
+
+def _quiet() -> None:
+    logging.disable(logging.WARNING)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+
+
+def run(database_url: str, samples: int, warmup: int) -> bool:
+    clarion = build_clarion(Settings(database_url=database_url, auth_enabled=True))
+    auth = clarion.authentication
+    alice = {"Authorization": f"Bearer {auth.issue_token(auth.create_user('alice').id).token}"}
+    bob = {"Authorization": f"Bearer {auth.issue_token(auth.create_user('bob').id).token}"}
+    within = True
+    with TestClient(clarion.asgi_app, base_url=BASE_URL) as client:
+        workspace = client.post("/api/v1/workspaces", json={"name": "a"}, headers=alice).json()
+        task = client.post(
+            "/api/v1/tasks", json={"title": "t", "workspace_id": workspace["id"]}, headers=alice
+        ).json()
+        session = client.post(f"/api/v1/tasks/{task['id']}/sessions", json={}, headers=alice)
+        question = {
+            "id": "q1",
+            "title": "T",
+            "prompt": "Which?",
+            "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
+        }
+        created = client.post(
+            "/api/v1/clarification/request",
+            json={"session_id": session.json()["id"], "questions": [question]},
+            headers=alice,
+        )
+        foreign = created.json()["pending_id"]
+        print(f"database: {clarion.database_label}; {samples} samples per kind and route")
+        print(
+            f"{'median, ms':36} {'foreign':>8} {'fabricated':>10} {'diff':>7}"
+            f"   {'cpu foreign':>11} {'cpu fabricated':>14} {'cpu diff':>8}"
+        )
+        for label, call in ROUTES.items():
+            wall: dict[str, list[float]] = {"foreign": [], "fabricated": []}
+            cpu: dict[str, list[float]] = {"foreign": [], "fabricated": []}
+            for round_ in range(warmup + samples):
+                for kind in ("foreign", "fabricated"):
+                    pending_id = foreign if kind == "foreign" else str(uuid.uuid4())
+                    started, started_cpu = time.perf_counter(), time.process_time()
+                    status = call(client, pending_id, bob)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    elapsed_cpu = (time.process_time() - started_cpu) * 1000
+                    if status != 404:
+                        raise SystemExit(f"{label} {kind}: expected 404, got {status}")
+                    if round_ >= warmup:
+                        wall[kind].append(elapsed)
+                        cpu[kind].append(elapsed_cpu)
+            figures = []
+            for timings in (wall, cpu):
+                f_med = statistics.median(timings["foreign"])
+                x_med = statistics.median(timings["fabricated"])
+                figures.append((f_med, x_med, f_med - x_med))
+            (wf, wx, wd), (cf, cx, cd) = figures
+            within = within and abs(wd) <= TARGET_MS
+            print(f"{label:36} {wf:8.3f} {wx:10.3f} {wd:+7.3f}   {cf:11.3f} {cx:14.3f} {cd:+8.3f}")
+    clarion.close()
+    print(f"wall-clock medians within {TARGET_MS} ms on every route: {'yes' if within else 'NO'}")
+    return within
+
+
+@contextmanager
+def scratch_postgres(server_url: str) -> Iterator[str]:
+    """A fresh database on the server of ``server_url``, dropped afterwards."""
+    server = make_url(server_url)
+    name = f"clarion_timing_{uuid.uuid4().hex[:12]}"
+    params = {
+        "host": server.host or "127.0.0.1",
+        "port": server.port or 5432,
+        "user": server.username or "postgres",
+        "password": server.password,
+        "dbname": server.database or "postgres",
+        "autocommit": True,
+    }
+    with psycopg.connect(**params) as connection:  # type: ignore[arg-type]
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(**params) as connection:  # type: ignore[arg-type]
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres-url", help="a PostgreSQL server (default: SQLite)")
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args()
+    _quiet()
+    if args.postgres_url:
+        with scratch_postgres(args.postgres_url) as url:
+            run(url, args.samples, args.warmup)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        run(f"sqlite:///{Path(folder) / 'timing.db'}", args.samples, args.warmup)
+
+
+if __name__ == "__main__":
+    main()
