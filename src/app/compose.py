@@ -252,6 +252,7 @@ def build_clarion(
         limiter=limiter,
         ask_timeout=settings.ask_timeout_s,
         resume_timeout=settings.resume_timeout_s,
+        limits=settings.limits,
     )
     authentication = Authentication(tokens, clock, ids)
     mcp = build_mcp(

@@ -13,6 +13,7 @@ from typing import Literal
 import attrs
 
 from clarion.domain.errors import ValidationError
+from clarion.domain.limits import Limits
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
@@ -41,6 +42,8 @@ class Settings:
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
+    # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
+    limits: Limits = attrs.field(factory=Limits)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -70,8 +73,40 @@ class Settings:
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
+        if limits := parse_limits(env):
+            values["limits"] = Limits(**limits)  # type: ignore[arg-type]
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def limit_variable(name: str) -> str:
+    """The environment variable of the :class:`Limits` field ``name``."""
+    return f"CLARION_{name.upper()}"
+
+
+def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
+    """The :class:`Limits` fields set in ``env`` (``CLARION_MAX_PROMPT=4000`` → max_prompt).
+
+    Raises:
+        ValidationError: a value is not a positive integer (positive seconds for ``_s``).
+    """
+    values: dict[str, int | float] = {}
+    for field in attrs.fields(Limits):
+        name = limit_variable(field.name)
+        raw = env.get(name)
+        if not raw:
+            continue
+        if field.name.endswith("_s"):
+            values[field.name] = _positive_float(raw, name)
+            continue
+        try:
+            number = int(raw)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise ValidationError(f"{name} must be a positive integer, got {raw!r}", field=name)
+        values[field.name] = number
+    return values
 
 
 def parse_auth(value: str, name: str) -> bool:

@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
+from clarion.adapters.rest.body_limit import BodyLimitMiddleware
 from clarion.adapters.rest.clarifications import clarification_routes
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.events import EVENTS_PATH, CanSee, EventStream
@@ -109,7 +110,13 @@ def build_rest(
     if source is None:
         raise ValueError("the event stream needs an EventSource")
     limiter = services.runner.limiter
-    events = EventStream(source, _visibility(services), heartbeat_s=heartbeat_s)
+    events = EventStream(
+        source,
+        _visibility(services),
+        heartbeat_s=heartbeat_s,
+        max_streams=services.limits.max_event_streams,
+        limiter=services.runner.limiter,
+    )
     document = openapi_document(auth_enabled=auth_enabled)
 
     async def openapi(request: Request) -> Response:
@@ -130,6 +137,7 @@ def build_rest(
     ]
     middleware = (
         Middleware(RequestLogMiddleware),
+        Middleware(BodyLimitMiddleware, max_bytes=services.limits.max_body_bytes),
         Middleware(
             AuthMiddleware,
             enabled=auth_enabled,
