@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Literal
+from typing import Final, Literal
 
 import attrs
 
@@ -79,9 +79,23 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]
 
 
-def limit_variable(name: str) -> str:
-    """The environment variable of the :class:`Limits` field ``name``."""
-    return f"CLARION_{name.upper()}"
+# Each Limits field and its variable (the docs' limits table lists the same names).
+LIMIT_VARIABLES: Final = {
+    "max_title": "CLARION_MAX_TITLE",
+    "max_prompt": "CLARION_MAX_PROMPT",
+    "max_option_label": "CLARION_MAX_OPTION_LABEL",
+    "max_option_description": "CLARION_MAX_OPTION_DESCRIPTION",
+    "max_context": "CLARION_MAX_CONTEXT",
+    "max_context_paragraph": "CLARION_MAX_CONTEXT_PARAGRAPH",
+    "max_id": "CLARION_MAX_ID",
+    "max_body_bytes": "CLARION_MAX_BODY_BYTES",
+    "max_active_bundles_per_session": "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
+    "max_active_bundles_per_identity": "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
+    "max_page_size": "CLARION_MAX_PAGE_SIZE",
+    "max_event_streams": "CLARION_MAX_EVENT_STREAMS",
+    "max_mcp_sessions": "CLARION_MAX_MCP_SESSIONS",
+    "mcp_session_idle_s": "CLARION_MCP_SESSION_IDLE_S",
+}
 
 
 def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
@@ -91,13 +105,12 @@ def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
         ValidationError: a value is not a positive integer (positive seconds for ``_s``).
     """
     values: dict[str, int | float] = {}
-    for field in attrs.fields(Limits):
-        name = limit_variable(field.name)
+    for field, name in LIMIT_VARIABLES.items():
         raw = env.get(name)
         if not raw:
             continue
-        if field.name.endswith("_s"):
-            values[field.name] = _positive_float(raw, name)
+        if field.endswith("_s"):
+            values[field] = _positive_float(raw, name)
             continue
         try:
             number = int(raw)
@@ -105,7 +118,7 @@ def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
             number = 0
         if number < 1:
             raise ValidationError(f"{name} must be a positive integer, got {raw!r}", field=name)
-        values[field.name] = number
+        values[field] = number
     return values
 
 

@@ -34,6 +34,7 @@ from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import Services, build_services
 from clarion.app.usecases.auth import Authentication
+from clarion.domain.limits import Limits
 from clarion.domain.model import Resolution
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
@@ -112,6 +113,7 @@ class RestWorld:
         dispatcher: ResumeDispatcher | None = None,
         waiters: Waiters | None = None,
         heartbeat_s: float = 15.0,
+        limits: Limits | None = None,
     ) -> RestWorld:
         ports = ports if ports is not None else memory_ports()
         clock, ids = SystemClock(), UuidIds()
@@ -126,6 +128,7 @@ class RestWorld:
             clock=clock,
             ids=ids,
             ask_timeout=ask_timeout,
+            limits=limits,
             delivery_timeout=5.0,
             resume_timeout=5.0,
         )
