@@ -45,6 +45,7 @@ EVENTS_PATH: Final = "/api/v1/events"
 CanSee = Callable[[Identity, str], Awaitable[bool]]
 _BUFFER: Final = 256
 DEFAULT_MAX_STREAMS: Final = 16
+_PRUNE_AT: Final = 1024  # cached visibility / credential checks kept before expired ones go
 
 
 def event_frame(event: Event) -> bytes:
@@ -180,7 +181,11 @@ class EventStream:
         done = viewer.computing[task_id] = anyio.Event()
         try:
             result = await self._can_see(identity, task_id)
-            viewer.visible[task_id] = (anyio.current_time(), result)
+            now = anyio.current_time()
+            if len(viewer.visible) >= _PRUNE_AT:
+                fresh = {k: v for k, v in viewer.visible.items() if now - v[0] < self._heartbeat_s}
+                viewer.visible = fresh
+            viewer.visible[task_id] = (now, result)
             return result
         finally:
             del viewer.computing[task_id]
@@ -195,6 +200,12 @@ class EventStream:
             return check.valid
         if check is not None and now - check.at < self._heartbeat_s / 2:
             return check.valid
+        if len(self._checks) >= _PRUNE_AT:
+            self._checks = {
+                key: kept
+                for key, kept in self._checks.items()
+                if kept.running is not None or now - kept.at < self._heartbeat_s
+            }
         check = self._checks[credential.key] = _Check(at=now, valid=True, running=anyio.Event())
         running = check.running
         assert running is not None

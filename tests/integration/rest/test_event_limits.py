@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -145,3 +146,19 @@ async def test_a_stream_whose_credential_stays_valid_keeps_flowing_past_many_hea
             while (frame := await stream.frame()) == ": heartbeat":
                 pass
             assert frame.startswith("event: bundle.created")
+
+
+@pytest.mark.anyio
+async def test_a_stream_ends_once_its_token_expires() -> None:
+    world = RestWorld.build(auth_enabled=True, heartbeat_s=0.05)
+    user = world.authentication.create_user("alice")
+    expires_at = datetime.now(UTC) + timedelta(seconds=1)
+    issued = world.authentication.issue_token(user.id, expires_at=expires_at)
+    headers = {"Authorization": f"Bearer {issued.token}"}
+    with anyio.fail_after(20):
+        async with open_stream(world.app, headers) as (stream, _):
+            assert await stream.frame() == ": connected"
+            while await stream.frame():
+                pass
+            assert stream.ended
+    assert datetime.now(UTC) >= expires_at
