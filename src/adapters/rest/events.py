@@ -120,7 +120,8 @@ class EventStream:
 
     At most ``max_streams`` streams are open per identity (``CLARION_MAX_EVENT_STREAMS``);
     the next gets 429. A stream opened with a credential (token or browser session) re-checks
-    it every ``heartbeat_s`` seconds and ends once it is revoked, logged out or expired.
+    it every half heartbeat (one check per credential, shared by its streams) and ends within
+    one heartbeat once it is revoked, logged out or expired.
     """
 
     def __init__(
@@ -238,8 +239,10 @@ class EventStream:
                     await close()
 
     async def _watch_credential(self, credential: Credential, scope: anyio.CancelScope) -> None:
+        # Every half heartbeat, with results shared for at most half a heartbeat: a revoked
+        # credential is seen, and its streams end, within one heartbeat.
         while True:
-            await anyio.sleep(self._heartbeat_s)
+            await anyio.sleep(self._heartbeat_s / 2)
             if not await self._still_valid(credential):
                 scope.cancel()
                 return
