@@ -42,7 +42,7 @@ class Limits:
     max_active_bundles_per_identity: int = attrs.field(default=200, validator=_positive)
     max_page_size: int = attrs.field(default=200, validator=_positive)
     max_event_streams: int = attrs.field(default=16, validator=_positive)
-    max_mcp_sessions: int = attrs.field(default=32, validator=_positive)
+    max_mcp_sessions: int = attrs.field(default=100, validator=_positive)
     mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)
 
 
