@@ -137,13 +137,15 @@ def build_rest(
     ]
     middleware = (
         Middleware(RequestLogMiddleware),
-        Middleware(BodyLimitMiddleware, max_bytes=services.limits.max_body_bytes),
         Middleware(
             AuthMiddleware,
             enabled=auth_enabled,
             authentication=authentication,
             limiter=limiter,
         ),
+        # Inside authentication: an unauthenticated REST request is refused before its body
+        # is read (MCP authenticates inside its route, after this).
+        Middleware(BodyLimitMiddleware, max_bytes=services.limits.max_body_bytes),
     )
     return RestApi(
         routes=tuple(routes),
