@@ -271,6 +271,7 @@ def build_clarion(
         ask_timeout=settings.ask_timeout_s,
         resume_timeout=settings.resume_timeout_s,
         users=tokens,
+        limits=settings.limits,
     )
     authentication = Authentication(tokens, clock, ids)
     mcp = build_mcp(

@@ -15,6 +15,7 @@ from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
+from clarion.domain.limits import Limits
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -44,6 +45,7 @@ class Services:
     clock: Clock
     ids: IdGenerator
     runner: Runner
+    limits: Limits
 
 
 def build_services(
@@ -61,6 +63,7 @@ def build_services(
     delivery_timeout: float = DELIVERY_TIMEOUT_S,
     resume_timeout: float = RESUME_TIMEOUT_S,
     users: UserDirectory | None = None,
+    limits: Limits | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -68,8 +71,10 @@ def build_services(
     give the same one to adapters that also use threads); ``ask_timeout`` bounds an agent's
     wait (``CLARION_ASK_TIMEOUT_S``); ``resume_timeout`` is the bounded wait for a detached
     resume (facts §4.7); ``users`` (the token store, in Clarion's own deployment) lets agent
-    tokens stop working when the workspace owner they act as is deactivated.
+    tokens stop working when the workspace owner they act as is deactivated; ``limits`` are
+    the bounds every surface shares (defaults when None).
     """
+    limits = limits if limits is not None else Limits()
     runner = Runner(limiter)
     resolver = Resolver(
         claims=claims,
@@ -93,8 +98,11 @@ def build_services(
             runner=runner,
             resolver=resolver,
             ask_timeout=ask_timeout,
+            limits=limits,
         ),
-        listing=Listing(claims=claims, authorizer=authorizer, runner=runner),
+        listing=Listing(
+            claims=claims, authorizer=authorizer, runner=runner, max_page_size=limits.max_page_size
+        ),
         lifecycle=Lifecycle(
             claims=claims,
             host=host,
@@ -115,4 +123,5 @@ def build_services(
         clock=clock,
         ids=ids,
         runner=runner,
+        limits=limits,
     )

@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Literal
+from typing import Final, Literal
 
 import attrs
 
 from clarion.domain.errors import ValidationError
+from clarion.domain.limits import Limits
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
@@ -47,6 +48,8 @@ class Settings:
     limit_concurrency: int = 1000
     header_timeout_s: float = 10.0
     keep_alive_timeout_s: float = 5.0
+    # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
+    limits: Limits = attrs.field(factory=Limits)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -84,8 +87,47 @@ class Settings:
             values["keep_alive_timeout_s"] = parse_positive_float(
                 keep_alive, "CLARION_KEEP_ALIVE_TIMEOUT_S"
             )
+        if limits := parse_limits(env):
+            values["limits"] = Limits(**limits)  # type: ignore[arg-type]
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+# Each Limits field and its variable (the docs' limits table lists the same names).
+LIMIT_VARIABLES: Final = {
+    "max_title": "CLARION_MAX_TITLE",
+    "max_prompt": "CLARION_MAX_PROMPT",
+    "max_option_label": "CLARION_MAX_OPTION_LABEL",
+    "max_option_description": "CLARION_MAX_OPTION_DESCRIPTION",
+    "max_context": "CLARION_MAX_CONTEXT",
+    "max_context_paragraph": "CLARION_MAX_CONTEXT_PARAGRAPH",
+    "max_id": "CLARION_MAX_ID",
+    "max_body_bytes": "CLARION_MAX_BODY_BYTES",
+    "max_active_bundles_per_session": "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
+    "max_active_bundles_per_identity": "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
+    "max_page_size": "CLARION_MAX_PAGE_SIZE",
+    "max_event_streams": "CLARION_MAX_EVENT_STREAMS",
+    "max_mcp_sessions": "CLARION_MAX_MCP_SESSIONS",
+    "mcp_session_idle_s": "CLARION_MCP_SESSION_IDLE_S",
+}
+
+
+def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
+    """The :class:`Limits` fields set in ``env`` (``CLARION_MAX_PROMPT=4000`` → max_prompt).
+
+    Raises:
+        ValidationError: a value is not a positive integer (positive seconds for ``_s``).
+    """
+    values: dict[str, int | float] = {}
+    for field, name in LIMIT_VARIABLES.items():
+        raw = env.get(name)
+        if not raw:
+            continue
+        if field.endswith("_s"):
+            values[field] = parse_positive_float(raw, name)
+        else:
+            values[field] = parse_positive_int(raw, name)
+    return values
 
 
 def parse_auth(value: str, name: str) -> bool:
@@ -120,7 +162,7 @@ def parse_positive_int(value: str, name: str) -> int:
     except ValueError:
         number = 0
     if number < 1:
-        raise ValidationError(f"{name} must be a positive whole number, got {value!r}", field=name)
+        raise ValidationError(f"{name} must be a positive integer, got {value!r}", field=name)
     return number
 
 

@@ -18,11 +18,13 @@ from clarion.domain.errors import (
     InvalidArgument,
     InvalidOutcome,
     InvalidQuestions,
+    LimitExceeded,
     NotActive,
     NotFound,
     ValidationError,
 )
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
+from clarion.domain.limits import Limits, validate_context
 from clarion.domain.listing import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -100,6 +102,8 @@ __all__ = [
     "InvalidArgument",
     "InvalidOutcome",
     "InvalidQuestions",
+    "LimitExceeded",
+    "Limits",
     "ListPage",
     "ListQuery",
     "ListedBundle",
@@ -151,6 +155,7 @@ __all__ = [
     "task_pending_action",
     "task_visible",
     "trim",
+    "validate_context",
     "validate_outcome",
     "validate_questions",
     "workspace_visible_to",

@@ -9,6 +9,8 @@ Hierarchy::
     │   ├── InvalidOutcome    an answer/rejection does not fit the bundle (N6–N8b, L16)
     │   ├── InvalidQuestions  a question set for a new bundle is malformed (creation rules)
     │   └── InvalidArgument   a listing argument (``cursor``, ``created_since``, ...) is malformed
+    ├── LimitExceeded         a count limit (active bundles, streams, sessions) is reached;
+    │                         ``limit`` names the setting
     ├── ClaimError            the claim itself failed (R4a); never the caller's fault
     └── DeliveryError         a claimed resolution could not be delivered (R7); ``retryable``
                               says whether the bundle was restored to pending
@@ -54,6 +56,15 @@ class InvalidQuestions(ValidationError):
 
 class InvalidArgument(ValidationError):
     """A listing argument could not be parsed (L13)."""
+
+
+class LimitExceeded(ClarionError):
+    """A count limit is reached (REST 429); ``limit`` names the setting, e.g.
+    ``CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION``."""
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class ClaimError(ClarionError):

@@ -15,11 +15,12 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
 
-def clamp_limit(limit: int | None) -> int:
-    """L10: absent or below 1 → 50; above 200 → 200."""
+def clamp_limit(limit: int | None, maximum: int = MAX_LIMIT) -> int:
+    """L10: absent or below 1 → 50 (or ``maximum`` when that is smaller); above ``maximum``
+    (200 by default, ``CLARION_MAX_PAGE_SIZE``) → ``maximum``."""
     if limit is None or limit < 1:
-        return DEFAULT_LIMIT
-    return min(limit, MAX_LIMIT)
+        return min(DEFAULT_LIMIT, maximum)
+    return min(limit, maximum)
 
 
 @attrs.frozen

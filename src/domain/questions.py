@@ -2,7 +2,8 @@
 
 Rules: 1–4 questions; each with a non-empty prompt and 2–6 options; each option with a
 non-empty label and description; question ids default to ``q<i>`` and option ids to
-``q<i>_opt<j>`` (1-based) when absent; duplicate ids are rejected.
+``q<i>_opt<j>`` (1-based) when absent; duplicate ids are rejected; every text (title, prompt,
+option label and description, ids) within its :class:`~clarion.domain.limits.Limits` bound.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 import attrs
 
 from clarion.domain.errors import InvalidQuestions
+from clarion.domain.limits import Limits, check_length
 from clarion.domain.model import Option, Question
 
 MIN_QUESTIONS, MAX_QUESTIONS = 1, 4
@@ -42,8 +44,17 @@ def _quoted(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _option(number: int, index: int, draft: OptionDraft) -> Option:
+def _option(number: int, index: int, draft: OptionDraft, limits: Limits) -> Option:
     field = f"questions[{number - 1}].options[{index - 1}]"
+    check_length(draft.label, limits.max_option_label, field=f"{field}.label", what="a label")
+    check_length(
+        draft.description,
+        limits.max_option_description,
+        field=f"{field}.description",
+        what="a description",
+    )
+    if draft.option_id is not None:
+        check_length(draft.option_id, limits.max_id, field=f"{field}.option_id", what="an id")
     if not draft.label.strip():
         raise InvalidQuestions(
             f"question {number} option {index} is missing required 'label' field",
@@ -61,8 +72,11 @@ def _option(number: int, index: int, draft: OptionDraft) -> Option:
     )
 
 
-def validate_questions(drafts: Sequence[QuestionDraft]) -> tuple[Question, ...]:
+def validate_questions(
+    drafts: Sequence[QuestionDraft], limits: Limits | None = None
+) -> tuple[Question, ...]:
     """Validate a question set and assign missing ids. Raises :class:`InvalidQuestions`."""
+    limits = limits if limits is not None else Limits()
     if len(drafts) < MIN_QUESTIONS:
         raise InvalidQuestions("questions must contain at least 1 question", field="questions")
     if len(drafts) > MAX_QUESTIONS:
@@ -71,6 +85,10 @@ def validate_questions(drafts: Sequence[QuestionDraft]) -> tuple[Question, ...]:
     seen: set[str] = set()
     for number, draft in enumerate(drafts, start=1):
         field = f"questions[{number - 1}]"
+        if draft.id is not None:
+            check_length(draft.id, limits.max_id, field=f"{field}.id", what="an id")
+        check_length(draft.title, limits.max_title, field=f"{field}.title", what="a title")
+        check_length(draft.prompt, limits.max_prompt, field=f"{field}.prompt", what="a prompt")
         question_id = draft.id or f"q{number}"
         if question_id in seen:
             raise InvalidQuestions(
@@ -90,7 +108,8 @@ def validate_questions(drafts: Sequence[QuestionDraft]) -> tuple[Question, ...]:
                 f"question {number} must have at most 6 options", field=f"{field}.options"
             )
         options = tuple(
-            _option(number, index, option) for index, option in enumerate(draft.options, start=1)
+            _option(number, index, option, limits)
+            for index, option in enumerate(draft.options, start=1)
         )
         option_ids = [option.option_id for option in options]
         duplicate = next((o for o in option_ids if option_ids.count(o) > 1), None)

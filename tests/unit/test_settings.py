@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
-from clarion.app.settings import DEFAULT_DATABASE_URL, Settings
+from clarion.app.settings import DEFAULT_DATABASE_URL, LIMIT_VARIABLES, Settings
 from clarion.domain.errors import ValidationError
+from clarion.domain.limits import Limits
 
 
 def test_defaults_match_the_documented_interface() -> None:
@@ -71,3 +73,23 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
     with pytest.raises(ValidationError) as caught:
         Settings.from_env({name: value})
     assert caught.value.field == name
+
+
+def test_every_limit_has_a_variable_and_defaults_are_the_documented_ones() -> None:
+    assert set(LIMIT_VARIABLES) == {field.name for field in attrs.fields(Limits)}
+    assert Settings.from_env({}).limits == Limits()
+    assert Limits().max_body_bytes == 1024 * 1024
+
+
+def test_limit_variables_are_read_and_a_bad_one_names_itself() -> None:
+    settings = Settings.from_env(
+        {"CLARION_MAX_PROMPT": "4000", "CLARION_MCP_SESSION_IDLE_S": "0.5"}
+    )
+    assert settings.limits == Limits(max_prompt=4000, mcp_session_idle_s=0.5)
+    for value in ("0", "-3", "many", "1.5"):
+        with pytest.raises(ValidationError) as error:
+            Settings.from_env({"CLARION_MAX_EVENT_STREAMS": value})
+        assert error.value.field == "CLARION_MAX_EVENT_STREAMS"
+        assert error.value.message == (
+            f"CLARION_MAX_EVENT_STREAMS must be a positive integer, got {value!r}"
+        )

@@ -33,10 +33,13 @@ class ListArguments:
 
 @attrs.frozen
 class AskArguments:
-    """``ask_user_question`` arguments: the drafts and the effective context."""
+    """``ask_user_question`` arguments: the drafts, the context and the context paragraphs
+    (non-empty paragraphs replace ``context``; the use case joins them, after checking each
+    one's length)."""
 
     questions: tuple[QuestionDraft, ...]
     context: str
+    context_paragraphs: tuple[str, ...] = ()
 
 
 def _mapping(arguments: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -102,8 +105,9 @@ def parse_list_tasks(arguments: Mapping[str, Any] | None) -> str:
 def parse_ask(arguments: Mapping[str, Any] | None) -> AskArguments:
     """Facts §2.2: ``questions`` (required), ``context``, ``context_paragraphs``.
 
-    Non-empty ``context_paragraphs`` override ``context`` and are joined with blank lines.
-    Counts, prompts, options and ids are the use case's rules (domain ``validate_questions``).
+    Non-empty ``context_paragraphs`` override ``context`` and are joined with blank lines by
+    the use case. Counts, prompts, options, ids and every length are the use case's rules
+    (domain ``validate_questions`` and ``validate_context``).
     """
     args = _mapping(arguments)
     _refuse_unknown(args, ("questions", "context", "context_paragraphs"))
@@ -120,6 +124,5 @@ def parse_ask(arguments: Mapping[str, Any] | None) -> AskArguments:
                 "invalid arguments: context_paragraphs must be an array of strings",
                 field="context_paragraphs",
             )
-        if paragraphs:
-            context = "\n\n".join(paragraphs)
+        return AskArguments(questions=drafts, context=context, context_paragraphs=tuple(paragraphs))
     return AskArguments(questions=drafts, context=context)

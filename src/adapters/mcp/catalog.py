@@ -114,8 +114,10 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "matching the tool's output schema, plus the same JSON as text (keys sorted). A failure",
         'is a tool error (`isError: true`) whose text is the message (for example "clarification',
         'request not found") and whose `_meta["clarion/error"]` carries a stable `code`',
-        "(`NOT_FOUND`, `CONFLICT`, `VALIDATION_ERROR`, `UNAUTHORIZED`, `WAIT_ENDED`,",
-        "`CANCELLED`, `INTERNAL_ERROR`) and, for validation errors, the offending `field`.",
+        "(`NOT_FOUND`, `CONFLICT`, `VALIDATION_ERROR`, `LIMIT_EXCEEDED`, `UNAUTHORIZED`,",
+        "`WAIT_ENDED`, `CANCELLED`, `INTERNAL_ERROR`) and, for validation errors, the offending",
+        "`field` (for `LIMIT_EXCEEDED`, the `limit`: its setting). Text lengths, body size and",
+        "counts are bounded by the settings in [operations](operations.md#limits).",
         "",
     ]
     lines += _surface(

@@ -8,6 +8,8 @@ errors and ``retryable`` for delivery failures) so programs can branch without r
   unknown or foreign bundle alike (N5).
 - ``NotActive`` → ``CONFLICT``, "clarification request is no longer active" (N4a).
 - ``ValidationError`` → ``VALIDATION_ERROR``, its message naming the field, plus ``field``.
+- ``LimitExceeded`` → ``LIMIT_EXCEEDED``, its message naming the limit, plus ``limit`` (the
+  setting, e.g. ``CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION``; REST answers 429).
 - ``DeliveryError`` → ``INTERNAL_ERROR``, its message (safe by construction), plus
   ``retryable`` (R7a).
 - anything else, ``ClaimError`` included → ``INTERNAL_ERROR``, :data:`INTERNAL_MESSAGE`; the
@@ -25,7 +27,13 @@ from typing import Any, Final
 import structlog
 from mcp.types import CallToolResult, TextContent
 
-from clarion.domain.errors import DeliveryError, NotActive, NotFound, ValidationError
+from clarion.domain.errors import (
+    DeliveryError,
+    LimitExceeded,
+    NotActive,
+    NotFound,
+    ValidationError,
+)
 
 ERROR_META_KEY: Final = "clarion/error"
 INTERNAL_MESSAGE: Final = "internal error: the request could not be completed"
@@ -50,6 +58,8 @@ def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallTo
         return error_result("CONFLICT", exc.message)
     if isinstance(exc, ValidationError):
         return error_result("VALIDATION_ERROR", exc.message, field=exc.field)
+    if isinstance(exc, LimitExceeded):
+        return error_result("LIMIT_EXCEEDED", exc.message, limit=exc.limit)
     if isinstance(exc, DeliveryError):
         _log.warning(
             "mcp_tool_delivery_failed", tool=tool, pending_id=pending_id, retryable=exc.retryable

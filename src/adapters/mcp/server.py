@@ -22,6 +22,8 @@ import anyio
 import attrs
 import structlog
 from mcp.server import Server, ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -58,11 +60,15 @@ class Caller:
     """Who is calling a surface and, on the in-session surface, the session it is bound to.
 
     ``agent`` is True when the caller authenticated with that session's agent token: it then
-    sees only its own session's task in ``list_tasks``."""
+    sees only its own session's task in ``list_tasks``. ``credential`` identifies the
+    credential the call came with (a digest, never the secret; "" with authentication
+    disabled): a legacy MCP session belongs to the credential that opened it.
+    """
 
     identity: Identity
     session_id: str = ""
     agent: bool = False
+    credential: str = ""
 
 
 @attrs.frozen
@@ -229,6 +235,16 @@ class AuthGate:
             await response(scope, receive, send)
             return
         scope.setdefault("state", {})[SCOPE_KEY] = caller
+        # The SDK binds a legacy session to the principal of ``scope["user"]`` and answers a
+        # request from any other principal exactly like one for an unknown session id.
+        scope["user"] = AuthenticatedUser(
+            AccessToken(
+                token=caller.credential,
+                client_id=caller.credential,
+                scopes=[],
+                subject=identity_key(caller.identity),
+            )
+        )
         # Whatever an outer middleware concluded, inside the MCP surface the caller is this one.
         with identity_bound(caller.identity):
             await self._app(scope, receive, send)
@@ -282,6 +298,11 @@ class DuplicateKeyGate:
             return received.pop(0) if received else await receive()
 
         await self._app(scope, replay, send)
+
+
+def identity_key(identity: Identity) -> str:
+    """What per-identity limits count by: the user id ("" for an internal caller)."""
+    return identity.user_id or ""
 
 
 def bearer_token(scope: Scope) -> str:

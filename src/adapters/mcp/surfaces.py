@@ -29,14 +29,18 @@ from typing import Any, Final
 import attrs
 import structlog
 from mcp.server import Server
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
 from mcp.server.streamable_http_manager import (
     StreamableHTTPASGIApp,
     StreamableHTTPSessionManager,
 )
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tools
@@ -52,8 +56,9 @@ from clarion.adapters.mcp.server import (
     build_server,
 )
 from clarion.app.services import Services
-from clarion.app.usecases.auth import Authentication
+from clarion.app.usecases.auth import Authentication, hash_credential
 from clarion.domain.errors import NotFound
+from clarion.domain.limits import Limits
 from clarion.domain.model import Identity
 
 EXTERNAL_PATH: Final = "/mcp"
@@ -129,7 +134,9 @@ def external_authenticator(
         if not token:
             return None
         identity = await services.runner(authentication.resolve_bearer, token)
-        return Caller(identity=identity) if identity is not None else None
+        if identity is None:
+            return None
+        return Caller(identity=identity, credential=hash_credential(token))
 
     return authenticate
 
@@ -149,9 +156,74 @@ def session_authenticator(*, auth_enabled: bool, services: Services) -> Authenti
             identity = await services.host.authenticate_agent(session_id, token)
         except NotFound:
             return None
-        return Caller(identity=identity, session_id=session_id, agent=True)
+        return Caller(
+            identity=identity,
+            session_id=session_id,
+            agent=True,
+            credential=hash_credential(token),
+        )
 
     return authenticate
+
+
+def too_many_sessions_message(limit: int) -> str:
+    return f"too many MCP sessions: the limit is {limit} per identity (CLARION_MAX_MCP_SESSIONS)"
+
+
+class IdentitySessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager with a cap on the legacy sessions each identity holds.
+
+    The SDK binds each session to the principal that opened it (``scope["user"]``, set by
+    :class:`AuthGate`: the credential's digest, with the identity as subject) and closes it
+    after ``session_idle_timeout`` seconds without a request. On top of that, an identity
+    (the principal's subject) may hold at most ``max_sessions_per_identity`` sessions.
+    """
+
+    def __init__(self, *args: Any, max_sessions_per_identity: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_sessions_per_identity = max_sessions_per_identity
+
+    def sessions_of(self, subject: str) -> int:
+        """How many open legacy sessions belong to ``subject``."""
+        owners = self._session_owners.values()
+        return sum(1 for owner in owners if owner.get("subject") == subject)
+
+    def _admit_session(self, requestor: AuthorizationContext | None) -> Any:
+        # Checked under the SDK's creation lock, so concurrent opens cannot overshoot; the
+        # gate below has already answered 429 in every case but such a race (then the SDK
+        # answers 503 "Too many open sessions").
+        subject = requestor.get("subject") if requestor is not None else None
+        if subject is not None and self.sessions_of(subject) >= self.max_sessions_per_identity:
+            return None
+        return super()._admit_session(requestor)
+
+
+class SessionLimitGate:
+    """Pure ASGI wrapper answering 429 to a request that would open one legacy session too
+    many for its identity (a 2025-era POST without ``Mcp-Session-Id``)."""
+
+    def __init__(self, app: ASGIApp, manager: IdentitySessionManager) -> None:
+        self._app = app
+        self._manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self._opens_session(scope):
+            user = scope.get("user")
+            subject = user.access_token.subject if isinstance(user, AuthenticatedUser) else None
+            limit = self._manager.max_sessions_per_identity
+            if subject is not None and self._manager.sessions_of(subject) >= limit:
+                response = JSONResponse({"error": too_many_sessions_message(limit)}, 429)
+                await response(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+    def _opens_session(self, scope: Scope) -> bool:
+        if self._manager.stateless or scope.get("method") != "POST":
+            return False
+        headers = Headers(scope=scope)
+        version = headers.get("mcp-protocol-version")
+        legacy = version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+        return legacy and "mcp-session-id" not in headers
 
 
 @attrs.frozen
@@ -162,7 +234,7 @@ class McpSurfaces:
     routes: tuple[BaseRoute, ...]
     external: Server[Any]
     session: Server[Any]
-    managers: tuple[StreamableHTTPSessionManager, ...]
+    managers: tuple[IdentitySessionManager, ...]
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -184,6 +256,7 @@ def build_mcp(
     external_path: str = EXTERNAL_PATH,
     session_path: str = SESSION_PATH,
     legacy_sessions: bool = True,
+    limits: Limits | None = None,
 ) -> McpSurfaces:
     """Build both surfaces over ``services``.
 
@@ -194,7 +267,8 @@ def build_mcp(
     names must pass them. ``session_path`` must contain ``{session_id}``. ``legacy_sessions`` keeps
     ``Mcp-Session-Id`` sessions for 2025-11-25 clients (in memory: several processes behind one
     address then need sticky routing); False serves that era statelessly. The 2026-07-28
-    protocol is sessionless either way.
+    protocol is sessionless either way. ``limits`` (default ``services.limits``) bound request
+    bodies, legacy sessions per identity and their idle time.
 
     Raises:
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
@@ -208,20 +282,34 @@ def build_mcp(
     security = _SDK_CHECKS_OFF
     external = external_server(services, names=names)
     session = session_server(services, names=names, progress_interval=progress_interval)
-    external_manager = StreamableHTTPSessionManager(
-        app=external, security_settings=security, stateless=not legacy_sessions
-    )
-    session_manager = StreamableHTTPSessionManager(
-        app=session, security_settings=security, stateless=not legacy_sessions
-    )
+    limits = limits if limits is not None else services.limits
+
+    def manager(server: Server[Any]) -> IdentitySessionManager:
+        return IdentitySessionManager(
+            app=server,
+            security_settings=security,
+            stateless=not legacy_sessions,
+            session_idle_timeout=limits.mcp_session_idle_s,
+            max_request_body_size=limits.max_body_bytes,
+            max_sessions_per_identity=limits.max_mcp_sessions,
+        )
+
+    external_manager = manager(external)
+    session_manager = manager(session)
     external_gate = AuthGate(
-        DuplicateKeyGate(StreamableHTTPASGIApp(external_manager)),
+        DuplicateKeyGate(
+            SessionLimitGate(StreamableHTTPASGIApp(external_manager), external_manager),
+            max_body=limits.max_body_bytes,
+        ),
         external_authenticator(
             auth_enabled=auth_enabled, authentication=authentication, services=services
         ),
     )
     session_gate = AuthGate(
-        DuplicateKeyGate(StreamableHTTPASGIApp(session_manager)),
+        DuplicateKeyGate(
+            SessionLimitGate(StreamableHTTPASGIApp(session_manager), session_manager),
+            max_body=limits.max_body_bytes,
+        ),
         session_authenticator(auth_enabled=auth_enabled, services=services),
     )
     routes: tuple[BaseRoute, ...] = (

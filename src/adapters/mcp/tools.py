@@ -114,6 +114,7 @@ def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolH
                 call.caller.session_id,
                 args.questions,
                 args.context,
+                context_paragraphs=args.context_paragraphs,
                 on_progress=on_progress,
                 progress_interval=progress_interval,
             )

@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
+from clarion.adapters.rest.body_limit import BodyLimitMiddleware
 from clarion.adapters.rest.clarifications import clarification_routes
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.events import EVENTS_PATH, CanSee, EventStream
@@ -112,7 +113,13 @@ def build_rest(
     if source is None:
         raise ValueError("the event stream needs an EventSource")
     limiter = services.runner.limiter
-    events = EventStream(source, _visibility(services), heartbeat_s=heartbeat_s)
+    events = EventStream(
+        source,
+        _visibility(services),
+        heartbeat_s=heartbeat_s,
+        max_streams=services.limits.max_event_streams,
+        limiter=services.runner.limiter,
+    )
     document = openapi_document(auth_enabled=auth_enabled)
 
     async def openapi(request: Request) -> Response:
@@ -140,6 +147,9 @@ def build_rest(
             authentication=authentication,
             limiter=limiter,
         ),
+        # Inside authentication: an unauthenticated REST request is refused before its body
+        # is read (MCP authenticates inside its route, after this).
+        Middleware(BodyLimitMiddleware, max_bytes=services.limits.max_body_bytes),
     )
     return RestApi(
         routes=tuple(routes),

@@ -36,7 +36,7 @@ nobody authenticated.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any, Final, Literal
 
 import anyio
@@ -60,7 +60,7 @@ from clarion.adapters.rest.errors import (
     guarded,
     unauthenticated,
 )
-from clarion.app.usecases.auth import Authentication, identity_bound
+from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
 from clarion.domain.model import Identity
 
 log = structlog.get_logger(__name__)
@@ -80,12 +80,23 @@ Via = Literal["disabled", "token", "session", "none"]
 
 
 @attrs.frozen
+class Credential:
+    """The credential a request authenticated with: ``key`` is its digest (never the secret),
+    ``still_valid`` re-checks it (False once revoked, logged out or expired; blocking, run it
+    in a worker thread). Long-lived responses such as event streams use it."""
+
+    key: str
+    still_valid: Callable[[], bool] = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
 class AuthContext:
     """The outcome of authentication for one request."""
 
     identity: Identity | None
     via: Via
     csrf_token: str = attrs.field(default="", repr=False)
+    credential: Credential | None = None
 
 
 def auth_context(connection: HTTPConnection) -> AuthContext:
@@ -184,15 +195,28 @@ class AuthMiddleware:
             identity = await anyio.to_thread.run_sync(
                 authentication.resolve_bearer, bearer, limiter=self._limiter
             )
-            return AuthContext(identity=identity, via="token" if identity else "none")
+            if identity is None:
+                return AuthContext(identity=None, via="none")
+            token = Credential(
+                key=hash_credential(bearer),
+                still_valid=lambda: authentication.resolve_bearer(bearer) is not None,
+            )
+            return AuthContext(identity=identity, via="token", credential=token)
         cookie = connection.cookies.get(cookie_name(SESSION_COOKIE, connection))
         if cookie:
             session = await anyio.to_thread.run_sync(
                 authentication.resolve_session, cookie, limiter=self._limiter
             )
             if session is not None:
+                browser = Credential(
+                    key=hash_credential(cookie),
+                    still_valid=lambda: authentication.resolve_session(cookie) is not None,
+                )
                 return AuthContext(
-                    identity=session.identity, via="session", csrf_token=session.csrf_token
+                    identity=session.identity,
+                    via="session",
+                    csrf_token=session.csrf_token,
+                    credential=browser,
                 )
         return AuthContext(identity=None, via="none")
 

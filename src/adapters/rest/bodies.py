@@ -8,6 +8,7 @@ from typing import Any, Final, TypeVar
 from starlette.requests import Request
 
 from clarion.adapters import wire
+from clarion.adapters.rest.body_limit import MAX_BODY_SCOPE_KEY, too_large_message
 from clarion.adapters.rest.errors import PayloadTooLarge
 from clarion.domain.errors import ValidationError
 
@@ -20,21 +21,26 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The raw body, refusing anything over ``limit`` bytes before it is all read.
+async def read_body(request: Request, *, limit: int | None = None) -> bytes:
+    """The raw body, refusing anything over ``limit`` bytes before it is all read (default:
+    the application's ``CLARION_MAX_BODY_BYTES``, left in the scope by
+    :class:`~clarion.adapters.rest.body_limit.BodyLimitMiddleware`, else 1 MiB).
 
     Raises:
         PayloadTooLarge: the declared or actual length exceeds ``limit``.
     """
+    if limit is None:
+        found = request.scope.get(MAX_BODY_SCOPE_KEY)
+        limit = found if isinstance(found, int) else MAX_BODY_BYTES
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge("request body too large")
+        raise PayloadTooLarge(too_large_message(limit))
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise PayloadTooLarge("request body too large")
+            raise PayloadTooLarge(too_large_message(limit))
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -7,7 +7,9 @@ Every failure body is ``{"error": "<text>"}`` (spec R10). The table::
     NotActive             409  its message: "clarification request is no longer active" (R2,
                                R11), or why a session takes no new bundle
     ValidationError       400  its own message, which names the offending field (R10, N8d)
-    PayloadTooLarge       413  "request body too large"
+    PayloadTooLarge       413  its message: "request body too large: the limit is N bytes
+                               (CLARION_MAX_BODY_BYTES)"
+    LimitExceeded         429  its message, naming the limit's setting
     WaitEnded             504  why the wait ended, with the pending id (A7: authorized only)
     ClaimError            500  the route's fixed store-failure text; the pending id and the
                                error are logged, the error's own text is never sent (R4a)
@@ -36,6 +38,7 @@ from clarion.domain.errors import (
     ClaimError,
     ClarionError,
     DeliveryError,
+    LimitExceeded,
     NotActive,
     NotFound,
     ValidationError,
@@ -101,7 +104,9 @@ def error_response(
     if isinstance(exc, ValidationError):
         return failure(400, exc.message)
     if isinstance(exc, PayloadTooLarge):
-        return failure(413, BODY_TOO_LARGE)
+        return failure(413, exc.message or BODY_TOO_LARGE)
+    if isinstance(exc, LimitExceeded):
+        return failure(429, exc.message)
     if isinstance(exc, WaitEnded):
         return failure(504, _WAIT_TEXT[exc.reason].format(exc.pending_id))
     if isinstance(exc, ClaimError):

@@ -6,7 +6,12 @@ Each :class:`~clarion.ports.Event` the caller may see is sent as::
     data: {"kind", "task_id", "session_id", "pending_id", "data"}
 
 Visibility is the task rule every other read uses: an event is sent only when the caller may
-see its task (unscoped callers see every event). A comment line (``: heartbeat``) is sent
+see its task (unscoped callers see every event). It is computed once per identity and task per
+heartbeat interval and shared by all of that identity's streams, so many streams of one user
+cost one authorization per event, not one per stream. At most ``max_streams`` streams per
+identity (``CLARION_MAX_EVENT_STREAMS``); the next is refused with 429. A stream opened with a
+token or a browser session ends within one heartbeat after that credential is revoked, logged
+out or expires. A comment line (``: heartbeat``) is sent
 every ``heartbeat_s`` seconds so proxies keep the connection and clients notice a dead one.
 The stream ends cleanly — the subscription is closed and the response finished — when the
 client disconnects, when the event source ends, or when :meth:`EventStream.close` is called
@@ -20,14 +25,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
+import attrs
 import structlog
 from anyio.abc import ObjectSendStream
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from clarion.adapters.rest.auth import require_identity
+from clarion.adapters.rest.auth import Credential, auth_context, require_identity
 from clarion.adapters.rest.errors import Resource, guarded
+from clarion.domain.errors import LimitExceeded
 from clarion.domain.model import Identity
 from clarion.ports.events import Event, EventSource
 
@@ -36,6 +44,8 @@ log = structlog.get_logger(__name__)
 EVENTS_PATH: Final = "/api/v1/events"
 CanSee = Callable[[Identity, str], Awaitable[bool]]
 _BUFFER: Final = 256
+DEFAULT_MAX_STREAMS: Final = 16
+_PRUNE_AT: Final = 1024  # cached visibility / credential checks kept before expired ones go
 
 
 def event_frame(event: Event) -> bytes:
@@ -86,28 +96,141 @@ class _EventStreamResponse(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-class EventStream:
-    """The event-stream endpoint; one instance per application."""
+@attrs.define
+class _Viewer:
+    """One identity's open streams and what it may see, shared by all of them: each task's
+    visibility is computed once per heartbeat interval for the identity, not once per stream."""
 
-    def __init__(self, source: EventSource, can_see: CanSee, *, heartbeat_s: float = 15.0) -> None:
+    streams: int = 0
+    visible: dict[str, tuple[float, bool]] = attrs.Factory(dict)
+    computing: dict[str, anyio.Event] = attrs.Factory(dict)
+
+
+@attrs.define
+class _Check:
+    """The last re-check of one credential, shared by every stream opened with it."""
+
+    at: float
+    valid: bool
+    running: anyio.Event | None = None
+
+
+class EventStream:
+    """The event-stream endpoint; one instance per application.
+
+    At most ``max_streams`` streams are open per identity (``CLARION_MAX_EVENT_STREAMS``);
+    the next gets 429. A stream opened with a credential (token or browser session) re-checks
+    it every half heartbeat (one check per credential, shared by its streams) and ends within
+    one heartbeat once it is revoked, logged out or expired.
+    """
+
+    def __init__(
+        self,
+        source: EventSource,
+        can_see: CanSee,
+        *,
+        heartbeat_s: float = 15.0,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> None:
         self._source = source
         self._can_see = can_see
         self._heartbeat_s = heartbeat_s
+        self._max_streams = max_streams
+        self._limiter = limiter
         self._closed = anyio.Event()
+        self._viewers: dict[str, _Viewer] = {}
+        self._checks: dict[str, _Check] = {}
 
     def close(self) -> None:
         """End every open stream; a stream opened afterwards ends at once."""
         self._closed.set()
 
-    async def _pump(self, identity: Identity, sink: ObjectSendStream[Event]) -> None:
-        visible: dict[str, bool] = {}
+    def open_streams(self, identity: Identity) -> int:
+        """How many streams ``identity`` has open."""
+        viewer = self._viewers.get(_viewer_key(identity))
+        return viewer.streams if viewer is not None else 0
+
+    def _admit(self, identity: Identity) -> _Viewer:
+        key = _viewer_key(identity)
+        viewer = self._viewers.setdefault(key, _Viewer())
+        if viewer.streams >= self._max_streams:
+            raise LimitExceeded(
+                f"too many event streams: the limit is {self._max_streams} per identity "
+                "(CLARION_MAX_EVENT_STREAMS)",
+                limit="CLARION_MAX_EVENT_STREAMS",
+            )
+        viewer.streams += 1
+        return viewer
+
+    def _release(self, identity: Identity, viewer: _Viewer) -> None:
+        viewer.streams -= 1
+        key = _viewer_key(identity)
+        if viewer.streams <= 0 and self._viewers.get(key) is viewer:
+            del self._viewers[key]
+
+    async def _sees(self, viewer: _Viewer, identity: Identity, task_id: str) -> bool:
+        """Whether ``identity`` may see ``task_id``, computed once for all its streams."""
+        while True:
+            cached = viewer.visible.get(task_id)
+            if cached is not None and anyio.current_time() - cached[0] < self._heartbeat_s:
+                return cached[1]
+            running = viewer.computing.get(task_id)
+            if running is None:
+                break
+            await running.wait()
+        done = viewer.computing[task_id] = anyio.Event()
+        try:
+            result = await self._can_see(identity, task_id)
+            now = anyio.current_time()
+            if len(viewer.visible) >= _PRUNE_AT:
+                fresh = {k: v for k, v in viewer.visible.items() if now - v[0] < self._heartbeat_s}
+                viewer.visible = fresh
+            viewer.visible[task_id] = (now, result)
+            return result
+        finally:
+            del viewer.computing[task_id]
+            done.set()
+
+    async def _still_valid(self, credential: Credential) -> bool:
+        """Re-check ``credential``, at most once per heartbeat for all streams sharing it."""
+        check = self._checks.get(credential.key)
+        now = anyio.current_time()
+        if check is not None and check.running is not None:
+            await check.running.wait()
+            return check.valid
+        if check is not None and now - check.at < self._heartbeat_s / 2:
+            return check.valid
+        if len(self._checks) >= _PRUNE_AT:
+            self._checks = {
+                key: kept
+                for key, kept in self._checks.items()
+                if kept.running is not None or now - kept.at < self._heartbeat_s
+            }
+        check = self._checks[credential.key] = _Check(at=now, valid=True, running=anyio.Event())
+        running = check.running
+        assert running is not None
+        try:
+            check.valid = await anyio.to_thread.run_sync(
+                credential.still_valid, limiter=self._limiter
+            )
+        except Exception:  # a failing store ends nothing; the next heartbeat asks again
+            log.warning("events.credential_check_failed", exc_info=True)
+            check.valid = True
+        finally:
+            check.at = anyio.current_time()
+            check.running = None
+            running.set()
+        return check.valid
+
+    async def _pump(
+        self, viewer: _Viewer, identity: Identity, sink: ObjectSendStream[Event]
+    ) -> None:
         subscription: AsyncIterator[Event] = self._source.subscribe()
         try:
             async with sink:
                 async for event in subscription:
-                    if event.task_id not in visible:
-                        visible[event.task_id] = await self._can_see(identity, event.task_id)
-                    if visible[event.task_id]:
+                    if await self._sees(viewer, identity, event.task_id):
                         await sink.send(event)
         finally:
             close: Any = getattr(subscription, "aclose", None)
@@ -115,37 +238,69 @@ class EventStream:
                 with anyio.CancelScope(shield=True):
                     await close()
 
-    async def _serve(self, identity: Identity, send: Send) -> None:
+    async def _watch_credential(self, credential: Credential, scope: anyio.CancelScope) -> None:
+        # Every half heartbeat, with results shared for at most half a heartbeat: a revoked
+        # credential is seen, and its streams end, within one heartbeat.
+        while True:
+            await anyio.sleep(self._heartbeat_s / 2)
+            if not await self._still_valid(credential):
+                scope.cancel()
+                return
+
+    async def _serve(
+        self,
+        viewer: _Viewer,
+        identity: Identity,
+        credential: Credential | None,
+        send: Send,
+    ) -> None:
         sink, events = anyio.create_memory_object_stream[Event](_BUFFER)
         # Both ends are closed here whatever happens; the pump also closes its end when the
         # source runs dry, which is how the loop below learns the stream is over.
-        with sink, events:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._pump, identity, sink)
+        try:
+            with sink, events:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._pump, viewer, identity, sink)
 
-                async def watch_close() -> None:
-                    await self._closed.wait()
+                    async def watch_close() -> None:
+                        await self._closed.wait()
+                        group.cancel_scope.cancel()
+
+                    group.start_soon(watch_close)
+                    if credential is not None:
+                        group.start_soon(self._watch_credential, credential, group.cancel_scope)
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": b": connected\n\n",
+                            "more_body": True,
+                        }
+                    )
+                    while True:
+                        with anyio.move_on_after(self._heartbeat_s) as idle:
+                            try:
+                                event = await events.receive()
+                            except anyio.EndOfStream:
+                                break
+                        frame = b": heartbeat\n\n" if idle.cancelled_caught else event_frame(event)
+                        await send({"type": "http.response.body", "body": frame, "more_body": True})
                     group.cancel_scope.cancel()
-
-                group.start_soon(watch_close)
-                await send(
-                    {"type": "http.response.body", "body": b": connected\n\n", "more_body": True}
-                )
-                while True:
-                    with anyio.move_on_after(self._heartbeat_s) as idle:
-                        try:
-                            event = await events.receive()
-                        except anyio.EndOfStream:
-                            break
-                    frame = b": heartbeat\n\n" if idle.cancelled_caught else event_frame(event)
-                    await send({"type": "http.response.body", "body": frame, "more_body": True})
-                group.cancel_scope.cancel()
+        finally:
+            self._release(identity, viewer)
 
     @property
     def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
         @guarded(Resource.NONE)
         async def events(request: Request) -> Response:
             identity = require_identity(request)
-            return _EventStreamResponse(lambda send: self._serve(identity, send))
+            credential = auth_context(request).credential
+            viewer = self._admit(identity)
+            return _EventStreamResponse(
+                lambda send: self._serve(viewer, identity, credential, send)
+            )
 
         return events
+
+
+def _viewer_key(identity: Identity) -> str:
+    return identity.user_id or ""

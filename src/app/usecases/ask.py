@@ -32,10 +32,13 @@ from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
     ClarionError,
     InvalidArgument,
+    LimitExceeded,
     NotActive,
     NotFound,
 )
 from clarion.domain.host import Session
+from clarion.domain.limits import Limits, validate_context
+from clarion.domain.listing import ListQuery
 from clarion.domain.model import (
     Answer,
     Identity,
@@ -119,6 +122,7 @@ class Asking:
         runner: Runner,
         resolver: Resolver,
         ask_timeout: float = ASK_TIMEOUT_S,
+        limits: Limits | None = None,
     ) -> None:
         self._claims = claims
         self._host = host
@@ -129,6 +133,7 @@ class Asking:
         self._run = runner
         self._resolver = resolver
         self.ask_timeout = ask_timeout
+        self.limits = limits if limits is not None else Limits()
         self._asking: set[str] = set()  # pending ids of asks blocked in this process
         self._closing = False
 
@@ -155,11 +160,33 @@ class Asking:
             raise InvalidArgument("task_id does not match the session's task", field="task_id")
         if is_terminal_state(session.state):
             raise NotActive("session is no longer active")
-        for pending_id in self._claims.active_pending_ids(session.id):
+        active = self._claims.active_pending_ids(session.id)
+        for pending_id in active:
             bundle = self._claims.load_bundle(pending_id)
             if bundle is not None and same_questions(bundle.questions, questions):
                 return _Prepared(session=session, pending_id=pending_id, is_new=False)
+        self._check_room(identity, len(active))
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
+
+    def _check_room(self, identity: Identity, active_in_session: int) -> None:
+        """Refuse a new bundle when the session, or the bundles ``identity`` may see, already
+        hold as many active bundles as the limits allow (checked before anything is written).
+        """
+        per_session = self.limits.max_active_bundles_per_session
+        if active_in_session >= per_session:
+            raise LimitExceeded(
+                "too many active clarification requests in this session: the limit is "
+                f"{per_session} (CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION)",
+                limit="CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
+            )
+        per_identity = self.limits.max_active_bundles_per_identity
+        query = ListQuery(visibility=self._authorizer.visibility(identity), limit=per_identity)
+        if len(self._claims.list_active_bundles(query).bundles) >= per_identity:
+            raise LimitExceeded(
+                "too many active clarification requests for this identity: the limit is "
+                f"{per_identity} (CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY)",
+                limit="CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
+            )
 
     async def _make_durable(
         self, prepared: _Prepared, questions: Sequence[Question], context: str
@@ -185,18 +212,23 @@ class Asking:
         drafts: Sequence[QuestionDraft],
         context: str,
         task_id: str | None = None,
+        *,
+        context_paragraphs: Sequence[str] = (),
     ) -> str:
         """``POST /request``: create (or reuse, §2.7) a bundle and return its ``pending_id``.
-        Does not block and does not change the session's state (facts §2.4).
+        Does not block and does not change the session's state (facts §2.4). Non-empty
+        ``context_paragraphs`` replace ``context`` (joined with blank lines).
 
         Raises:
-            InvalidQuestions: the question set is malformed.
+            InvalidQuestions: the question set is malformed, or a text is over its limit.
+            LimitExceeded: the session or the identity has too many active bundles.
             InvalidArgument: ``task_id`` is not the session's task.
             NotFound: the session does not exist or ``identity`` may not see it.
             NotActive: the session is COMPLETED, FAILED or CANCELLED.
             ClaimError: the store failed.
         """
-        questions = validate_questions(drafts)
+        questions = validate_questions(drafts, self.limits)
+        context = validate_context(context, self.limits, context_paragraphs)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
@@ -217,6 +249,7 @@ class Asking:
         drafts: Sequence[QuestionDraft],
         context: str,
         *,
+        context_paragraphs: Sequence[str] = (),
         on_progress: ProgressCallback | None = None,
         progress_interval: float = PROGRESS_INTERVAL_S,
     ) -> AskResult:
@@ -225,11 +258,13 @@ class Asking:
         ``on_progress(n)`` is called every ``progress_interval`` seconds.
 
         Raises:
-            InvalidQuestions, InvalidArgument, NotFound, NotActive, ClaimError: as :meth:`create`.
+            InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
+                as :meth:`create`.
             WaitEnded: the wait ended without an answer (timeout, cancelled, turn completed,
                 delivery failed); the bundle stays answerable through the resume path.
         """
-        questions = validate_questions(drafts)
+        questions = validate_questions(drafts, self.limits)
+        context = validate_context(context, self.limits, context_paragraphs)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )

@@ -86,8 +86,9 @@ class HostOperations:
     async def create_workspace(
         self, identity: Identity, name: str, owner_id: str | None = None
     ) -> Workspace:
-        """Create a workspace. A scoped caller owns it unless it asks for ``owner_id=""``
-        (unowned, visible to everyone); only an admin or unscoped caller may name another owner.
+        """Create a workspace. A scoped caller owns it; only an admin or unscoped caller may
+        name another owner or create an unowned one (``owner_id=""``, visible to everyone), so
+        no user can flood everybody's visible set.
 
         Raises:
             InvalidArgument: empty ``name``, or an ``owner_id`` the caller may not assign.
@@ -96,8 +97,13 @@ class HostOperations:
             raise InvalidArgument("name is required", field="name")
         if owner_id is None:
             owner_id = (identity.user_id or "") if identity.is_scoped else ""
-        if identity.is_scoped and not identity.is_admin and owner_id not in ("", identity.user_id):
-            raise InvalidArgument("owner_id may only name yourself", field="owner_id")
+        if identity.is_scoped and not identity.is_admin:
+            if owner_id == "":
+                raise InvalidArgument(
+                    "owner_id: only an admin may create an unowned workspace", field="owner_id"
+                )
+            if owner_id != identity.user_id:
+                raise InvalidArgument("owner_id may only name yourself", field="owner_id")
         return await self._run.guarded(HOST_FAILED, self._host.create_workspace, name, owner_id)
 
     async def list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:

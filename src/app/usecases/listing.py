@@ -8,7 +8,7 @@ import structlog
 
 from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
-from clarion.domain.listing import ListPage, ListQuery, clamp_limit
+from clarion.domain.listing import MAX_LIMIT, ListPage, ListQuery, clamp_limit
 from clarion.domain.model import Identity
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -22,8 +22,14 @@ class Listing:
     """Discovery of the active bundles a caller may see."""
 
     def __init__(
-        self, *, claims: ClaimRepository, authorizer: TaskAuthorizer, runner: Runner
+        self,
+        *,
+        claims: ClaimRepository,
+        authorizer: TaskAuthorizer,
+        runner: Runner,
+        max_page_size: int = MAX_LIMIT,
     ) -> None:
+        self.max_page_size = max_page_size
         self._claims = claims
         self._authorizer = authorizer
         self._run = runner
@@ -40,7 +46,8 @@ class Listing:
         """A page of active bundles visible to ``identity``, oldest first (L6).
 
         ``workspace_id`` "" means "not supplied" (L7a.4); ``created_since`` is RFC 3339 (L8);
-        ``cursor`` is a previous page's ``next_cursor`` (L9); ``limit`` is clamped (L10).
+        ``cursor`` is a previous page's ``next_cursor`` (L9); ``limit`` is clamped (L10) to
+        ``max_page_size``.
 
         Raises:
             InvalidArgument: ``created_since`` or ``cursor`` is unparseable; ``field`` names it
@@ -50,7 +57,13 @@ class Listing:
         since = parse_timestamp(created_since, argument="created_since") if created_since else None
         after = decode_cursor(cursor) if cursor else None
         return await self._run.guarded(
-            LIST_FAILED, self._query, identity, workspace_id, since, after, clamp_limit(limit)
+            LIST_FAILED,
+            self._query,
+            identity,
+            workspace_id,
+            since,
+            after,
+            clamp_limit(limit, self.max_page_size),
         )
 
     def _query(

@@ -44,6 +44,7 @@ from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import Services, build_services
 from clarion.app.usecases.auth import Authentication
 from clarion.domain.host import Session, Task, Workspace
+from clarion.domain.limits import Limits
 from clarion.domain.model import Identity
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.ports.events import Event
@@ -156,6 +157,7 @@ class McpWorld:
         progress_interval: float = 15.0,
         ask_timeout: float = 120.0,
         legacy_sessions: bool = True,
+        limits: Limits | None = None,
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -179,6 +181,7 @@ class McpWorld:
             ids=ids,
             ask_timeout=ask_timeout,
             users=tokens,
+            limits=limits,
         )
         authentication = Authentication(tokens, clock, ids)
         surfaces = build_mcp(

@@ -35,6 +35,7 @@ from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import Services, build_services
 from clarion.app.usecases.auth import Authentication
+from clarion.domain.limits import Limits
 from clarion.domain.model import Resolution
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
@@ -116,6 +117,7 @@ class RestWorld:
         waiters: Waiters | None = None,
         heartbeat_s: float = 15.0,
         allowed_hosts: tuple[str, ...] = (),
+        limits: Limits | None = None,
     ) -> RestWorld:
         ports = ports if ports is not None else memory_ports()
         clock, ids = SystemClock(), UuidIds()
@@ -130,6 +132,7 @@ class RestWorld:
             clock=clock,
             ids=ids,
             ask_timeout=ask_timeout,
+            limits=limits,
             delivery_timeout=5.0,
             resume_timeout=5.0,
         )

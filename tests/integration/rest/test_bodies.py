@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from tests.integration.rest.harness import Caller, ask, error_of
 
 MIB = 1024 * 1024
-TOO_LARGE = {"error": "request body too large"}
+TOO_LARGE = {"error": "request body too large: the limit is 1048576 bytes (CLARION_MAX_BODY_BYTES)"}
 
 
 def post_raw(client: TestClient, caller: Caller, url: str, content: Any) -> Any:

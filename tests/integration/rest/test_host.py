@@ -72,13 +72,21 @@ def test_created_resources_have_their_documented_shapes(
 
 
 @enabled_only
-def test_a_scoped_caller_may_make_a_workspace_unowned_but_not_give_it_away(
-    client: TestClient, alice: Caller, bob: Caller
+def test_only_an_admin_may_create_an_unowned_workspace_and_nobody_else_may_give_one_away(
+    client: TestClient, world: RestWorld, alice: Caller, bob: Caller
 ) -> None:
+    """Issue #14: unowned workspaces are visible to everyone, so only an admin creates them;
+    a refused creation writes nothing."""
+    before = ok(client.get("/api/v1/workspaces", headers=alice.headers))["total"]
+    refused = client.post(
+        "/api/v1/workspaces", json={"name": "shared", "owner_id": ""}, headers=alice.headers
+    )
+    assert refused.status_code == 400
+    assert error_of(refused) == "owner_id: only an admin may create an unowned workspace"
+    assert ok(client.get("/api/v1/workspaces", headers=alice.headers))["total"] == before
+    _, admin = world.bearer("root", is_admin=True)
     shared = ok(
-        client.post(
-            "/api/v1/workspaces", json={"name": "shared", "owner_id": ""}, headers=alice.headers
-        ),
+        client.post("/api/v1/workspaces", json={"name": "shared", "owner_id": ""}, headers=admin),
         201,
     )
     assert shared["owner_id"] == ""

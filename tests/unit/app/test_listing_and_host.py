@@ -12,6 +12,8 @@ from clarion.domain.model import Identity, SessionState
 from clarion.ports.resume import RESUME_MESSAGE_TYPE
 from tests.unit.app.world import ALICE, BOB, UNSCOPED, AppWorld, answer_all, drafts, make_world
 
+ADMIN = Identity.user("root", is_admin=True)
+
 pytestmark = pytest.mark.anyio
 
 
@@ -69,7 +71,10 @@ async def test_created_since_and_workspace_filters_narrow_the_page(world: AppWor
 
 async def test_workspaces_are_created_and_listed_per_owner(world: AppWorld) -> None:
     mine = await world.services.host.create_workspace(ALICE, "mine")
-    shared = await world.services.host.create_workspace(ALICE, "shared", owner_id="")
+    with pytest.raises(InvalidArgument) as unowned:
+        await world.services.host.create_workspace(ALICE, "shared", owner_id="")
+    assert unowned.value.field == "owner_id"
+    shared = await world.services.host.create_workspace(ADMIN, "shared", owner_id="")
     theirs = await world.services.host.create_workspace(BOB, "theirs")
     assert (mine.owner_id, shared.owner_id, theirs.owner_id) == ("alice", "", "bob")
     with pytest.raises(InvalidArgument) as error:

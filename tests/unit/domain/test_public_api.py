@@ -34,6 +34,8 @@ PUBLIC_API = frozenset(
         "InvalidArgument",
         "InvalidOutcome",
         "InvalidQuestions",
+        "LimitExceeded",
+        "Limits",
         "ListPage",
         "ListQuery",
         "ListedBundle",
@@ -86,6 +88,7 @@ PUBLIC_API = frozenset(
         "task_visible",
         "trim",
         "validate_outcome",
+        "validate_context",
         "validate_questions",
         "workspace_visible_to",
     }

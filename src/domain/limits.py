@@ -1,0 +1,79 @@
+"""The service's bounds: text lengths of a bundle, body size, counts per session and identity.
+
+One :class:`Limits` value travels from the settings (``CLARION_MAX_*``) to every surface, so
+REST and MCP enforce the same numbers. Text lengths are counted in Unicode code points, the way
+N8b counts free text. A refusal is a :class:`~clarion.domain.errors.ValidationError` naming the
+field (400) for text, or a :class:`~clarion.domain.errors.LimitExceeded` naming the limit (429)
+for counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from clarion.domain.errors import InvalidQuestions
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+
+
+def _seconds(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number of seconds, got {value}")
+
+
+@attrs.frozen
+class Limits:
+    """Every bound Clarion enforces; each has a ``CLARION_*`` variable (docs/operations.md)."""
+
+    max_title: int = attrs.field(default=200, validator=_positive)
+    max_prompt: int = attrs.field(default=2000, validator=_positive)
+    max_option_label: int = attrs.field(default=200, validator=_positive)
+    max_option_description: int = attrs.field(default=1000, validator=_positive)
+    max_context: int = attrs.field(default=10000, validator=_positive)
+    max_context_paragraph: int = attrs.field(default=4000, validator=_positive)
+    max_id: int = attrs.field(default=128, validator=_positive)
+    max_body_bytes: int = attrs.field(default=1024 * 1024, validator=_positive)
+    max_active_bundles_per_session: int = attrs.field(default=10, validator=_positive)
+    max_active_bundles_per_identity: int = attrs.field(default=200, validator=_positive)
+    max_page_size: int = attrs.field(default=200, validator=_positive)
+    max_event_streams: int = attrs.field(default=16, validator=_positive)
+    max_mcp_sessions: int = attrs.field(default=100, validator=_positive)
+    mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)
+
+
+def check_length(value: str, maximum: int, *, field: str, what: str) -> None:
+    """Refuse ``value`` when it has more than ``maximum`` code points.
+
+    Raises:
+        InvalidQuestions: naming ``field`` and the limit.
+    """
+    if len(value) > maximum:
+        raise InvalidQuestions(
+            f"{field} is too long: {len(value)} characters, the limit for {what} is {maximum}",
+            field=field,
+        )
+
+
+def validate_context(context: str, limits: Limits, paragraphs: Sequence[str] = ()) -> str:
+    """The bundle's shared context: non-empty ``paragraphs`` (each within its limit) replace
+    ``context`` and are joined with blank lines; the result must fit ``max_context``.
+
+    Raises:
+        InvalidQuestions: a paragraph or the context is too long; ``field`` names it.
+    """
+    for index, paragraph in enumerate(paragraphs):
+        check_length(
+            paragraph,
+            limits.max_context_paragraph,
+            field=f"context_paragraphs[{index}]",
+            what="a context paragraph",
+        )
+    if paragraphs:
+        context = "\n\n".join(paragraphs)
+    check_length(context, limits.max_context, field="context", what="the context")
+    return context

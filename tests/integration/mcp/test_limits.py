@@ -1,0 +1,359 @@
+"""Issue #14's limits, on REST and MCP alike, against one served application: every limit is
+accepted at its value and refused one past it with the documented status and message, and a
+refusal writes nothing (the pending list is unchanged)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from clarion.domain.limits import Limits
+from clarion.domain.model import Identity, Outcome
+from tests.integration.mcp.harness import (
+    ASK,
+    LIST_PENDING,
+    Agent,
+    McpWorld,
+    Person,
+    http_client,
+    mcp_client,
+    question_args,
+    serving,
+    structured,
+    tool_error,
+    watching,
+)
+
+SMALL_TEXT = Limits(
+    max_title=8,
+    max_prompt=20,
+    max_option_label=10,
+    max_option_description=12,
+    max_context=30,
+    max_context_paragraph=10,
+    max_id=10,
+)
+
+Mutation = Callable[[list[dict[str, Any]], dict[str, Any], int], None]
+
+
+def _set_question(key: str) -> Mutation:
+    def mutate(questions: list[dict[str, Any]], extra: dict[str, Any], length: int) -> None:
+        questions[0][key] = "x" * length
+
+    return mutate
+
+
+def _set_option(key: str) -> Mutation:
+    def mutate(questions: list[dict[str, Any]], extra: dict[str, Any], length: int) -> None:
+        questions[0]["options"][1][key] = "x" * length
+
+    return mutate
+
+
+def _set_context(questions: list[dict[str, Any]], extra: dict[str, Any], length: int) -> None:
+    extra["context"] = "x" * length
+
+
+def _set_paragraph(questions: list[dict[str, Any]], extra: dict[str, Any], length: int) -> None:
+    extra["context_paragraphs"] = ["first", "x" * length]
+
+
+# (field named in the refusal, the limit, how to reach a length, what the message calls it)
+TEXT_CASES = [
+    ("questions[0].title", SMALL_TEXT.max_title, _set_question("title"), "a title"),
+    ("questions[0].prompt", SMALL_TEXT.max_prompt, _set_question("prompt"), "a prompt"),
+    ("questions[0].id", SMALL_TEXT.max_id, _set_question("id"), "an id"),
+    ("questions[0].options[1].label", SMALL_TEXT.max_option_label, _set_option("label"), "a label"),
+    (
+        "questions[0].options[1].description",
+        SMALL_TEXT.max_option_description,
+        _set_option("description"),
+        "a description",
+    ),
+    ("questions[0].options[1].option_id", SMALL_TEXT.max_id, _set_option("option_id"), "an id"),
+    ("context", SMALL_TEXT.max_context, _set_context, "the context"),
+]
+PARAGRAPH_CASE = (
+    "context_paragraphs[1]",
+    SMALL_TEXT.max_context_paragraph,
+    _set_paragraph,
+    "a context paragraph",
+)
+
+
+@pytest.fixture(
+    name="database_url", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def fixture_database_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    if request.param == "sqlite":
+        return sqlite_url
+    url = request.getfixturevalue("postgres_database_url")
+    assert isinstance(url, str)
+    return url
+
+
+@asynccontextmanager
+async def _served(database_url: str, limits: Limits) -> AsyncIterator[McpWorld]:
+    async with serving(McpWorld.build(database_url, progress_interval=0.05, limits=limits)) as w:
+        yield w
+
+
+def _bundle_body(agent: Agent, questions: list[dict[str, Any]], extra: dict[str, Any]) -> Any:
+    body = {"session_id": agent.session.id, "questions": questions, **extra}
+    body.pop("context_paragraphs", None)  # REST takes one context string
+    return body
+
+
+async def _pending_count(world: McpWorld, person: Person) -> int:
+    async with http_client(person.token) as http:
+        response = await http.get(f"{world.base_url}/api/v1/clarification/pending?limit=200")
+    assert response.status_code == 200
+    count = response.json()["count"]
+    assert isinstance(count, int)
+    return count
+
+
+async def _ask_and_reject(world: McpWorld, agent: Agent, arguments: dict[str, Any]) -> Any:
+    """Run the blocking ask on ``agent``'s endpoint until its bundle is listed, reject it,
+    and return the tool's result (an accepted ask)."""
+    results: list[Any] = []
+    async with watching(world) as log, anyio.create_task_group() as tasks:
+
+        async def ask() -> None:
+            async with mcp_client(world.session_url(agent.session.id), token=agent.token) as c:
+                results.append(await c.call_tool(ASK, arguments))
+
+        tasks.start_soon(ask)
+        created = await log.wait_for("bundle.created", session_id=agent.session.id)
+        await world.services.resolver.resolve(
+            Identity.internal(), created.pending_id, Outcome.reject("done")
+        )
+    return results[0]
+
+
+async def _ask_refused(world: McpWorld, agent: Agent, arguments: dict[str, Any]) -> Any:
+    async with mcp_client(world.session_url(agent.session.id), token=agent.token) as client:
+        return await client.call_tool(ASK, arguments)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("field", "limit", "mutate", "what"), [*TEXT_CASES, PARAGRAPH_CASE])
+async def test_every_text_field_is_accepted_at_its_limit_and_refused_one_past_it_on_rest_and_mcp(
+    sqlite_url: str, field: str, limit: int, mutate: Mutation, what: str
+) -> None:
+    async with _served(sqlite_url, SMALL_TEXT) as world:
+        alice = world.person("alice")
+        expected = f"{field} is too long: {limit + 1} characters, the limit for {what} is {limit}"
+        at_limit: tuple[list[dict[str, Any]], dict[str, Any]] = (question_args(), {})
+        mutate(*at_limit, limit)
+        past: tuple[list[dict[str, Any]], dict[str, Any]] = (question_args(), {})
+        mutate(*past, limit + 1)
+        agent = await world.agent(alice)
+        before = await _pending_count(world, alice)
+
+        # MCP: refused with the field named, nothing listed; then accepted at the limit.
+        refused = await _ask_refused(world, agent, {"questions": past[0], **past[1]})
+        assert tool_error(refused) == (expected, {"code": "VALIDATION_ERROR", "field": field})
+        assert await _pending_count(world, alice) == before
+        accepted = await _ask_and_reject(world, agent, {"questions": at_limit[0], **at_limit[1]})
+        assert structured(accepted)["rejected"] is True
+
+        if field.startswith("context_paragraphs"):
+            return  # REST takes one context string; its limit is the "context" case
+        # REST: the same message as a 400, nothing written; then accepted at the limit.
+        async with http_client(alice.token) as http:
+            url = f"{world.base_url}/api/v1/clarification/request"
+            response = await http.post(url, json=_bundle_body(agent, *past))
+            assert (response.status_code, response.json()) == (400, {"error": expected})
+            assert await _pending_count(world, alice) == before
+            response = await http.post(url, json=_bundle_body(agent, *at_limit))
+            assert response.status_code == 200
+        assert await _pending_count(world, alice) == before + 1
+
+
+def _padded(document: dict[str, Any], size: int) -> bytes:
+    raw = json.dumps(document).encode()
+    assert len(raw) <= size
+    return raw + b" " * (size - len(raw))
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "limits-test", "version": "1"},
+    },
+}
+MCP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-11-25",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_the_body_limit_is_the_same_on_rest_and_mcp(sqlite_url: str, chunked: bool) -> None:
+    limit = 4096
+    message = f"request body too large: the limit is {limit} bytes (CLARION_MAX_BODY_BYTES)"
+    async with _served(sqlite_url, Limits(max_body_bytes=limit)) as world:
+        alice = world.person("alice")
+        agent = await world.agent(alice)
+        rest_body = _bundle_body(agent, question_args(), {"context": "c"})
+        targets = [
+            (
+                f"{world.base_url}/api/v1/clarification/request",
+                rest_body,
+                {"Content-Type": "application/json"},
+            ),
+            (world.external_url, INITIALIZE, MCP_HEADERS),
+            (world.session_url(agent.session.id), INITIALIZE, MCP_HEADERS),
+        ]
+        async with http_client(alice.token) as http:
+            for url, document, headers in targets:
+                token = agent.token if "/mcp/session/" in url else alice.token
+                auth = {**headers, "Authorization": f"Bearer {token}"}
+                for size, status in ((limit + 1, 413), (limit, 200)):
+                    content = _padded(document, size)
+                    if chunked:
+
+                        async def chunks(data: bytes = content) -> AsyncIterator[bytes]:
+                            for start in range(0, len(data), 1000):
+                                yield data[start : start + 1000]
+
+                        response = await http.post(url, content=chunks(), headers=auth)
+                    else:
+                        response = await http.post(url, content=content, headers=auth)
+                    assert response.status_code == status, (url, size, response.text)
+                    if status == 413:
+                        assert response.json() == {"error": message}
+        # Only the accepted REST request wrote a bundle.
+        assert await _pending_count(world, alice) == 1
+
+
+@pytest.mark.anyio
+async def test_active_bundles_per_session_are_capped_alike_on_rest_and_mcp(
+    database_url: str,
+) -> None:
+    message = (
+        "too many active clarification requests in this session: the limit is 2 "
+        "(CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION)"
+    )
+    async with _served(database_url, Limits(max_active_bundles_per_session=2)) as world:
+        alice = world.person("alice")
+        agent = await world.agent(alice)
+        url = f"{world.base_url}/api/v1/clarification/request"
+        async with http_client(alice.token) as http:
+            first = await http.post(
+                url, json=_bundle_body(agent, question_args(prefix="First"), {})
+            )
+            assert first.status_code == 200
+            # The MCP ask at the limit is accepted (the session's second active bundle) ...
+            async with watching(world) as log, anyio.create_task_group() as tasks:
+                results: list[Any] = []
+
+                async def ask() -> None:
+                    async with mcp_client(
+                        world.session_url(agent.session.id), token=agent.token
+                    ) as client:
+                        results.append(
+                            await client.call_tool(ASK, {"questions": question_args(prefix="Mcp")})
+                        )
+
+                tasks.start_soon(ask)
+                created = await log.wait_for("bundle.created", session_id=agent.session.id)
+                assert created.pending_id != first.json()["pending_id"]
+                # ... and one past it is refused on both surfaces, writing nothing.
+                third = await http.post(
+                    url, json=_bundle_body(agent, question_args(prefix="Third"), {})
+                )
+                assert (third.status_code, third.json()) == (429, {"error": message})
+                refused = await _ask_refused(
+                    world, agent, {"questions": question_args(prefix="Other")}
+                )
+                assert tool_error(refused) == (
+                    message,
+                    {"code": "LIMIT_EXCEEDED", "limit": "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION"},
+                )
+                assert await _pending_count(world, alice) == 2
+                # Re-asking an identical live bundle is a reuse, not a new bundle: allowed.
+                again = await http.post(
+                    url, json=_bundle_body(agent, question_args(prefix="First"), {})
+                )
+                assert again.json() == first.json()
+                await world.services.resolver.resolve(
+                    Identity.internal(), created.pending_id, Outcome.reject("done")
+                )
+            assert results
+            assert not results[0].is_error
+            # Answering one makes room again.
+            assert (
+                await http.post(url, json=_bundle_body(agent, question_args(prefix="Fourth"), {}))
+            ).status_code == 200
+
+
+@pytest.mark.anyio
+async def test_active_bundles_per_identity_are_capped_across_sessions(database_url: str) -> None:
+    message = (
+        "too many active clarification requests for this identity: the limit is 2 "
+        "(CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY)"
+    )
+    async with _served(database_url, Limits(max_active_bundles_per_identity=2)) as world:
+        alice, bob = world.person("alice"), world.person("bob")
+        sessions = [await world.agent(alice) for _ in range(3)]
+        bobs = await world.agent(bob)
+        url = f"{world.base_url}/api/v1/clarification/request"
+        async with http_client(alice.token) as http:
+            for agent in sessions[:2]:
+                created = await http.post(url, json=_bundle_body(agent, question_args(), {}))
+                assert created.status_code == 200
+            refused = await http.post(url, json=_bundle_body(sessions[2], question_args(), {}))
+            assert (refused.status_code, refused.json()) == (429, {"error": message})
+        # An agent acts as its workspace's owner: the same count refuses its ask.
+        refused_ask = await _ask_refused(world, sessions[2], {"questions": question_args()})
+        assert tool_error(refused_ask) == (
+            message,
+            {"code": "LIMIT_EXCEEDED", "limit": "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY"},
+        )
+        assert await _pending_count(world, alice) == 2
+        # Another identity is not affected.
+        async with http_client(bob.token) as http:
+            assert (
+                await http.post(url, json=_bundle_body(bobs, question_args(), {}))
+            ).status_code == 200
+
+
+@pytest.mark.anyio
+async def test_every_page_is_at_most_the_configured_page_size_on_rest_and_mcp(
+    sqlite_url: str,
+) -> None:
+    async with _served(sqlite_url, Limits(max_page_size=3)) as world:
+        alice = world.person("alice")
+        agent = await world.agent(alice)
+        for index in range(4):
+            await world.bundle(alice, agent, prefix=f"Q{index}")
+        async with http_client(alice.token) as http:
+            page = (await http.get(f"{world.base_url}/api/v1/clarification/pending?limit=4")).json()
+            assert page["count"] == 3
+            assert page["next_cursor"]
+            exact = (
+                await http.get(f"{world.base_url}/api/v1/clarification/pending?limit=3")
+            ).json()
+            assert exact["count"] == 3
+        async with mcp_client(world.external_url, token=alice.token) as client:
+            listed = structured(await client.call_tool(LIST_PENDING, {"limit": 4}))
+            assert listed["count"] == 3
+            assert listed["next_cursor"]
+            rest = structured(
+                await client.call_tool(LIST_PENDING, {"cursor": listed["next_cursor"]})
+            )
+            assert rest["count"] == 1

@@ -1,0 +1,164 @@
+"""Issue #14: event streams are bounded per identity, cost one authorization per identity per
+event however many streams it holds, and end once their credential stops authenticating."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+
+from clarion.app.usecases.auth import hash_credential
+from clarion.domain.limits import Limits
+from clarion.domain.model import Identity
+from clarion.ports.events import Event
+from tests.integration.rest.harness import Caller, Headers, RestWorld, asetup_caller, async_client
+from tests.integration.rest.test_events import Stream, open_stream
+
+STREAMS = 500
+HEARTBEAT_S = 0.5
+TOO_MANY = (
+    f"too many event streams: the limit is {STREAMS} per identity (CLARION_MAX_EVENT_STREAMS)"
+)
+
+
+def _revoke(world: RestWorld, headers: Headers) -> None:
+    token = headers["Authorization"].removeprefix("Bearer ")
+    record = world.ports.tokens.find_token(hash_credential(token))
+    assert record is not None
+    assert world.authentication.revoke_token(record.id)
+
+
+async def _refused_body(world: RestWorld, headers: Headers) -> tuple[int, Any]:
+    async with open_stream(world.app, headers) as (stream, _):
+        assert await stream.frame() == ""
+        assert stream.start is not None
+        return stream.start["status"], json.loads(stream.buffer)
+
+
+@pytest.mark.anyio
+async def test_500_streams_of_one_identity_get_each_event_the_cap_refuses_the_next_and_a_revoked_token_ends_them(  # noqa: E501
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = RestWorld.build(
+        auth_enabled=True, heartbeat_s=HEARTBEAT_S, limits=Limits(max_event_streams=STREAMS)
+    )
+    authorizations: list[tuple[Identity, str]] = []
+    authorize = world.services.authorizer.authorize_task
+
+    def counting(identity: Identity, task_id: str) -> Any:
+        authorizations.append((identity, task_id))
+        return authorize(identity, task_id)
+
+    monkeypatch.setattr(world.services.authorizer, "authorize_task", counting)
+    async with async_client(world.app) as client:
+        alice: Caller = await asetup_caller(client, world, "alice")
+    streams: list[Stream] = []
+    with anyio.fail_after(120):
+        async with AsyncExitStack() as stack:
+            for _ in range(STREAMS):
+                stream, _disconnect = await stack.enter_async_context(
+                    open_stream(world.app, alice.headers)
+                )
+                assert await stream.frame() == ": connected"
+                streams.append(stream)
+            assert world.app.state.rest.events.open_streams(Identity.user(alice.user_id)) == STREAMS
+
+            # One new event reaches every stream, for one authorization of alice's task.
+            authorizations.clear()
+            started = time.perf_counter()
+            world.bus.publish(
+                Event(
+                    kind="bundle.created",
+                    task_id=alice.task_id,
+                    session_id=alice.session_id,
+                    pending_id="p-500",
+                )
+            )
+            for stream in streams:
+                kind, payload = await stream.event()
+                assert (kind, payload["pending_id"]) == ("bundle.created", "p-500")
+            elapsed = time.perf_counter() - started
+            print(f"\none event delivered to {STREAMS} streams of one identity in {elapsed:.3f} s")
+            assert [task for _, task in authorizations] == [alice.task_id]
+
+            # The cap refuses the next stream of this identity, and only of this identity.
+            assert await _refused_body(world, alice.headers) == (429, {"error": TOO_MANY})
+            _, bob_headers = world.bearer("bob")
+            async with open_stream(world.app, bob_headers) as (bobs, _):
+                assert await bobs.frame() == ": connected"
+
+            # Revoking the token ends all 500 streams (within one heartbeat each; bounded here
+            # generously, never timed).
+            _revoke(world, alice.headers)
+            started = time.perf_counter()
+            for stream in streams:
+                while await stream.frame():
+                    pass
+                assert stream.ended
+            print(f"{STREAMS} streams ended {time.perf_counter() - started:.3f} s after revoke")
+    assert world.app.state.rest.events.open_streams(Identity.user(alice.user_id)) == 0
+    async with open_stream(world.app, alice.headers) as (stream, _):
+        assert await stream.frame() == ""
+        assert stream.start is not None
+        assert stream.start["status"] == 401
+
+
+@pytest.mark.anyio
+async def test_logging_out_ends_the_browser_sessions_stream() -> None:
+    world = RestWorld.build(auth_enabled=True, heartbeat_s=0.05)
+    _, headers = world.bearer("alice")
+    token = headers["Authorization"].removeprefix("Bearer ")
+    async with async_client(world.app) as client:
+        login = await client.post("/api/v1/auth/login", json={"token": token})
+        assert login.status_code == 200
+        cookie = f"clarion_session={login.cookies['clarion_session']}"
+        csrf = login.json()["csrf_token"]
+        with anyio.fail_after(10):
+            async with open_stream(world.app, {"Cookie": cookie}) as (stream, _):
+                assert await stream.frame() == ": connected"
+                logout = await client.post(
+                    "/api/v1/auth/logout", headers={"Cookie": cookie, "X-CSRF-Token": csrf}
+                )
+                assert logout.status_code == 200
+                while await stream.frame():
+                    pass
+                assert stream.ended
+
+
+@pytest.mark.anyio
+async def test_a_stream_whose_credential_stays_valid_keeps_flowing_past_many_heartbeats() -> None:
+    world = RestWorld.build(auth_enabled=True, heartbeat_s=0.02)
+    async with async_client(world.app) as client:
+        alice = await asetup_caller(client, world, "alice")
+    with anyio.fail_after(10):
+        async with open_stream(world.app, alice.headers) as (stream, _):
+            assert await stream.frame() == ": connected"
+            for _ in range(10):
+                assert await stream.frame() == ": heartbeat"
+            world.bus.publish(
+                Event(kind="bundle.created", task_id=alice.task_id, session_id=alice.session_id)
+            )
+            while (frame := await stream.frame()) == ": heartbeat":
+                pass
+            assert frame.startswith("event: bundle.created")
+
+
+@pytest.mark.anyio
+async def test_a_stream_ends_once_its_token_expires() -> None:
+    world = RestWorld.build(auth_enabled=True, heartbeat_s=0.05)
+    user = world.authentication.create_user("alice")
+    expires_at = datetime.now(UTC) + timedelta(seconds=1)
+    issued = world.authentication.issue_token(user.id, expires_at=expires_at)
+    headers = {"Authorization": f"Bearer {issued.token}"}
+    with anyio.fail_after(20):
+        async with open_stream(world.app, headers) as (stream, _):
+            assert await stream.frame() == ": connected"
+            while await stream.frame():
+                pass
+            assert stream.ended
+    assert datetime.now(UTC) >= expires_at
