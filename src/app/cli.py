@@ -162,6 +162,7 @@ def _serve(args: argparse.Namespace) -> int:
             self._on_exit()
             super().handle_exit(sig, frame)
 
+    from clarion.adapters.resume import is_plain_http_to_another_host
     from clarion.app.compose import build_clarion
 
     settings = _settings(
@@ -183,6 +184,13 @@ def _serve(args: argparse.Namespace) -> int:
     )
     configure_logging(settings.log_format)
     clarion = build_clarion(settings)
+    if is_plain_http_to_another_host(settings.resume_webhook):
+        print(
+            "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host; "
+            "resumes (with the answers) cross the network unencrypted — use https://",
+            file=sys.stderr,
+            flush=True,
+        )
     auth = "enabled" if settings.auth_enabled else "disabled"
     print(
         f"Clarion on http://{settings.host}:{settings.port}/ "

@@ -44,6 +44,7 @@ from clarion.adapters.sql import (
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.adapters.web import web_routes
 from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.crashpoints import crashing_claims, crashing_dispatcher
 from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
@@ -226,7 +227,7 @@ def build_clarion(
     clock = clock or SystemClock()
     ids = ids or UuidIds()
     storage = _storage(settings, clock, ids)
-    claims = claims or storage.claims
+    claims = crashing_claims(settings.test_crash_after, claims or storage.claims)
     host = host or storage.host
     tokens = tokens or storage.tokens
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
@@ -236,10 +237,15 @@ def build_clarion(
     events = events or InProcessEventBus()
     if dispatcher is None:
         dispatcher = (
-            WebhookResumeDispatcher(settings.resume_webhook, timeout=settings.resume_timeout_s)
+            WebhookResumeDispatcher(
+                settings.resume_webhook,
+                timeout=settings.resume_timeout_s,
+                secret=settings.resume_webhook_secret,
+            )
             if settings.resume_webhook
-            else OutboxResumeDispatcher(host, limiter)
+            else OutboxResumeDispatcher(claims, limiter)
         )
+    dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
     services = build_services(
         claims=claims,
         host=host,

@@ -12,6 +12,7 @@ from typing import Literal
 
 import attrs
 
+from clarion.app.crashpoints import parse_crash_point
 from clarion.domain.errors import ValidationError
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
@@ -32,6 +33,7 @@ class Settings:
     port: int = 8765
     auth_enabled: bool = False
     resume_webhook: str = ""
+    resume_webhook_secret: str = attrs.field(default="", repr=False)  # signs webhook POSTs
     ask_timeout_s: float = 7200.0
     log_format: LogFormat = attrs.field(factory=_default_log_format)
     tool_suffix: str = "_kandev"
@@ -41,6 +43,9 @@ class Settings:
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
+    # Crash tests only (clarion.app.crashpoints): SIGKILL this process right after the named
+    # step of the answer path. Empty — the default — disables it.
+    test_crash_after: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -62,6 +67,8 @@ class Settings:
             values["auth_enabled"] = parse_auth(auth, "CLARION_AUTH")
         if webhook := env.get("CLARION_RESUME_WEBHOOK"):
             values["resume_webhook"] = webhook
+        if secret := env.get("CLARION_RESUME_WEBHOOK_SECRET"):
+            values["resume_webhook_secret"] = secret
         if timeout := env.get("CLARION_ASK_TIMEOUT_S"):
             values["ask_timeout_s"] = _positive_float(timeout, "CLARION_ASK_TIMEOUT_S")
         if log_format := env.get("CLARION_LOG_FORMAT"):
@@ -70,6 +77,8 @@ class Settings:
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
+        if crash := env.get("CLARION_TEST_CRASH_AFTER"):
+            values["test_crash_after"] = parse_crash_point(crash, "CLARION_TEST_CRASH_AFTER")
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 

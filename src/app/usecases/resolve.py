@@ -203,14 +203,20 @@ class Resolver:
             prompt=prompt,
             answers=resolution.answers,
             rejected=False,
+            claimed_ids=result.claimed_ids,
+            claimed_at=resolution.responded_at,
         )
         try:
             with anyio.fail_after(self._resume_timeout):
-                await self._dispatcher.dispatch(request)
+                finalized = await self._dispatcher.dispatch(request)
         except Exception:  # refused, timed out or broken: roll back either way (R7)
             log.warning("clarification.resume_refused", pending_id=bundle.pending_id, exc_info=True)
             await self._restore_or_raise(bundle, result, resolution, RESUME_RETRYABLE, RESUME_STUCK)
         log.info("clarification.resume_accepted", pending_id=bundle.pending_id)
+        if finalized is not None:
+            # The dispatcher finalized the claim together with its resume record (the outbox).
+            publish_bundles(self._events, BUNDLE_RESOLVED, finalized, bundle.task_id)
+            return
         await self._finalize_or_raise(bundle, result, resolution, RESUME_UNFINALIZED)
 
     async def _finalize_or_raise(
