@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 import attrs
 
-from clarion.app.usecases.ask import ASK_TIMEOUT_S, Asking
+from clarion.app.usecases.ask import ASK_TIMEOUT_S, WATCH_INTERVAL_S, Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.listing import Listing
@@ -59,13 +59,14 @@ def build_services(
     ask_timeout: float = ASK_TIMEOUT_S,
     delivery_timeout: float = DELIVERY_TIMEOUT_S,
     resume_timeout: float = RESUME_TIMEOUT_S,
+    watch_interval: float = WATCH_INTERVAL_S,
 ) -> Services:
     """Build every use case once over the given ports.
 
     ``limiter`` bounds the worker threads that run the synchronous ports (one shared limiter:
     give the same one to adapters that also use threads); ``ask_timeout`` bounds an agent's
     wait (``CLARION_ASK_TIMEOUT_S``); ``resume_timeout`` is the bounded wait for a detached
-    resume (facts §4.7).
+    resume (facts §4.7); ``watch_interval`` is how often a bystander's wait re-reads the bundle.
     """
     runner = Runner(limiter)
     resolver = Resolver(
@@ -90,6 +91,7 @@ def build_services(
             runner=runner,
             resolver=resolver,
             ask_timeout=ask_timeout,
+            watch_interval=watch_interval,
         ),
         listing=Listing(claims=claims, authorizer=authorizer, runner=runner),
         lifecycle=Lifecycle(
