@@ -224,34 +224,26 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _users_create(args: argparse.Namespace) -> int:
-    from clarion.app.compose import build_clarion
+    from clarion.app.compose import administration
 
-    clarion = build_clarion(_settings(args))
-    try:
-        user = clarion.authentication.create_user(args.name, is_admin=args.admin)
-    finally:
-        clarion.close()
+    with administration(_settings(args)) as authentication:
+        user = authentication.create_user(args.name, is_admin=args.admin)
     print(user.id)
     return 0
 
 
 def _tokens_create(args: argparse.Namespace) -> int:
-    from clarion.app.compose import build_clarion
+    from clarion.app.compose import administration
 
     if args.expires_in_days is not None and args.expires_in_days <= 0:
         raise CliError("--expires-in-days must be a positive number")
-    clarion = build_clarion(_settings(args))
-    try:
+    with administration(_settings(args)) as authentication:
         expires_at = (
             None
             if args.expires_in_days is None
             else datetime.now(UTC) + timedelta(days=args.expires_in_days)
         )
-        issued = clarion.authentication.issue_token(
-            args.user_id, name=args.name, expires_at=expires_at
-        )
-    finally:
-        clarion.close()
+        issued = authentication.issue_token(args.user_id, name=args.name, expires_at=expires_at)
     print(issued.token)
     return 0
 

@@ -10,9 +10,10 @@ and the database engine's pool; :meth:`Clarion.close` releases the engine when n
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import anyio
 import attrs
@@ -39,6 +40,8 @@ from clarion.adapters.sql import (
     SqlHostRepository,
     SqlTokenStore,
     create_engine,
+    hold_sqlite_file,
+    release_sqlite_file,
     upgrade_database,
 )
 from clarion.adapters.system import SystemClock, UuidIds
@@ -83,6 +86,7 @@ class Clarion:
     asgi_app: Starlette
     database_label: str
     engine: Engine | None = None
+    sqlite_lock: Path | None = None
 
     @property
     def resolver(self) -> Resolver:
@@ -97,9 +101,13 @@ class Clarion:
         self.asgi_app.state.rest.events.close()
 
     def close(self) -> None:
-        """Release the database engine (the ASGI lifespan has already ended)."""
+        """Release the database engine and the SQLite file's lock (the ASGI lifespan has
+        already ended)."""
         if self.engine is not None:
             self.engine.dispose()
+        if self.sqlite_lock is not None:
+            release_sqlite_file(self.sqlite_lock)
+            self.sqlite_lock = None
 
 
 @attrs.frozen
@@ -110,6 +118,13 @@ class _Storage:
     label: str
     engine: Engine | None
     check: Callable[[], object] | None
+    # Held while this service lives: the SQLite file's lock (one process per file).
+    lock: Path | None = None
+
+    @property
+    def recovers_at_once(self) -> bool:
+        """No other process can be delivering: in memory, or SQLite under its file lock."""
+        return self.engine is None or self.lock is not None
 
 
 def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
@@ -123,8 +138,17 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
             engine=None,
             check=None,
         )
-    engine = create_engine(settings.database_url)
-    upgrade_database(engine)
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    lock = None
+    if engine.dialect.name == "sqlite":
+        assert engine.url.database is not None
+        lock = hold_sqlite_file(engine.url.database)  # before anything writes to it
+    try:
+        upgrade_database(engine)
+    except BaseException:
+        if lock is not None:
+            release_sqlite_file(lock)
+        raise
 
     def check() -> object:
         with engine.connect() as connection:
@@ -137,7 +161,25 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
         label=engine.url.render_as_string(hide_password=True),
         engine=engine,
         check=check,
+        lock=lock,
     )
+
+
+@contextmanager
+def administration(settings: Settings) -> Iterator[Authentication]:
+    """Users and tokens on ``settings.database_url`` for a short administrative command
+    (``clarion users create``, ``clarion tokens create``). It neither serves nor recovers, so
+    it takes no SQLite file lock and may run next to the serving process."""
+    clock, ids = SystemClock(), UuidIds()
+    if settings.database_url == MEMORY_URL:
+        yield Authentication(InMemoryTokenStore(InMemoryStore(), clock, ids), clock, ids)
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield Authentication(SqlTokenStore(engine, clock, ids), clock, ids)
+    finally:
+        engine.dispose()
 
 
 async def _recover(services: Services, clock: Clock) -> None:
@@ -280,16 +322,18 @@ def build_clarion(
                 # Entered early so it closes late: MCP asks still waiting end before it stops.
                 await stack.enter_async_context(live)
             await stack.enter_async_context(mcp.lifespan())
-            if live is None:
-                # One process: nothing else can be delivering, so recover everything now.
+            if storage.recovers_at_once:
+                # In memory, or SQLite under its file lock: no other process can be delivering,
+                # so recover everything now.
                 await services.lifecycle.reconcile_on_startup()
                 try:
                     yield
                 finally:
                     app.state.rest.events.close()
                 return
-            # Several replicas: recover only deliveries older than any in flight, and keep
-            # doing so, since a replica that died leaves markers nobody else would clear.
+            # PostgreSQL: other processes may share the database, so recover only deliveries
+            # older than any in flight, and keep doing so, since a process that died leaves
+            # markers nobody else would clear.
             async with anyio.create_task_group() as background:
                 await _recover(services, clock)
                 background.start_soon(_keep_recovering, services, clock)
@@ -314,4 +358,5 @@ def build_clarion(
         asgi_app=app,
         database_label=storage.label,
         engine=storage.engine,
+        sqlite_lock=storage.lock,
     )

@@ -18,6 +18,7 @@ from clarion.domain.errors import ValidationError
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
 LiveDelivery = Literal["auto", "postgres", "memory"]
+SqliteSynchronous = Literal["FULL", "NORMAL"]
 
 
 def _default_log_format() -> LogFormat:
@@ -42,6 +43,9 @@ class Settings:
     # Live delivery to waiting agents: "memory" (one process), "postgres" (LISTEN/NOTIFY, several
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
+    # SQLite's durability: FULL (default: a commit survives power loss) or NORMAL (faster; the
+    # last commits can be lost on power loss, never corrupted).
+    sqlite_synchronous: SqliteSynchronous = "FULL"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
     # Crash tests only (clarion.app.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
@@ -75,6 +79,10 @@ class Settings:
             values["log_format"] = parse_log_format(log_format, "CLARION_LOG_FORMAT")
         if live := env.get("CLARION_LIVE_DELIVERY"):
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
+        if synchronous := env.get("CLARION_SQLITE_SYNCHRONOUS"):
+            values["sqlite_synchronous"] = parse_sqlite_synchronous(
+                synchronous, "CLARION_SQLITE_SYNCHRONOUS"
+            )
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
         if crash := env.get("CLARION_TEST_CRASH_AFTER"):
@@ -99,6 +107,14 @@ def parse_live_delivery(value: str, name: str) -> LiveDelivery:
     raise ValidationError(
         f"{name} must be 'auto', 'postgres' or 'memory', got {value!r}", field=name
     )
+
+
+def parse_sqlite_synchronous(value: str, name: str) -> SqliteSynchronous:
+    if value.lower() == "full":
+        return "FULL"
+    if value.lower() == "normal":
+        return "NORMAL"
+    raise ValidationError(f"{name} must be 'full' or 'normal', got {value!r}", field=name)
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:
