@@ -17,7 +17,6 @@ from pathlib import Path
 
 import anyio
 import attrs
-import sqlalchemy as sa
 import structlog
 from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy.engine import Engine
@@ -40,6 +39,7 @@ from clarion.adapters.sql import (
     SqlHostRepository,
     SqlTokenStore,
     create_engine,
+    database_probe,
     hold_sqlite_file,
     release_sqlite_file,
     upgrade_database,
@@ -87,6 +87,7 @@ class Clarion:
     database_label: str
     engine: Engine | None = None
     sqlite_lock: Path | None = None
+    close_probe: Callable[[], None] | None = None
 
     @property
     def resolver(self) -> Resolver:
@@ -105,6 +106,8 @@ class Clarion:
         already ended)."""
         if self.engine is not None:
             self.engine.dispose()
+        if self.close_probe is not None:
+            self.close_probe()
         if self.sqlite_lock is not None:
             release_sqlite_file(self.sqlite_lock)
             self.sqlite_lock = None
@@ -120,6 +123,7 @@ class _Storage:
     check: Callable[[], object] | None
     # Held while this service lives: the SQLite file's lock (one process per file).
     lock: Path | None = None
+    close_probe: Callable[[], None] | None = None  # releases the health probe's engine
 
     @property
     def recovers_at_once(self) -> bool:
@@ -150,9 +154,7 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
             release_sqlite_file(lock)
         raise
 
-    def check() -> object:
-        with engine.connect() as connection:
-            return connection.execute(sa.text("SELECT 1")).scalar_one()
+    check, close_probe = database_probe(engine)
 
     return _Storage(
         claims=SqlClaimRepository(engine, clock, ids),
@@ -162,6 +164,7 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
         engine=engine,
         check=check,
         lock=lock,
+        close_probe=close_probe,
     )
 
 
@@ -359,4 +362,5 @@ def build_clarion(
         database_label=storage.label,
         engine=storage.engine,
         sqlite_lock=storage.lock,
+        close_probe=storage.close_probe,
     )

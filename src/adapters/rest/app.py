@@ -74,7 +74,11 @@ def _visibility(services: Services) -> CanSee:
     return can_see
 
 
-def _health(database_check: DatabaseCheck | None, limiter: anyio.CapacityLimiter) -> Route:
+def _health(database_check: DatabaseCheck | None) -> Route:
+    """``GET /healthz``: the database check runs on a worker thread of its own (a limiter of
+    one, not the shared worker pool), so requests filling the workers cannot make it fail."""
+    limiter = anyio.CapacityLimiter(1)
+
     async def healthz(request: Request) -> Response:
         if database_check is not None:
             try:
@@ -116,7 +120,7 @@ def build_rest(
         return JSONResponse(document)
 
     routes: list[BaseRoute] = [
-        _health(database_check, limiter),
+        _health(database_check),
         Route("/openapi.json", openapi, methods=["GET"]),
         *auth_routes(auth_enabled=auth_enabled, authentication=authentication, limiter=limiter),
         *clarification_routes(

@@ -11,6 +11,7 @@ from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
 from clarion.adapters.sql.filelock import DatabaseInUse
 from clarion.adapters.sql.filelock import acquire as hold_sqlite_file
 from clarion.adapters.sql.filelock import release as release_sqlite_file
+from clarion.adapters.sql.health import database_probe
 from clarion.adapters.sql.host import SqlHostRepository
 from clarion.adapters.sql.migrate import head_revision, upgrade_database
 from clarion.adapters.sql.schema import TABLE_NAMES, metadata
@@ -24,6 +25,7 @@ __all__ = [
     "SqlHostRepository",
     "SqlTokenStore",
     "create_engine",
+    "database_probe",
     "head_revision",
     "hold_sqlite_file",
     "metadata",
