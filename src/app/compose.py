@@ -52,7 +52,7 @@ from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.resolve import Resolver
-from clarion.domain.errors import ClarionError, ValidationError
+from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -194,8 +194,8 @@ async def _keep_recovering(services: Services, clock: Clock) -> None:
         await anyio.sleep(RECOVERY_INTERVAL_S)
         try:
             await _recover(services, clock)
-        except ClarionError:
-            log.warning("recovery.failed", exc_info=True)  # the next round retries
+        except ClarionError as exc:
+            log.warning("recovery.failed", **failure_fields(exc))  # the next round retries
 
 
 def _live_delivery(

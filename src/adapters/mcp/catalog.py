@@ -116,6 +116,8 @@ def render_catalog(names: ToolNames | None = None) -> str:
         'request not found") and whose `_meta["clarion/error"]` carries a stable `code`',
         "(`NOT_FOUND`, `CONFLICT`, `VALIDATION_ERROR`, `UNAUTHORIZED`, `WAIT_ENDED`,",
         "`CANCELLED`, `INTERNAL_ERROR`) and, for validation errors, the offending `field`.",
+        "A string anywhere in a tool's arguments that carries NUL or an unpaired surrogate is",
+        'refused before the tool runs: `VALIDATION_ERROR` with `field` "arguments".',
         "",
     ]
     lines += _surface(

@@ -25,7 +25,13 @@ from typing import Any, Final
 import structlog
 from mcp.types import CallToolResult, TextContent
 
-from clarion.domain.errors import DeliveryError, NotActive, NotFound, ValidationError
+from clarion.domain.errors import (
+    DeliveryError,
+    NotActive,
+    NotFound,
+    ValidationError,
+    failure_fields,
+)
 
 ERROR_META_KEY: Final = "clarion/error"
 INTERNAL_MESSAGE: Final = "internal error: the request could not be completed"
@@ -59,7 +65,6 @@ def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallTo
         "mcp_tool_failed",
         tool=tool,
         pending_id=pending_id,
-        error_type=type(exc).__name__,
-        exc_info=exc,
+        **failure_fields(exc),
     )
     return error_result("INTERNAL_ERROR", INTERNAL_MESSAGE)

@@ -27,11 +27,12 @@ from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.events import EVENTS_PATH, CanSee, EventStream
 from clarion.adapters.rest.host import host_routes
 from clarion.adapters.rest.openapi import openapi_document
+from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
 from clarion.app.services import Services
 from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.auth import Authentication
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, failure_fields
 from clarion.domain.model import Identity
 from clarion.ports.events import EventSource
 
@@ -66,8 +67,10 @@ def _visibility(services: Services) -> CanSee:
             await services.runner(authorize_task_id, services.authorizer, identity, task_id)
         except NotFound:
             return False
-        except Exception:  # a failing authorizer hides the event (fail closed), never the stream
-            log.warning("events.authorize_failed", task_id=task_id, exc_info=True)
+        except (
+            Exception  # noqa: BLE001 - logged without driver text
+        ) as exc:  # a failing authorizer hides the event (fail closed), never the stream
+            log.warning("events.authorize_failed", task_id=task_id, **failure_fields(exc))
             return False
         return True
 
@@ -86,8 +89,8 @@ def _health(database_check: DatabaseCheck | None) -> Route:
                     await anyio.to_thread.run_sync(
                         database_check, limiter=limiter, abandon_on_cancel=True
                     )
-            except Exception:
-                log.warning("health.database_unreachable", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - logged without driver text
+                log.warning("health.database_unreachable", **failure_fields(exc))
                 return failure(503, "database unreachable")
         return JSONResponse({"status": "ok", "database": "ok"})
 
@@ -134,6 +137,7 @@ def build_rest(
     ]
     middleware = (
         Middleware(RequestLogMiddleware),
+        Middleware(StorableParametersMiddleware),
         Middleware(
             AuthMiddleware,
             enabled=auth_enabled,

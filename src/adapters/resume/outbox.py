@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import structlog
 
-from clarion.domain.errors import ClarionError
+from clarion.domain.errors import ClarionError, failure_fields
 from clarion.domain.rows import ClarificationRow, response_metadata
 from clarion.ports.claims import ClaimRepository, ResumeRecord
 from clarion.ports.resume import ResumeRefused, ResumeRequest
@@ -66,7 +66,9 @@ class OutboxResumeDispatcher:
         except ResumeRefused:
             raise
         except Exception as exc:  # a driver error is a refusal, never a crash (R7)
-            log.warning("resume.outbox_failed", pending_id=request.pending_id, exc_info=True)
+            log.warning(
+                "resume.outbox_failed", pending_id=request.pending_id, **failure_fields(exc)
+            )
             raise ResumeRefused("the resume could not be recorded") from exc
 
     def _record(self, request: ResumeRequest) -> tuple[ClarificationRow, ...]:

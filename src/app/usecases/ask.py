@@ -34,6 +34,7 @@ from clarion.domain.errors import (
     InvalidArgument,
     NotActive,
     NotFound,
+    failure_fields,
 )
 from clarion.domain.host import Session
 from clarion.domain.model import (
@@ -316,8 +317,8 @@ class Asking:
             session = await self._run(
                 self._host.set_session_state, session_id, state, expected=expected
             )
-        except Exception:  # a hint for hosts: never lose an answer over it
-            log.warning("session.state_update_failed", session_id=session_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - a hint for hosts: never lose an answer over it
+            log.warning("session.state_update_failed", session_id=session_id, **failure_fields(exc))
             return
         if session is not None:
             publish(self._events, session_event(session))
@@ -330,8 +331,8 @@ class Asking:
             if any(self._waiters.has_entry(pending_id) for pending_id in active):
                 return
             rows = await self._run(self._claims.detach_active_bundles, session.id)
-        except Exception:  # best effort: the durable rows stay answerable regardless
-            log.warning("clarification.detach_failed", session_id=session.id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - best effort: the durable rows stay answerable regardless
+            log.warning("clarification.detach_failed", session_id=session.id, **failure_fields(exc))
             return
         publish_bundles(self._events, BUNDLE_DETACHED, rows, session.task_id)
 
