@@ -65,9 +65,6 @@ from clarion.ports.waiters import Waiters
 log = structlog.get_logger(__name__)
 
 MEMORY_URL = "memory://"
-# Longer than any delivery can take (the resume wait is bounded at 30 s, live delivery at 35 s).
-RECOVERY_GRACE = timedelta(minutes=2)
-RECOVERY_INTERVAL_S = 60.0
 WORKER_THREADS = 32
 
 
@@ -185,15 +182,18 @@ def administration(settings: Settings) -> Iterator[Authentication]:
         engine.dispose()
 
 
-async def _recover(services: Services, clock: Clock) -> None:
-    await services.lifecycle.reconcile_on_startup(clock.now() - RECOVERY_GRACE)
+async def _recover(services: Services, clock: Clock, settings: Settings) -> None:
+    # The grace is longer than any delivery can take (the resume wait is bounded at 30 s, live
+    # delivery at 35 s), so no process rolls back a delivery another one is still making.
+    grace = timedelta(seconds=settings.recovery_grace_s)
+    await services.lifecycle.reconcile_on_startup(clock.now() - grace)
 
 
-async def _keep_recovering(services: Services, clock: Clock) -> None:
+async def _keep_recovering(services: Services, clock: Clock, settings: Settings) -> None:
     while True:
-        await anyio.sleep(RECOVERY_INTERVAL_S)
+        await anyio.sleep(settings.recovery_interval_s)
         try:
-            await _recover(services, clock)
+            await _recover(services, clock, settings)
         except ClarionError as exc:
             log.warning("recovery.failed", **failure_fields(exc))  # the next round retries
 
@@ -338,8 +338,8 @@ def build_clarion(
             # older than any in flight, and keep doing so, since a process that died leaves
             # markers nobody else would clear.
             async with anyio.create_task_group() as background:
-                await _recover(services, clock)
-                background.start_soon(_keep_recovering, services, clock)
+                await _recover(services, clock, settings)
+                background.start_soon(_keep_recovering, services, clock, settings)
                 try:
                     yield
                 finally:

@@ -46,6 +46,10 @@ class Settings:
     # SQLite's durability: FULL (default: a commit survives power loss) or NORMAL (faster; the
     # last commits can be lost on power loss, never corrupted).
     sqlite_synchronous: SqliteSynchronous = "FULL"
+    # PostgreSQL recovery: only deliveries older than the grace period are rolled back (longer
+    # than any delivery can take), every interval.
+    recovery_grace_s: float = 120.0
+    recovery_interval_s: float = 60.0
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
     # Crash tests only (clarion.app.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
@@ -83,6 +87,10 @@ class Settings:
             values["sqlite_synchronous"] = parse_sqlite_synchronous(
                 synchronous, "CLARION_SQLITE_SYNCHRONOUS"
             )
+        if grace := env.get("CLARION_RECOVERY_GRACE_S"):
+            values["recovery_grace_s"] = _positive_float(grace, "CLARION_RECOVERY_GRACE_S")
+        if interval := env.get("CLARION_RECOVERY_INTERVAL_S"):
+            values["recovery_interval_s"] = _positive_float(interval, "CLARION_RECOVERY_INTERVAL_S")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
         if crash := env.get("CLARION_TEST_CRASH_AFTER"):
