@@ -120,3 +120,16 @@ def test_sqlite_commits_are_synchronous_full_unless_normal_is_asked_for(
     clarion.close()
     with pytest.raises(ValidationError, match="CLARION_SQLITE_SYNCHRONOUS"):
         Settings.from_env({"CLARION_SQLITE_SYNCHRONOUS": "off"})
+
+
+def test_serve_warns_once_when_the_resume_webhook_is_plain_http_to_another_host(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'warn.db'}"
+    env = {"CLARION_RESUME_WEBHOOK": "http://agents.example.com/resume"}
+    with serving(url, "warned", tmp_path, env) as server:
+        warned = server.log()
+    with serving(url, "quiet", tmp_path, {"CLARION_RESUME_WEBHOOK": "http://127.0.0.1:9/r"}) as s:
+        quiet = s.log()
+    assert warned.count("CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host") == 1
+    assert "plain http://" not in quiet
