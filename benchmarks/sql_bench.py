@@ -13,6 +13,9 @@ Run::
 
     .venv/bin/python -m benchmarks.sql_bench                      # SQLite and PostgreSQL
     .venv/bin/python -m benchmarks.sql_bench --large-history 100000 --claims 300   # quicker
+    # SQLite claim throughput with synchronous=FULL (the default) against NORMAL, same run:
+    .venv/bin/python -m benchmarks.sql_bench --backends sqlite --claims-only \
+        --sqlite-synchronous full,normal,full,normal
 
 PostgreSQL is used when ``--postgres-url`` or ``CLARION_TEST_POSTGRES_URL`` names a server;
 a scratch database is created there and dropped afterwards.
@@ -82,8 +85,11 @@ QUESTIONS = (question(1), question(2))
 
 
 @contextmanager
-def sqlite_engine(directory: Path) -> Iterator[Engine]:
-    engine = create_engine(f"sqlite:///{directory / 'bench.db'}")
+def sqlite_engine(directory: Path, synchronous: str = "FULL") -> Iterator[Engine]:
+    engine = create_engine(
+        f"sqlite:///{directory / 'bench.db'}",
+        sqlite_synchronous="NORMAL" if synchronous == "NORMAL" else "FULL",
+    )
     try:
         yield engine
     finally:
@@ -348,6 +354,8 @@ def run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> None:
         f" ratio {claim_rate / bare_rate:.2f} (target >= 0.5)",
         flush=True,
     )
+    if args.claims_only:
+        return
     with make() as engine:
         upgrade_database(engine)
         load_seconds, small_ms, large_ms = bench_list(
@@ -371,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small-history", type=int, default=10_000)
     parser.add_argument("--large-history", type=int, default=1_000_000)
     parser.add_argument("--list-repeats", type=int, default=50)
+    parser.add_argument(
+        "--sqlite-synchronous",
+        default="full",
+        help="comma-separated SQLite synchronous modes to run in turn (full, normal)",
+    )
+    parser.add_argument("--claims-only", action="store_true", help="skip the list benchmark")
     args = parser.parse_args(argv)
     # A script, like the CLI, may configure logging: keep per-claim info lines off stdout.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -380,12 +394,14 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as scratch:
             counter = iter(range(100))
 
-            def make_sqlite() -> Any:
-                directory = Path(scratch) / str(next(counter))
-                directory.mkdir()
-                return sqlite_engine(directory)
+            for mode in (m.strip().upper() for m in args.sqlite_synchronous.split(",")):
 
-            run("sqlite", make_sqlite, args)
+                def make_sqlite(mode: str = mode) -> Any:
+                    directory = Path(scratch) / str(next(counter))
+                    directory.mkdir()
+                    return sqlite_engine(directory, mode)
+
+                run(f"sqlite (synchronous={mode})", make_sqlite, args)
     if "postgresql" in backends:
         if not args.postgres_url:
             print("postgresql: skipped (no --postgres-url / CLARION_TEST_POSTGRES_URL)")

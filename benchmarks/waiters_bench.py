@@ -82,7 +82,7 @@ def _services(
         host=host,
         authorizer=HostTaskAuthorizer(host),
         waiters=waiters,
-        dispatcher=OutboxResumeDispatcher(host),
+        dispatcher=OutboxResumeDispatcher(claims),
         events=events,
         clock=SystemClock(),
         ids=UuidIds(),

@@ -34,7 +34,7 @@ from clarion.domain import (
     ListQuery,
     Question,
 )
-from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport
+from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.testing import (
     ClaimRepositoryContract,
     ContractWorld,
@@ -95,6 +95,15 @@ class AuditedClaimRepository:
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
         return self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
+
+    def record_resume(
+        self,
+        pending_id: str,
+        terminal: str,
+        claimed_ids: Collection[str],
+        resume: ResumeRecord,
+    ) -> tuple[ClarificationRow, ...] | None:
+        return self._inner.record_resume(pending_id, terminal, claimed_ids, resume)
 
     def restore_active_bundle(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]

@@ -49,6 +49,33 @@ def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+UNSTORABLE_TEXT = "strings may not contain NUL or unpaired surrogates"
+
+
+def is_storable(value: Any) -> bool:
+    """True when every string in ``value`` (and every key) can be stored and sent back: no NUL
+    (PostgreSQL text refuses it) and no lone surrogate (``\\ud800`` escapes decode to text that
+    cannot be encoded as UTF-8 again). Every input — REST bodies, path and query parameters,
+    MCP arguments — is checked with this before it reaches a use case.
+
+    Raises:
+        RecursionError: ``value`` is nested too deeply (callers refuse it as well).
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, Mapping):
+        return all(is_storable(key) and is_storable(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return all(is_storable(item) for item in value)
+    return True
+
+
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with ``Z``; fractional seconds only when non-zero, trailing zeros trimmed."""
     utc = moment.astimezone(UTC)

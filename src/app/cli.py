@@ -213,6 +213,7 @@ def _serve(args: argparse.Namespace) -> int:
             self._on_exit()
             super().handle_exit(sig, frame)
 
+    from clarion.adapters.resume import is_plain_http_to_another_host
     from clarion.app.compose import build_clarion
     from clarion.app.serving import ensure_open_files, uvicorn_config
 
@@ -244,6 +245,13 @@ def _serve(args: argparse.Namespace) -> int:
     )
     configure_logging(settings.log_format)
     clarion = build_clarion(settings)
+    if is_plain_http_to_another_host(settings.resume_webhook):
+        print(
+            "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host; "
+            "resumes (with the answers) cross the network unencrypted — use https://",
+            file=sys.stderr,
+            flush=True,
+        )
     auth = "enabled" if settings.auth_enabled else "disabled"
     print(
         f"Clarion on http://{settings.host}:{settings.port}/ "
@@ -273,14 +281,12 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 @contextmanager
 def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
     """Users and tokens in the database of ``args`` (admin commands write there directly).
-    Nothing is served, so nothing is delivered live between processes."""
-    from clarion.app.compose import build_clarion
+    Nothing is served or recovered, so no SQLite file lock is taken: these commands may run
+    next to the serving process."""
+    from clarion.app.compose import administration
 
-    clarion = build_clarion(_settings(args, live_delivery="memory"))
-    try:
-        yield clarion.authentication
-    finally:
-        clarion.close()
+    with administration(_settings(args)) as authentication:
+        yield authentication
 
 
 def _users_create(args: argparse.Namespace) -> int:

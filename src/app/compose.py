@@ -10,13 +10,13 @@ releases the engine when no lifespan ran (CLI commands, scripts).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import anyio
 import attrs
-import sqlalchemy as sa
 import structlog
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
@@ -39,17 +39,21 @@ from clarion.adapters.sql import (
     SqlHostRepository,
     SqlTokenStore,
     create_engine,
+    database_probe,
+    hold_sqlite_file,
+    release_sqlite_file,
     upgrade_database,
 )
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.adapters.web import web_routes
 from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.crashpoints import crashing_claims, crashing_dispatcher
 from clarion.app.services import Services, build_services
 from clarion.app.settings import Settings
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
-from clarion.domain.errors import ClarionError, ValidationError
+from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -62,9 +66,6 @@ from clarion.ports.waiters import Waiters
 log = structlog.get_logger(__name__)
 
 MEMORY_URL = "memory://"
-# Longer than any delivery can take (the resume wait is bounded at 30 s, live delivery at 35 s).
-RECOVERY_GRACE = timedelta(minutes=2)
-RECOVERY_INTERVAL_S = 60.0
 # Ended and expired browser sessions are deleted at start-up, at every login, and this often.
 SESSION_PURGE_INTERVAL_S = 3600.0
 WORKER_THREADS = 32
@@ -85,6 +86,8 @@ class Clarion:
     asgi_app: Starlette
     database_label: str
     engine: Engine | None = None
+    sqlite_lock: Path | None = None
+    close_probe: Callable[[], None] | None = None
 
     @property
     def resolver(self) -> Resolver:
@@ -99,9 +102,15 @@ class Clarion:
         self.asgi_app.state.rest.events.close()
 
     def close(self) -> None:
-        """Release the database engine (the ASGI lifespan has already ended)."""
+        """Release the database engine and the SQLite file's lock (the ASGI lifespan has
+        already ended)."""
         if self.engine is not None:
             self.engine.dispose()
+        if self.close_probe is not None:
+            self.close_probe()
+        if self.sqlite_lock is not None:
+            release_sqlite_file(self.sqlite_lock)
+            self.sqlite_lock = None
 
 
 @attrs.frozen
@@ -112,6 +121,14 @@ class _Storage:
     label: str
     engine: Engine | None
     check: Callable[[], object] | None
+    # Held while this service lives: the SQLite file's lock (one process per file).
+    lock: Path | None = None
+    close_probe: Callable[[], None] | None = None  # releases the health probe's engine
+
+    @property
+    def recovers_at_once(self) -> bool:
+        """No other process can be delivering: in memory, or SQLite under its file lock."""
+        return self.engine is None or self.lock is not None
 
 
 def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
@@ -125,12 +142,19 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
             engine=None,
             check=None,
         )
-    engine = create_engine(settings.database_url)
-    upgrade_database(engine)
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    lock = None
+    if engine.dialect.name == "sqlite":
+        assert engine.url.database is not None
+        lock = hold_sqlite_file(engine.url.database)  # before anything writes to it
+    try:
+        upgrade_database(engine)
+    except BaseException:
+        if lock is not None:
+            release_sqlite_file(lock)
+        raise
 
-    def check() -> object:
-        with engine.connect() as connection:
-            return connection.execute(sa.text("SELECT 1")).scalar_one()
+    check, close_probe = database_probe(engine)
 
     return _Storage(
         claims=SqlClaimRepository(engine, clock, ids),
@@ -139,20 +163,42 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
         label=engine.url.render_as_string(hide_password=True),
         engine=engine,
         check=check,
+        lock=lock,
+        close_probe=close_probe,
     )
 
 
-async def _recover(services: Services, clock: Clock) -> None:
-    await services.lifecycle.reconcile_on_startup(clock.now() - RECOVERY_GRACE)
+@contextmanager
+def administration(settings: Settings) -> Iterator[Authentication]:
+    """Users and tokens on ``settings.database_url`` for a short administrative command
+    (``clarion users create``, ``clarion tokens create``). It neither serves nor recovers, so
+    it takes no SQLite file lock and may run next to the serving process."""
+    clock, ids = SystemClock(), UuidIds()
+    if settings.database_url == MEMORY_URL:
+        yield Authentication(InMemoryTokenStore(InMemoryStore(), clock, ids), clock, ids)
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield Authentication(SqlTokenStore(engine, clock, ids), clock, ids)
+    finally:
+        engine.dispose()
 
 
-async def _keep_recovering(services: Services, clock: Clock) -> None:
+async def _recover(services: Services, clock: Clock, settings: Settings) -> None:
+    # The grace is longer than any delivery can take (the resume wait is bounded at 30 s, live
+    # delivery at 35 s), so no process rolls back a delivery another one is still making.
+    grace = timedelta(seconds=settings.recovery_grace_s)
+    await services.lifecycle.reconcile_on_startup(clock.now() - grace)
+
+
+async def _keep_recovering(services: Services, clock: Clock, settings: Settings) -> None:
     while True:
-        await anyio.sleep(RECOVERY_INTERVAL_S)
+        await anyio.sleep(settings.recovery_interval_s)
         try:
-            await _recover(services, clock)
-        except ClarionError:
-            log.warning("recovery.failed", exc_info=True)  # the next round retries
+            await _recover(services, clock, settings)
+        except ClarionError as exc:
+            log.warning("recovery.failed", **failure_fields(exc))  # the next round retries
 
 
 async def _purge_sessions(authentication: Authentication, runner: Runner) -> None:
@@ -244,7 +290,7 @@ def build_clarion(
     clock = clock or SystemClock()
     ids = ids or UuidIds()
     storage = _storage(settings, clock, ids)
-    claims = claims or storage.claims
+    claims = crashing_claims(settings.test_crash_after, claims or storage.claims)
     host = host or storage.host
     tokens = tokens or storage.tokens
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
@@ -254,10 +300,15 @@ def build_clarion(
     events = events or InProcessEventBus()
     if dispatcher is None:
         dispatcher = (
-            WebhookResumeDispatcher(settings.resume_webhook, timeout=settings.resume_timeout_s)
+            WebhookResumeDispatcher(
+                settings.resume_webhook,
+                timeout=settings.resume_timeout_s,
+                secret=settings.resume_webhook_secret,
+            )
             if settings.resume_webhook
-            else OutboxResumeDispatcher(host, limiter)
+            else OutboxResumeDispatcher(claims, limiter)
         )
+    dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
     services = build_services(
         claims=claims,
         host=host,
@@ -294,17 +345,19 @@ def build_clarion(
                 # Entered early so it closes late: MCP asks still waiting end before it stops.
                 await stack.enter_async_context(live)
             await stack.enter_async_context(mcp.lifespan())
-            if live is None:
-                # One process: nothing else can be delivering, so recover everything now.
+            if storage.recovers_at_once:
+                # In memory, or SQLite under its file lock: no other process can be delivering,
+                # so recover everything now.
                 await services.lifecycle.reconcile_on_startup()
             else:
-                # Several replicas: recover only deliveries older than any in flight, and keep
-                # doing so, since a replica that died leaves markers nobody else would clear.
-                await _recover(services, clock)
+                # PostgreSQL: other processes may share the database, so recover only
+                # deliveries older than any in flight, and keep doing so, since a process that
+                # died leaves markers nobody else would clear.
+                await _recover(services, clock, settings)
             await _purge_sessions(authentication, services.runner)
             async with anyio.create_task_group() as background:
-                if live is not None:
-                    background.start_soon(_keep_recovering, services, clock)
+                if not storage.recovers_at_once:
+                    background.start_soon(_keep_recovering, services, clock, settings)
                 background.start_soon(_keep_purging_sessions, authentication, services.runner)
                 try:
                     yield
@@ -328,4 +381,6 @@ def build_clarion(
         asgi_app=app,
         database_label=storage.label,
         engine=storage.engine,
+        sqlite_lock=storage.lock,
+        close_probe=storage.close_probe,
     )

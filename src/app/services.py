@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 import attrs
 
-from clarion.app.usecases.ask import ASK_TIMEOUT_S, Asking
+from clarion.app.usecases.ask import ASK_TIMEOUT_S, WATCH_INTERVAL_S, Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.listing import Listing
@@ -64,6 +64,7 @@ def build_services(
     resume_timeout: float = RESUME_TIMEOUT_S,
     users: UserDirectory | None = None,
     limits: Limits | None = None,
+    watch_interval: float = WATCH_INTERVAL_S,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -72,7 +73,8 @@ def build_services(
     wait (``CLARION_ASK_TIMEOUT_S``); ``resume_timeout`` is the bounded wait for a detached
     resume (facts §4.7); ``users`` (the token store, in Clarion's own deployment) lets agent
     tokens stop working when the workspace owner they act as is deactivated; ``limits`` are
-    the bounds every surface shares (defaults when None).
+    the bounds every surface shares (defaults when None);
+    ``watch_interval`` is how often a bystander's wait re-reads the bundle.
     """
     limits = limits if limits is not None else Limits()
     runner = Runner(limiter)
@@ -99,6 +101,7 @@ def build_services(
             resolver=resolver,
             ask_timeout=ask_timeout,
             limits=limits,
+            watch_interval=watch_interval,
         ),
         listing=Listing(
             claims=claims, authorizer=authorizer, runner=runner, max_page_size=limits.max_page_size

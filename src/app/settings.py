@@ -12,12 +12,14 @@ from typing import Final, Literal
 
 import attrs
 
+from clarion.app.crashpoints import parse_crash_point
 from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
 LiveDelivery = Literal["auto", "postgres", "memory"]
+SqliteSynchronous = Literal["FULL", "NORMAL"]
 
 
 def _default_log_format() -> LogFormat:
@@ -33,6 +35,7 @@ class Settings:
     port: int = 8765
     auth_enabled: bool = False
     resume_webhook: str = ""
+    resume_webhook_secret: str = attrs.field(default="", repr=False)  # signs webhook POSTs
     ask_timeout_s: float = 7200.0
     log_format: LogFormat = attrs.field(factory=_default_log_format)
     tool_suffix: str = "_kandev"
@@ -50,6 +53,16 @@ class Settings:
     keep_alive_timeout_s: float = 5.0
     # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
     limits: Limits = attrs.field(factory=Limits)
+    # SQLite's durability: FULL (default: a commit survives power loss) or NORMAL (faster; the
+    # last commits can be lost on power loss, never corrupted).
+    sqlite_synchronous: SqliteSynchronous = "FULL"
+    # PostgreSQL recovery: only deliveries older than the grace period are rolled back (longer
+    # than any delivery can take), every interval.
+    recovery_grace_s: float = 120.0
+    recovery_interval_s: float = 60.0
+    # Crash tests only (clarion.app.crashpoints): SIGKILL this process right after the named
+    # step of the answer path. Empty — the default — disables it.
+    test_crash_after: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -71,12 +84,24 @@ class Settings:
             values["auth_enabled"] = parse_auth(auth, "CLARION_AUTH")
         if webhook := env.get("CLARION_RESUME_WEBHOOK"):
             values["resume_webhook"] = webhook
+        if secret := env.get("CLARION_RESUME_WEBHOOK_SECRET"):
+            values["resume_webhook_secret"] = secret
         if timeout := env.get("CLARION_ASK_TIMEOUT_S"):
             values["ask_timeout_s"] = parse_positive_float(timeout, "CLARION_ASK_TIMEOUT_S")
         if log_format := env.get("CLARION_LOG_FORMAT"):
             values["log_format"] = parse_log_format(log_format, "CLARION_LOG_FORMAT")
         if live := env.get("CLARION_LIVE_DELIVERY"):
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
+        if synchronous := env.get("CLARION_SQLITE_SYNCHRONOUS"):
+            values["sqlite_synchronous"] = parse_sqlite_synchronous(
+                synchronous, "CLARION_SQLITE_SYNCHRONOUS"
+            )
+        if grace := env.get("CLARION_RECOVERY_GRACE_S"):
+            values["recovery_grace_s"] = parse_positive_float(grace, "CLARION_RECOVERY_GRACE_S")
+        if interval := env.get("CLARION_RECOVERY_INTERVAL_S"):
+            values["recovery_interval_s"] = parse_positive_float(
+                interval, "CLARION_RECOVERY_INTERVAL_S"
+            )
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
         if limit := env.get("CLARION_LIMIT_CONCURRENCY"):
@@ -89,6 +114,8 @@ class Settings:
             )
         if limits := parse_limits(env):
             values["limits"] = Limits(**limits)  # type: ignore[arg-type]
+        if crash := env.get("CLARION_TEST_CRASH_AFTER"):
+            values["test_crash_after"] = parse_crash_point(crash, "CLARION_TEST_CRASH_AFTER")
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -146,6 +173,14 @@ def parse_live_delivery(value: str, name: str) -> LiveDelivery:
     raise ValidationError(
         f"{name} must be 'auto', 'postgres' or 'memory', got {value!r}", field=name
     )
+
+
+def parse_sqlite_synchronous(value: str, name: str) -> SqliteSynchronous:
+    if value.lower() == "full":
+        return "FULL"
+    if value.lower() == "normal":
+        return "NORMAL"
+    raise ValidationError(f"{name} must be 'full' or 'normal', got {value!r}", field=name)
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:

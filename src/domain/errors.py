@@ -21,6 +21,8 @@ are safe to show to the caller: they never carry database error text.
 
 from __future__ import annotations
 
+import traceback
+
 
 class ClarionError(Exception):
     """Base class of every error Clarion raises on purpose."""
@@ -84,3 +86,22 @@ class DeliveryError(ClarionError):
 
 NOT_FOUND_MESSAGE = "clarification request not found"
 NOT_ACTIVE_MESSAGE = "clarification request is no longer active"
+
+
+def failure_fields(exc: BaseException) -> dict[str, str]:
+    """How a failure is logged: the exception's type, Clarion's own message (only for
+    :class:`ClarionError`, whose messages we write), and where it was raised as
+    ``file:line function`` frames — never the text of a driver's or library's exception, which
+    can quote stored values (answer text in a database's error context, for example)."""
+    fields = {"error": f"{type(exc).__module__}.{type(exc).__qualname__}"}
+    if isinstance(exc, ClarionError):
+        fields["message"] = exc.message
+    frames = traceback.extract_tb(exc.__traceback__)[-8:]
+    fields["at"] = " < ".join(
+        f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} {frame.name}"
+        for frame in reversed(frames)
+    )
+    cause = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+    if cause is not None:
+        fields["cause"] = f"{type(cause).__module__}.{type(cause).__qualname__}"
+    return fields

@@ -18,6 +18,7 @@ TERMINAL_OUTCOMES: Final = frozenset({ANSWERED, REJECTED})
 
 CLARIFICATION_REQUEST: Final = "clarification_request"
 MESSAGE: Final = "message"
+RESUME: Final = "resume"  # the transcript message a durable outbox records a resume as
 
 MAX_TEXT_CODE_POINTS: Final = 2000  # N8b
 

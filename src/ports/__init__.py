@@ -1,7 +1,7 @@
 """Ports: the protocols adapters implement. Contract suites live in :mod:`clarion.ports.testing`."""
 
 from clarion.ports.authorizer import TaskAuthorizer
-from clarion.ports.claims import ClaimRepository, ClaimResult, ReconcileReport
+from clarion.ports.claims import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.events import Event, EventPublisher, EventSource
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher, ResumeRefused, ResumeRequest
@@ -23,6 +23,7 @@ __all__ = [
     "IdGenerator",
     "ReconcileReport",
     "ResumeDispatcher",
+    "ResumeRecord",
     "ResumeRefused",
     "ResumeRequest",
     "TaskAuthorizer",

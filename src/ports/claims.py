@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -33,10 +33,21 @@ class ClaimResult:
 
 @attrs.frozen
 class ReconcileReport:
-    """Startup reconciliation of rows left with ``response_delivery_pending`` (facts §4.6)."""
+    """Recovery of rows left with ``response_delivery_pending`` (facts §4.6, issue #13)."""
 
-    restored: tuple[str, ...] = ()  # pending ids made answerable again
-    finalized: tuple[str, ...] = ()  # pending ids whose marker was cleared, status kept
+    restored: tuple[str, ...] = ()  # pending ids rolled back to pending (no resume record)
+    finalized: tuple[str, ...] = ()  # pending ids whose resume record exists: marker cleared
+
+
+@attrs.frozen
+class ResumeRecord:
+    """The durable resume the outbox writes with :meth:`ClaimRepository.record_resume`: one
+    user message of type :data:`clarion.domain.model.RESUME` on a new turn of the session."""
+
+    session_id: str
+    task_id: str | None  # None: the session's task
+    prompt: str
+    metadata: Mapping[str, Any]  # must carry the bundle's ``pending_id``
 
 
 class ClaimRepository(Protocol):
@@ -96,6 +107,25 @@ class ClaimRepository(Protocol):
         ``updated_at`` alone so every reader keeps the claim's timestamp."""
         ...
 
+    def record_resume(
+        self,
+        pending_id: str,
+        terminal: str,
+        claimed_ids: Collection[str],
+        resume: ResumeRecord,
+    ) -> tuple[ClarificationRow, ...] | None:
+        """The outbox's resume, in ONE transaction: when the claimed rows are exactly what
+        :meth:`finalize_delivery` requires, start a new turn on ``resume.session_id``, append
+        the resume message (type ``resume``, author ``user``, ``resume.metadata`` with the
+        ``pending_id``) on it, and clear the marker on the claimed rows (``updated_at`` kept);
+        returns the finalized rows. None, and nothing written, when the claim is not exact.
+        A crash leaves either all three writes or none.
+
+        Raises:
+            NotFound: the session does not exist (nothing written).
+        """
+        ...
+
     def restore_active_bundle(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
@@ -148,7 +178,12 @@ class ClaimRepository(Protocol):
 
     def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
         """Recovery: for each bundle with rows still marked ``response_delivery_pending``,
-        restore it to pending when it is still restorable, else clear the marker.
+        clear the marker (status and response kept: *finalized*) only when a resume record
+        for its ``pending_id`` exists (a message of type ``resume`` carrying it); otherwise
+        roll the marked rows back to pending, dropping ``response`` and the marker and keeping
+        ``agent_disconnected`` (*restored*) — answerable again when the bundle is still active
+        (D4), and merely no longer claimed when its turn was superseded or its session ended.
+        A claim is never left settled without the delivery it implies.
 
         With ``older_than``, only bundles whose marked rows were all claimed at or before it
         are touched, so a replica recovering never undoes a delivery another replica is

@@ -118,6 +118,8 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "`WAIT_ENDED`, `CANCELLED`, `INTERNAL_ERROR`) and, for validation errors, the offending",
         "`field` (for `LIMIT_EXCEEDED`, the `limit`: its setting). Text lengths, body size and",
         "counts are bounded by the settings in [operations](operations.md#limits).",
+        "A string anywhere in a tool's arguments that carries NUL or an unpaired surrogate is",
+        'refused before the tool runs: `VALIDATION_ERROR` with `field` "arguments".',
         "",
     ]
     lines += _surface(

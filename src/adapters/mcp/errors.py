@@ -33,6 +33,7 @@ from clarion.domain.errors import (
     NotActive,
     NotFound,
     ValidationError,
+    failure_fields,
 )
 
 ERROR_META_KEY: Final = "clarion/error"
@@ -69,7 +70,6 @@ def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallTo
         "mcp_tool_failed",
         tool=tool,
         pending_id=pending_id,
-        error_type=type(exc).__name__,
-        exc_info=exc,
+        **failure_fields(exc),
     )
     return error_result("INTERNAL_ERROR", INTERNAL_MESSAGE)

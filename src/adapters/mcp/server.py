@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clarion.adapters import wire
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
 from clarion.app.usecases.auth import identity_bound
-from clarion.domain.errors import ClarionError
+from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.domain.model import Identity
 
 SCOPE_KEY: Final = "clarion.mcp"
@@ -177,6 +177,7 @@ def build_server(
 
         async def run() -> CallToolResult:
             try:
+                _check_storable(call.arguments)
                 return await entry.handler(call)
             except ClarionError as exc:
                 return tool_error(exc, tool=params.name)
@@ -202,6 +203,20 @@ def build_server(
     )
 
 
+def _check_storable(arguments: Mapping[str, Any]) -> None:
+    """Every tool's arguments, before the tool sees them: the same refusal as REST bodies.
+
+    Raises:
+        ValidationError: a string carries NUL or a lone surrogate, or nesting is too deep.
+    """
+    try:
+        storable = wire.is_storable(arguments)
+    except RecursionError:
+        storable = False
+    if not storable:
+        raise ValidationError(f"invalid arguments: {wire.UNSTORABLE_TEXT}", field="arguments")
+
+
 Authenticator = Callable[[Scope], Awaitable[Caller | None]]
 
 
@@ -224,8 +239,10 @@ class AuthGate:
             return
         try:
             caller = await self._authenticate(scope)
-        except Exception:  # noqa: BLE001 - top-level handler: a store failure is a safe 500
-            _log.error("mcp_authentication_failed", path=scope.get("path", ""), exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - top-level handler: a store failure is a safe 500
+            _log.error(
+                "mcp_authentication_failed", path=scope.get("path", ""), **failure_fields(exc)
+            )
             await JSONResponse({"error": INTERNAL_MESSAGE}, status_code=500)(scope, receive, send)
             return
         if caller is None:

@@ -33,6 +33,7 @@ from clarion.domain.model import (
     CLARIFICATION_REQUEST,
     EXPIRED,
     PENDING,
+    RESUME,
     TERMINAL_OUTCOMES,
     Answer,
     Question,
@@ -47,7 +48,7 @@ from clarion.domain.rows import (
     parse_row,
     response_metadata,
 )
-from clarion.ports.claims import ClaimResult, ReconcileReport
+from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -205,6 +206,45 @@ class InMemoryClaimRepository:
             rows = [self._write(rec, _drop(DELIVERY_PENDING), None) for rec, _ in marked]
             return order_rows(rows)
 
+    def record_resume(
+        self,
+        pending_id: str,
+        terminal: str,
+        claimed_ids: Collection[str],
+        resume: ResumeRecord,
+    ) -> tuple[ClarificationRow, ...] | None:
+        wanted = list(claimed_ids)
+        with self._store.lock:
+            marked = self._delivery_rows(pending_id)
+            if not _exact_claim(wanted, marked, terminal):
+                return None
+            session = self._store.sessions.get(resume.session_id)
+            if session is None:
+                raise NotFound(f"session not found: {resume.session_id}")
+            turn_id = self._start_turn(session.id)
+            now = self._clock.now()
+            self._store.put_message(
+                MessageRecord(
+                    id=self._ids.new_id(),
+                    session_id=session.id,
+                    task_id=session.task_id if resume.task_id is None else resume.task_id,
+                    turn_id=turn_id,
+                    type=RESUME,
+                    metadata=frozen_metadata(resume.metadata),
+                    created_at=now,
+                    updated_at=now,
+                    author_type="user",
+                    content=resume.prompt,
+                )
+            )
+            rows = [self._write(rec, _drop(DELIVERY_PENDING), None) for rec, _ in marked]
+            return order_rows(rows)
+
+    def _has_resume_record(self, pending_id: str) -> bool:
+        return any(
+            record.type == RESUME for record in self._store.records_with_pending_id(pending_id)
+        )
+
     def restore_active_bundle(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
@@ -318,15 +358,15 @@ class InMemoryClaimRepository:
                 marked = self._delivery_rows(pending_id)
                 if older_than is not None and any(row.updated_at > older_than for _, row in marked):
                     continue  # a delivery that may still be in flight elsewhere
-                statuses = {row.status for _, row in marked}
-                ids = [rec.id for rec, _ in marked]
-                status = next(iter(statuses)) if len(statuses) == 1 else None
-                if status is not None and self.restore_active_bundle(pending_id, status, ids):
-                    restored.append(pending_id)
+                if self._has_resume_record(pending_id):
+                    for rec, _ in marked:
+                        self._write(rec, _drop(DELIVERY_PENDING), None)
+                    finalized.append(pending_id)
                     continue
+                now = self._clock.now()
                 for rec, _ in marked:
-                    self._write(rec, _drop(DELIVERY_PENDING), None)
-                finalized.append(pending_id)
+                    self._write(rec, _restore, now)
+                restored.append(pending_id)
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:

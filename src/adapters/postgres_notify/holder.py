@@ -19,6 +19,7 @@ from clarion.adapters.postgres_notify.confirm import ConfirmationFailed
 from clarion.adapters.postgres_notify.durable import DurableReads, Settlement, settlement
 from clarion.adapters.postgres_notify.link import NotifyLink
 from clarion.adapters.postgres_notify.protocol import Offer, Reply, Settled
+from clarion.domain.errors import failure_fields
 from clarion.ports.waiters import Waiters
 
 log = structlog.get_logger(__name__)
@@ -127,8 +128,8 @@ class Holder:
         """The verdict is late: the durable rows say whether the finalize happened."""
         try:
             state = settlement(await self._durable.bundle(take.pending_id))
-        except Exception:  # unreadable now; the next re-check tries again
-            log.warning("live.recheck_failed", pending_id=take.pending_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - unreadable now; the next re-check tries again
+            log.warning("live.recheck_failed", pending_id=take.pending_id, **failure_fields(exc))
             return
         # Still in flight: the responder may be finishing it even while this process cannot
         # hear it, so only its outcome decides — or, if it crashed, the restore that a

@@ -66,6 +66,7 @@ from clarion.adapters.postgres_notify.protocol import (
 )
 from clarion.adapters.postgres_notify.registry import RemoteEntries
 from clarion.adapters.postgres_notify.responder import Responder
+from clarion.domain.errors import failure_fields
 from clarion.domain.model import Resolution
 from clarion.domain.replay import replay_winner
 from clarion.ports.claims import ClaimRepository
@@ -323,8 +324,8 @@ class PostgresWaiters:
                 log.info("live.released_inactive", pending_id=pending_id)
                 self._local.cancel(pending_id)
                 self._sweep((pending_id,))
-        except Exception:  # unreadable now; the next reconnection tries again
-            log.warning("live.recheck_failed", pending_id=pending_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - unreadable now; the next reconnection tries again
+            log.warning("live.recheck_failed", pending_id=pending_id, **failure_fields(exc))
 
     async def _recheck_later(self, pending_id: str) -> None:
         await anyio.sleep(self._recheck_interval)

@@ -29,11 +29,12 @@ from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.events import EVENTS_PATH, CanSee, EventStream
 from clarion.adapters.rest.host import host_routes
 from clarion.adapters.rest.openapi import openapi_document
+from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
 from clarion.app.services import Services
 from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.auth import Authentication
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, failure_fields
 from clarion.domain.model import Identity
 from clarion.ports.events import EventSource
 
@@ -68,15 +69,21 @@ def _visibility(services: Services) -> CanSee:
             await services.runner(authorize_task_id, services.authorizer, identity, task_id)
         except NotFound:
             return False
-        except Exception:  # a failing authorizer hides the event (fail closed), never the stream
-            log.warning("events.authorize_failed", task_id=task_id, exc_info=True)
+        except (
+            Exception  # noqa: BLE001 - logged without driver text
+        ) as exc:  # a failing authorizer hides the event (fail closed), never the stream
+            log.warning("events.authorize_failed", task_id=task_id, **failure_fields(exc))
             return False
         return True
 
     return can_see
 
 
-def _health(database_check: DatabaseCheck | None, limiter: anyio.CapacityLimiter) -> Route:
+def _health(database_check: DatabaseCheck | None) -> Route:
+    """``GET /healthz``: the database check runs on a worker thread of its own (a limiter of
+    one, not the shared worker pool), so requests filling the workers cannot make it fail."""
+    limiter = anyio.CapacityLimiter(1)
+
     async def healthz(request: Request) -> Response:
         if database_check is not None:
             try:
@@ -84,8 +91,8 @@ def _health(database_check: DatabaseCheck | None, limiter: anyio.CapacityLimiter
                     await anyio.to_thread.run_sync(
                         database_check, limiter=limiter, abandon_on_cancel=True
                     )
-            except Exception:
-                log.warning("health.database_unreachable", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - logged without driver text
+                log.warning("health.database_unreachable", **failure_fields(exc))
                 return failure(503, "database unreachable")
         return JSONResponse({"status": "ok", "database": "ok"})
 
@@ -126,7 +133,7 @@ def build_rest(
         return JSONResponse(document)
 
     routes: list[BaseRoute] = [
-        _health(database_check, limiter),
+        _health(database_check),
         Route("/openapi.json", openapi, methods=["GET"]),
         *auth_routes(auth_enabled=auth_enabled, authentication=authentication, limiter=limiter),
         *clarification_routes(
@@ -141,6 +148,7 @@ def build_rest(
     middleware = (
         Middleware(RequestLogMiddleware),
         Middleware(HttpGuard, allowed_hosts=allowed_hosts),
+        Middleware(StorableParametersMiddleware),
         Middleware(
             AuthMiddleware,
             enabled=auth_enabled,

@@ -61,6 +61,7 @@ from clarion.adapters.rest.errors import (
     unauthenticated,
 )
 from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
+from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
 
 log = structlog.get_logger(__name__)
@@ -164,8 +165,8 @@ class AuthMiddleware:
         else:
             try:
                 context = await self._authenticate(connection)
-            except Exception:
-                log.exception("authentication_failed", path=scope["path"])
+            except Exception as exc:  # noqa: BLE001 - logged without driver text
+                log.error("authentication_failed", path=scope["path"], **failure_fields(exc))
                 await failure(500, INTERNAL_ERROR)(scope, receive, send)
                 return
             method = scope.get("method", "GET")

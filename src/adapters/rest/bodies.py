@@ -45,25 +45,6 @@ async def read_body(request: Request, *, limit: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def _storable(value: Any) -> bool:
-    """True when every string in ``value`` can be stored and sent back: no NUL (PostgreSQL
-    text refuses it) and no lone surrogate (``\\ud800`` escapes decode to text that cannot be
-    encoded as UTF-8 again)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            return False
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, dict):
-        return all(_storable(key) and _storable(item) for key, item in value.items())
-    if isinstance(value, list):
-        return all(_storable(item) for item in value)
-    return True
-
-
 def parse_json(raw: bytes) -> Any:
     """Parse a body as strict JSON (UTF-8, no NaN/Infinity, no key twice in one object, no NUL
     or lone surrogates).
@@ -89,13 +70,11 @@ def parse_json(raw: bytes) -> Any:
     except (ValueError, RecursionError) as exc:
         raise ValidationError("invalid payload: malformed JSON", field="body") from exc
     try:
-        storable = _storable(payload)
+        storable = wire.is_storable(payload)
     except RecursionError:
         storable = False
     if not storable:
-        raise ValidationError(
-            "invalid payload: strings may not contain NUL or unpaired surrogates", field="body"
-        )
+        raise ValidationError(f"invalid payload: {wire.UNSTORABLE_TEXT}", field="body")
     return payload
 
 

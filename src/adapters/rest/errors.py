@@ -42,6 +42,7 @@ from clarion.domain.errors import (
     NotActive,
     NotFound,
     ValidationError,
+    failure_fields,
 )
 from clarion.ports.waiters import WaitEnd, WaitEnded
 
@@ -120,7 +121,7 @@ def error_response(
             "delivery_failed", pending_id=pending_id, error=exc.message, retryable=exc.retryable
         )
         return failure(500, exc.message)
-    log.error("request_failed", pending_id=pending_id, exc_info=exc)
+    log.error("request_failed", pending_id=pending_id, **failure_fields(exc))
     return failure(500, INTERNAL_ERROR)
 
 

@@ -2,11 +2,18 @@
 
 from clarion.adapters.resume.callable import CallableResumeDispatcher
 from clarion.adapters.resume.outbox import OutboxResumeDispatcher
-from clarion.adapters.resume.webhook import WebhookResumeDispatcher, webhook_payload
+from clarion.adapters.resume.webhook import (
+    WebhookResumeDispatcher,
+    is_plain_http_to_another_host,
+    sign,
+    webhook_payload,
+)
 
 __all__ = [
     "CallableResumeDispatcher",
     "OutboxResumeDispatcher",
     "WebhookResumeDispatcher",
+    "is_plain_http_to_another_host",
+    "sign",
     "webhook_payload",
 ]

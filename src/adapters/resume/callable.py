@@ -15,6 +15,7 @@ from typing import TypeAlias
 import anyio
 import structlog
 
+from clarion.domain.errors import failure_fields
 from clarion.ports.resume import ResumeRefused, ResumeRequest
 
 log = structlog.get_logger(__name__)
@@ -49,7 +50,9 @@ class CallableResumeDispatcher:
         except ResumeRefused:
             raise
         except Exception as exc:  # the host's callback decides: any error refuses
-            log.warning("resume.callable_refused", pending_id=request.pending_id, exc_info=True)
+            log.warning(
+                "resume.callable_refused", pending_id=request.pending_id, **failure_fields(exc)
+            )
             raise ResumeRefused(f"resume callback failed: {type(exc).__name__}") from exc
 
 

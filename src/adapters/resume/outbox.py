@@ -2,9 +2,13 @@
 
 A resume is recorded as a new turn of the agent's session carrying one user message — the
 prompt — of type :data:`clarion.ports.resume.RESUME_MESSAGE_TYPE`. Whatever runs the agent
-reads it from the transcript (``GET /sessions/{id}/resumes``) and continues. The resume is
-accepted once both writes are durable; a failing write refuses it, so the resolver restores the
-bundle and the answer can be given again (R7).
+reads it from the transcript (``GET /sessions/{id}/resumes``) and continues.
+
+The new turn, the resume message and the end of the claim's delivery marker are ONE transaction
+(:meth:`clarion.ports.ClaimRepository.record_resume`): a crash leaves all of them or none, and
+start-up recovery, which finalizes a claim only when its resume record exists, can never settle
+a bundle whose agent was not told. A failing write refuses the resume, so the resolver restores
+the bundle and the answer can be given again (R7).
 
 Starting the new turn supersedes the clarification's turn, exactly as upstream's successor turn
 does; by then the bundle is terminal, so nothing active is lost.
@@ -18,10 +22,10 @@ from typing import Any
 import anyio
 import structlog
 
-from clarion.domain.errors import ClarionError
-from clarion.domain.rows import response_metadata
-from clarion.ports.host import HostRepository
-from clarion.ports.resume import RESUME_MESSAGE_TYPE, ResumeRefused, ResumeRequest
+from clarion.domain.errors import ClarionError, failure_fields
+from clarion.domain.rows import ClarificationRow, response_metadata
+from clarion.ports.claims import ClaimRepository, ResumeRecord
+from clarion.ports.resume import ResumeRefused, ResumeRequest
 
 log = structlog.get_logger(__name__)
 
@@ -38,40 +42,49 @@ def resume_metadata(request: ResumeRequest) -> dict[str, Any]:
 
 
 class OutboxResumeDispatcher:
-    """:class:`clarion.ports.ResumeDispatcher` writing the resume through a host repository."""
+    """:class:`clarion.ports.ResumeDispatcher` writing the resume, and finalizing the claim
+    with it, through the claim repository."""
 
-    def __init__(self, host: HostRepository, limiter: anyio.CapacityLimiter | None = None) -> None:
-        self._host = host
+    def __init__(
+        self, claims: ClaimRepository, limiter: anyio.CapacityLimiter | None = None
+    ) -> None:
+        self._claims = claims
         self._limiter = limiter
 
-    async def dispatch(self, request: ResumeRequest) -> None:
-        """Record the resume durably.
+    async def dispatch(self, request: ResumeRequest) -> tuple[ClarificationRow, ...]:
+        """Record the resume durably and finalize the claim, in one transaction; returns the
+        finalized rows.
 
         Raises:
-            ResumeRefused: the session is gone or a write failed.
+            ResumeRefused: the session is gone, the claim is no longer held, or the write
+                failed (nothing was written).
         """
         try:
-            await anyio.to_thread.run_sync(
+            return await anyio.to_thread.run_sync(
                 functools.partial(self._record, request), limiter=self._limiter
             )
         except ResumeRefused:
             raise
         except Exception as exc:  # a driver error is a refusal, never a crash (R7)
-            log.warning("resume.outbox_failed", pending_id=request.pending_id, exc_info=True)
+            log.warning(
+                "resume.outbox_failed", pending_id=request.pending_id, **failure_fields(exc)
+            )
             raise ResumeRefused("the resume could not be recorded") from exc
 
-    def _record(self, request: ResumeRequest) -> None:
+    def _record(self, request: ResumeRequest) -> tuple[ClarificationRow, ...]:
+        record = ResumeRecord(
+            session_id=request.session_id,
+            task_id=request.task_id or None,
+            prompt=request.prompt,
+            metadata=resume_metadata(request),
+        )
         try:
-            turn = self._host.start_turn(request.session_id)
+            rows = self._claims.record_resume(
+                request.pending_id, request.status, request.claimed_ids, record
+            )
         except ClarionError as exc:
             raise ResumeRefused(f"cannot resume session: {exc.message}") from exc
-        self._host.append_message(
-            request.session_id,
-            turn_id=turn.id,
-            content=request.prompt,
-            author_type="user",
-            type=RESUME_MESSAGE_TYPE,
-            metadata=resume_metadata(request),
-            task_id=request.task_id or None,
-        )
-        log.info("resume.recorded", pending_id=request.pending_id, turn_id=turn.id)
+        if rows is None:
+            raise ResumeRefused("the claim is no longer held; nothing was recorded")
+        log.info("resume.recorded", pending_id=request.pending_id)
+        return rows

@@ -4,11 +4,25 @@ Body: ``{"task_id", "session_id", "pending_id", "prompt", "answers", "rejected"}
 answer is ``{"question_id", "selected_options", "custom_text"}`` (every key always present).
 A 2xx response within the bounded wait means accepted; any other status, a transport error or
 the timeout means refused, and the resolver rolls the claim back (R7).
+
+Delivery is at-least-once: a receiver that processed a POST whose 2xx Clarion never saw (a crash,
+the timeout) may later receive a resume for a new claim of the same bundle, possibly with a
+different answer. Every POST therefore carries ``Idempotency-Key`` — the same for every POST of
+one claim, new for a new claim — and, with a secret, ``Clarion-Timestamp`` (Unix seconds) and
+``Clarion-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`` so the receiver can
+check the sender (``docs/operations.md`` has a receiver that verifies both).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import ipaddress
+import json
+import time
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import structlog
@@ -19,6 +33,30 @@ from clarion.ports.resume import ResumeRefused, ResumeRequest
 log = structlog.get_logger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
+KEY_HEADER = "Idempotency-Key"
+TIMESTAMP_HEADER = "Clarion-Timestamp"
+SIGNATURE_HEADER = "Clarion-Signature"
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The ``Clarion-Signature`` value for ``body`` sent at ``timestamp``."""
+    message = timestamp.encode() + b"." + body
+    return "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def is_plain_http_to_another_host(url: str) -> bool:
+    """True for an ``http://`` URL whose host is not loopback (answers would cross a network
+    in clear text)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http":
+        return False
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 def webhook_payload(request: ResumeRequest) -> dict[str, Any]:
@@ -48,11 +86,15 @@ class WebhookResumeDispatcher:
         client: httpx2.AsyncClient | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         headers: dict[str, str] | None = None,
+        secret: str = "",
+        now: Callable[[], float] = time.time,
     ) -> None:
         self._url = url
         self._client = client
         self._timeout = timeout
         self._headers = dict(headers or {})
+        self._secret = secret
+        self._now = now
 
     async def dispatch(self, request: ResumeRequest) -> None:
         """POST the resume.
@@ -82,10 +124,24 @@ class WebhookResumeDispatcher:
             raise ResumeRefused(f"resume webhook answered {response.status_code}")
         log.info("resume.webhook_accepted", pending_id=request.pending_id)
 
+    def headers_for(self, request: ResumeRequest, body: bytes) -> dict[str, str]:
+        """The headers of the POST carrying ``body`` for ``request``."""
+        headers = {
+            **self._headers,
+            "Content-Type": "application/json",
+            KEY_HEADER: request.idempotency_key,
+        }
+        if self._secret:
+            timestamp = str(int(self._now()))
+            headers[TIMESTAMP_HEADER] = timestamp
+            headers[SIGNATURE_HEADER] = sign(self._secret, timestamp, body)
+        return headers
+
     async def _post(self, client: httpx2.AsyncClient, request: ResumeRequest) -> httpx2.Response:
+        body = json.dumps(webhook_payload(request), ensure_ascii=False).encode()
         return await client.post(
             self._url,
-            json=webhook_payload(request),
-            headers=self._headers,
+            content=body,
+            headers=self.headers_for(request, body),
             timeout=self._timeout,
         )

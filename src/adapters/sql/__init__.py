@@ -8,6 +8,10 @@ PostgreSQL, with Alembic migrations shipped in the package.
 
 from clarion.adapters.sql.claims import SqlClaimRepository
 from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
+from clarion.adapters.sql.filelock import DatabaseInUse
+from clarion.adapters.sql.filelock import acquire as hold_sqlite_file
+from clarion.adapters.sql.filelock import release as release_sqlite_file
+from clarion.adapters.sql.health import database_probe
 from clarion.adapters.sql.host import SqlHostRepository
 from clarion.adapters.sql.migrate import head_revision, upgrade_database
 from clarion.adapters.sql.schema import TABLE_NAMES, metadata
@@ -16,11 +20,15 @@ from clarion.adapters.sql.tokens import SqlTokenStore
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "TABLE_NAMES",
+    "DatabaseInUse",
     "SqlClaimRepository",
     "SqlHostRepository",
     "SqlTokenStore",
     "create_engine",
+    "database_probe",
     "head_revision",
+    "hold_sqlite_file",
     "metadata",
+    "release_sqlite_file",
     "upgrade_database",
 ]

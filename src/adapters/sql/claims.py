@@ -41,6 +41,7 @@ from clarion.domain.model import (
     CANCELLED,
     CLARIFICATION_REQUEST,
     EXPIRED,
+    RESUME,
     TERMINAL_OUTCOMES,
     Answer,
     Question,
@@ -54,7 +55,7 @@ from clarion.domain.rows import (
     order_rows,
     parse_row,
 )
-from clarion.ports.claims import ClaimResult, ReconcileReport
+from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -247,6 +248,49 @@ class SqlClaimRepository:
             return None
         return order_rows(parse_row(r) for r in written)
 
+    def record_resume(
+        self,
+        pending_id: str,
+        terminal: str,
+        claimed_ids: Collection[str],
+        resume: ResumeRecord,
+    ) -> tuple[ClarificationRow, ...] | None:
+        wanted = list(claimed_ids)
+        if not pending_id:
+            return None
+        params = {"pending_id": pending_id, "terminal": terminal}
+        try:
+            with self._writes.begin() as connection:
+                lock_bundle(connection, pending_id)
+                lock_sessions(connection, [resume.session_id])
+                marked = _select(connection, "marked", params)
+                if not changes.is_exact_claim(wanted, marked, terminal):
+                    return None
+                session = load_session(connection, resume.session_id)
+                if session is None:
+                    raise NotFound(f"session not found: {resume.session_id}")
+                now = self._clock.now()
+                turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
+                message = MessageRecord(
+                    id=self._ids.new_id(),
+                    session_id=session.id,
+                    task_id=session.task_id if resume.task_id is None else resume.task_id,
+                    turn_id=turn.id,
+                    type=RESUME,
+                    metadata=dict(resume.metadata),
+                    created_at=now,
+                    updated_at=now,
+                    author_type="user",
+                    content=resume.prompt,
+                )
+                insert_messages(connection, [message])
+                # updated_at stays the claim's, so winner and loser report one responded_at.
+                changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                written = _rewrite(connection, "finalizable", params, changed, None)
+        except _GuardLost:
+            return None
+        return order_rows(parse_row(r) for r in written)
+
     def restore_active_bundle(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
@@ -321,7 +365,8 @@ class SqlClaimRepository:
     def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
         with read_transaction(self._engine) as connection:
             marked = connection.execute(statements.marked_rows()).mappings()
-            pending_ids = sorted({parse_row(message_record(row)).pending_id for row in marked})
+            found = {parse_row(message_record(row)).pending_id for row in marked}
+            pending_ids = sorted(pending_id for pending_id in found if pending_id)
         restored: list[str] = []
         finalized: list[str] = []
         for pending_id in pending_ids:
@@ -333,28 +378,29 @@ class SqlClaimRepository:
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
 
     def _reconcile_one(self, pending_id: str, older_than: datetime | None) -> bool | None:
-        """Restore the bundle when still restorable (True), else clear its markers (False);
-        None when its delivery is younger than ``older_than`` and was left alone."""
-        if not pending_id:
-            return False
+        """Finalize the bundle when its resume record exists (False), else roll its marked
+        rows back to pending (True); None when its delivery is younger than ``older_than``
+        and was left alone."""
         params = {"pending_id": pending_id}
         try:
             with self._writes.begin() as connection:
                 lock_bundle(connection, pending_id)
                 marked = _select(connection, "marked", params)
+                if not marked:
+                    return None  # finished meanwhile
                 if older_than is not None and any(r.updated_at > older_than for r in marked):
                     return None  # a delivery that may still be in flight elsewhere
-                statuses = {parse_row(record).status for record in marked}
-                status = next(iter(statuses)) if len(statuses) == 1 else None
-                if status is not None and self._restore(
-                    connection, pending_id, status, [record.id for record in marked]
-                ):
-                    return True
-                changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
-                _rewrite(connection, "marked", params, changed, None)
+                delivered = connection.execute(statements.resume_records(), params).first()
+                if delivered is not None:
+                    changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                    _rewrite(connection, "marked", params, changed, None)
+                    return False
+                now = self._clock.now()
+                changed = [(r, changes.restore(r)) for r in marked]
+                _rewrite(connection, "marked", params, changed, now)
         except _GuardLost as exc:
             raise ClaimError(f"clarification bundle {pending_id} changed in recovery") from exc
-        return False
+        return True
 
 
 __all__ = ["SqlClaimRepository"]

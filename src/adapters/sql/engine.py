@@ -1,10 +1,13 @@
 """The engine factory and the transaction helpers every SQL repository uses.
 
-SQLite (sync pysqlite): WAL, ``synchronous=NORMAL``, a busy timeout and foreign keys on every
-connection; the driver's own transaction handling is switched off so that SQLAlchemy's
-``begin`` hook can issue ``BEGIN IMMEDIATE`` for write transactions (the writer lock is taken
-up front, so two claims can never both read "pending" and then both upgrade to write) and a
-plain deferred ``BEGIN`` for reads (which WAL serves from a snapshot without blocking).
+SQLite (sync pysqlite): WAL, ``synchronous=FULL`` (``NORMAL`` on request: faster commits, but
+the last ones can be lost on power loss), a busy timeout and foreign keys on every connection;
+a new database file is created readable by its owner only (0600), and SQLite gives its WAL and
+shared-memory files the same permissions; the driver's own transaction handling is switched
+off so that SQLAlchemy's ``begin`` hook can issue ``BEGIN IMMEDIATE`` for write transactions
+(the writer lock is taken up front, so two claims can never both read "pending" and then both
+upgrade to write) and a plain deferred ``BEGIN`` for reads (which WAL serves from a snapshot
+without blocking).
 
 PostgreSQL: psycopg 3 (``postgresql+psycopg://``), READ COMMITTED; write serialization is
 the advisory-lock protocol in :mod:`clarion.adapters.sql.locks`.
@@ -12,11 +15,12 @@ the advisory-lock protocol in :mod:`clarion.adapters.sql.locks`.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -24,6 +28,8 @@ from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SqliteSynchronous = Literal["FULL", "NORMAL"]
+DEFAULT_SQLITE_SYNCHRONOUS: SqliteSynchronous = "FULL"
 
 _WRITE_OPTION = "clarion_write"
 _HOLDS_WRITER = "clarion_holds_sqlite_writer"
@@ -38,7 +44,12 @@ def normalize_url(url: str | URL) -> URL:
     return parsed
 
 
-def create_engine(url: str | URL = DEFAULT_DATABASE_URL, **kwargs: Any) -> Engine:
+def create_engine(
+    url: str | URL = DEFAULT_DATABASE_URL,
+    *,
+    sqlite_synchronous: SqliteSynchronous = DEFAULT_SQLITE_SYNCHRONOUS,
+    **kwargs: Any,
+) -> Engine:
     """An engine configured for Clarion's repositories (see the module docstring).
 
     SQLite URLs must name a file (``sqlite:///./clarion.db``, ``sqlite:////abs/path.db``):
@@ -55,8 +66,11 @@ def create_engine(url: str | URL = DEFAULT_DATABASE_URL, **kwargs: Any) -> Engin
     if backend == "sqlite":
         if parsed.database in (None, "", ":memory:") or "mode=memory" in str(parsed):
             raise ValueError("Clarion needs a file-backed SQLite database, not :memory:")
+        if sqlite_synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"sqlite_synchronous must be FULL or NORMAL: {sqlite_synchronous!r}")
+        _create_private_file(str(parsed.database))
         engine = sa.create_engine(parsed, **options)
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, sqlite_synchronous)
     elif backend == "postgresql":
         engine = sa.create_engine(parsed, **options)
     else:
@@ -65,7 +79,18 @@ def create_engine(url: str | URL = DEFAULT_DATABASE_URL, **kwargs: Any) -> Engin
     return engine
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _create_private_file(database: str) -> None:
+    """Create the database file (empty) readable and writable by its owner only, unless it
+    exists; SQLite then gives its -wal and -shm files the same mode."""
+    if database.startswith("file:"):
+        return  # a URI filename: SQLite opens it itself
+    try:
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except (FileExistsError, FileNotFoundError):
+        return  # there already, or no such folder (SQLite reports that when it connects)
+
+
+def _configure_sqlite(engine: Engine, synchronous: SqliteSynchronous) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # None = the driver never opens transactions itself; the "begin" hook does.
@@ -74,7 +99,7 @@ def _configure_sqlite(engine: Engine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute(f"PRAGMA synchronous = {synchronous}")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()

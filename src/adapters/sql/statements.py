@@ -34,7 +34,7 @@ from clarion.adapters.sql.predicates import (
 )
 from clarion.adapters.sql.records import MESSAGE_COLUMNS
 from clarion.adapters.sql.schema import messages as m
-from clarion.domain.model import ANSWERED
+from clarion.domain.model import ANSWERED, RESUME
 
 Guard = Literal[
     "bundle",  # the bundle's clarification rows (lookups ignore other types, §9.17)
@@ -124,6 +124,16 @@ def sessions_with_active_rows() -> sa.Select[Any]:
 def marked_rows() -> sa.Select[Any]:
     """Every clarification row still marked ``response_delivery_pending`` (startup)."""
     return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))
+
+
+@cache
+def resume_records() -> sa.Select[Any]:
+    """Whether a resume record (a ``resume`` message) carries ``pending_id`` (recovery)."""
+    return (
+        sa.select(m.c.id)
+        .where(pending_id_of(m) == _param("pending_id"), m.c.type == RESUME)
+        .limit(1)
+    )
 
 
 @cache

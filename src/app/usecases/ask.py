@@ -35,6 +35,7 @@ from clarion.domain.errors import (
     LimitExceeded,
     NotActive,
     NotFound,
+    failure_fields,
 )
 from clarion.domain.host import Session
 from clarion.domain.limits import Limits, validate_context
@@ -48,6 +49,7 @@ from clarion.domain.model import (
     is_terminal_state,
 )
 from clarion.domain.questions import QuestionDraft, same_questions, validate_questions
+from clarion.domain.replay import replay_winner
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -61,6 +63,9 @@ ASK_TIMEOUT_S = 7200.0  # CLARION_ASK_TIMEOUT_S default (facts §2.8)
 PROGRESS_INTERVAL_S = 15.0
 CREATE_FAILED = "failed to create clarification messages"
 CANCEL_FAILED = "failed to cancel clarification request"
+WATCH_FAILED = "failed to read clarification state"
+WATCH_INTERVAL_S = 1.0  # how often a bystander's wait re-reads the durable rows
+_MCP_ASK = object()  # the asker of a bundle made by an MCP ask: only that call waits live
 
 ProgressCallback = Callable[[int], Awaitable[None]]
 
@@ -123,6 +128,7 @@ class Asking:
         resolver: Resolver,
         ask_timeout: float = ASK_TIMEOUT_S,
         limits: Limits | None = None,
+        watch_interval: float = WATCH_INTERVAL_S,
     ) -> None:
         self._claims = claims
         self._host = host
@@ -136,6 +142,19 @@ class Asking:
         self.limits = limits if limits is not None else Limits()
         self._asking: set[str] = set()  # pending ids of asks blocked in this process
         self._closing = False
+        self._watch_interval = watch_interval
+        # pending id → who asked (a user id, or _MCP_ASK), for the live entries of this process
+        self._askers: dict[str, object] = {}
+        self._askers_swept_at = 64
+
+    def _remember_asker(self, pending_id: str, asker: object) -> None:
+        """Note the bundle's asker (the first one: a reused bundle keeps its asker). Entries
+        whose live wait ended are forgotten once the map has doubled since the last sweep."""
+        self._askers.setdefault(pending_id, asker)
+        if len(self._askers) > 2 * self._askers_swept_at:
+            for known in [p for p in self._askers if not self._waiters.has_entry(p)]:
+                del self._askers[known]
+            self._askers_swept_at = max(len(self._askers), 64)
 
     def begin_shutdown(self) -> None:
         """End every blocked ask now, as a process stopping must: each bundle detaches and
@@ -233,6 +252,7 @@ class Asking:
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
         self._waiters.register(prepared.pending_id, prepared.session.id)
+        self._remember_asker(prepared.pending_id, identity.user_id)
         try:
             await self._make_durable(prepared, questions, context)
         except BaseException:
@@ -270,6 +290,7 @@ class Asking:
         )
         pending_id = prepared.pending_id
         self._waiters.register(pending_id, prepared.session.id)
+        self._remember_asker(pending_id, _MCP_ASK)
         if self._closing:
             self._waiters.cancel(pending_id)
         self._asking.add(pending_id)
@@ -331,8 +352,8 @@ class Asking:
             session = await self._run(
                 self._host.set_session_state, session_id, state, expected=expected
             )
-        except Exception:  # a hint for hosts: never lose an answer over it
-            log.warning("session.state_update_failed", session_id=session_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - a hint for hosts: never lose an answer over it
+            log.warning("session.state_update_failed", session_id=session_id, **failure_fields(exc))
             return
         if session is not None:
             publish(self._events, session_event(session))
@@ -345,8 +366,8 @@ class Asking:
             if any(self._waiters.has_entry(pending_id) for pending_id in active):
                 return
             rows = await self._run(self._claims.detach_active_bundles, session.id)
-        except Exception:  # best effort: the durable rows stay answerable regardless
-            log.warning("clarification.detach_failed", session_id=session.id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - best effort: the durable rows stay answerable regardless
+            log.warning("clarification.detach_failed", session_id=session.id, **failure_fields(exc))
             return
         publish_bundles(self._events, BUNDLE_DETACHED, rows, session.task_id)
 
@@ -374,17 +395,45 @@ class Asking:
     async def wait(
         self, identity: Identity, pending_id: str, timeout: float | None = None
     ) -> Resolution:
-        """``GET /:id/wait``: authorize first (A5a), then wait on the live entry.
+        """``GET /:id/wait``: authorize first (A5a), then wait.
+
+        Only the asker's wait is the live waiter: the identity that created the bundle over
+        REST (the same user, which is also what the session's agent token acts as). It takes
+        the delivery in the same turn. Anyone else who may see the bundle — and any REST caller
+        of a bundle an MCP ask created — only *watches*: the wait returns the winner's
+        resolution once the bundle is resolved and its delivery confirmed, or ends at its own
+        timeout, and it never takes the delivery or keeps the bundle from detaching. With
+        authentication disabled there is one identity, and every wait is the asker's.
 
         Raises:
             NotFound: not visible to ``identity`` (same for foreign and fabricated ids, A5a).
             ClaimError: the store failed.
-            WaitEnded: no live entry, cancelled, timed out or delivery failed (the REST 504).
+            WaitEnded: no live entry (A7), cancelled, timed out or delivery failed (the 504).
         """
         await self._resolver.authorize_bundle(identity, pending_id)
-        return await self._waiters.wait(
-            pending_id, self.ask_timeout if timeout is None else timeout
-        )
+        seconds = self.ask_timeout if timeout is None else timeout
+        if not self._waiters.has_entry(pending_id):
+            raise WaitEnded(WaitEnd.NOT_FOUND, pending_id)
+        if not identity.is_scoped or self._askers.get(pending_id) == identity.user_id:
+            return await self._waiters.wait(pending_id, seconds)
+        return await self._watch(pending_id, seconds)
+
+    async def _watch(self, pending_id: str, timeout: float) -> Resolution:
+        """A bystander's wait: re-read the durable rows until the bundle is resolved and its
+        delivery confirmed (no row still marked), or until ``timeout``."""
+        with anyio.move_on_after(timeout):
+            while True:
+                bundle = await self._run.guarded(
+                    StoreFailure(WATCH_FAILED, pending_id=pending_id),
+                    self._claims.load_bundle,
+                    pending_id,
+                )
+                rows = bundle.rows if bundle is not None else ()
+                winner = replay_winner(pending_id, rows)
+                if winner is not None and not any(row.delivery_pending for row in rows):
+                    return winner
+                await anyio.sleep(self._watch_interval)
+        raise WaitEnded(WaitEnd.TIMEOUT, pending_id)
 
     async def cancel(self, identity: Identity, pending_id: str) -> None:
         """``POST /:id/cancel`` (A9): authorize, then cancel the live entry and mark the

@@ -24,7 +24,7 @@ import structlog
 from clarion.app.usecases.access import load_authorized_bundle
 from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
-from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive
+from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive, failure_fields
 from clarion.domain.model import REJECTED, Identity, Outcome, Resolution
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
@@ -203,14 +203,22 @@ class Resolver:
             prompt=prompt,
             answers=resolution.answers,
             rejected=False,
+            claimed_ids=result.claimed_ids,
+            claimed_at=resolution.responded_at,
         )
         try:
             with anyio.fail_after(self._resume_timeout):
-                await self._dispatcher.dispatch(request)
-        except Exception:  # refused, timed out or broken: roll back either way (R7)
-            log.warning("clarification.resume_refused", pending_id=bundle.pending_id, exc_info=True)
+                finalized = await self._dispatcher.dispatch(request)
+        except Exception as exc:  # noqa: BLE001 - refused, timed out or broken: roll back either way (R7)
+            log.warning(
+                "clarification.resume_refused", pending_id=bundle.pending_id, **failure_fields(exc)
+            )
             await self._restore_or_raise(bundle, result, resolution, RESUME_RETRYABLE, RESUME_STUCK)
         log.info("clarification.resume_accepted", pending_id=bundle.pending_id)
+        if finalized is not None:
+            # The dispatcher finalized the claim together with its resume record (the outbox).
+            publish_bundles(self._events, BUNDLE_RESOLVED, finalized, bundle.task_id)
+            return
         await self._finalize_or_raise(bundle, result, resolution, RESUME_UNFINALIZED)
 
     async def _finalize_or_raise(
@@ -223,8 +231,10 @@ class Resolver:
                 resolution.status,
                 result.claimed_ids,
             )
-        except Exception:  # reported below as the non-retryable delivery error
-            log.error("clarification.finalize_failed", pending_id=bundle.pending_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - reported below as the non-retryable delivery error
+            log.error(
+                "clarification.finalize_failed", pending_id=bundle.pending_id, **failure_fields(exc)
+            )
             rows = None
         if rows is None:
             raise DeliveryError(message, retryable=False)
@@ -246,8 +256,10 @@ class Resolver:
                 resolution.status,
                 result.claimed_ids,
             )
-        except Exception:  # reported below as the non-retryable delivery error
-            log.error("clarification.restore_failed", pending_id=bundle.pending_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - reported below as the non-retryable delivery error
+            log.error(
+                "clarification.restore_failed", pending_id=bundle.pending_id, **failure_fields(exc)
+            )
             rows = None
         if rows is None:
             raise DeliveryError(stuck, retryable=False)

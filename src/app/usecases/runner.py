@@ -16,7 +16,7 @@ import anyio
 import attrs
 import structlog
 
-from clarion.domain.errors import ClaimError, ClarionError
+from clarion.domain.errors import ClaimError, ClarionError, failure_fields
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +71,6 @@ class Runner:
                 operation=failure.message,
                 pending_id=failure.pending_id,
                 session_id=failure.session_id,
-                exc_info=True,
+                **failure_fields(exc),
             )
             raise ClaimError(failure.message) from exc

@@ -6,8 +6,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from clarion.domain.model import ANSWERED, CANCELLED, EXPIRED, PENDING, REJECTED, SessionState
-from clarion.ports.claims import ReconcileReport
+import attrs
+import pytest
+
+from clarion.domain.errors import NotFound
+from clarion.domain.model import (
+    ANSWERED,
+    CANCELLED,
+    EXPIRED,
+    PENDING,
+    REJECTED,
+    RESUME,
+    SessionState,
+)
+from clarion.ports.claims import ReconcileReport, ResumeRecord
 from clarion.ports.testing.world import ContractWorld, claim, row_metadata, statuses
 
 
@@ -191,25 +203,90 @@ class ClaimLifecycleContract:
         assert world.claims.pending_actions_for_sessions(everyone) == {blocked.id: "clarification"}
         assert world.claims.pending_actions_for_sessions([]) == {}
 
-    def test_reconcile_restores_undelivered_live_claims_and_finalizes_the_rest(
+    def test_reconcile_finalizes_only_claims_whose_resume_record_exists_and_restores_the_rest(
         self, world: ContractWorld
     ) -> None:
-        """Facts §4.6 (2): restorable → pending; terminal session or newer turn → marker off."""
-        live, ended, delivered = world.session(), world.session(), world.session()
-        for session in (live, ended, delivered):
+        """Issue #13: a claim is settled by recovery only when the resume it implies exists;
+        otherwise it is rolled back — answerable again when still active, merely unclaimed
+        when its session ended or a newer turn (one without the resume) superseded it."""
+        live, ended, superseded, resumed, delivered = (world.session() for _ in range(5))
+        for session in (live, ended, superseded, resumed, delivered):
             world.ask(session.id, f"p-{session.id}")
             claim(world, f"p-{session.id}")
         world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        world.host.start_turn(superseded.id)
+        # A resume record written before the marker was cleared (a pre-#13 outbox crash).
+        world.host.append_message(
+            resumed.id,
+            turn_id=world.host.start_turn(resumed.id).id,
+            content="resume",
+            type=RESUME,
+            metadata={"pending_id": f"p-{resumed.id}"},
+        )
         won = world.bundle(f"p-{delivered.id}").rows
         world.claims.finalize_delivery(f"p-{delivered.id}", ANSWERED, [r.id for r in won])
         report = world.claims.reconcile_undelivered()
-        assert report.restored == (f"p-{live.id}",)
-        assert report.finalized == (f"p-{ended.id}",)
-        assert statuses(world, f"p-{live.id}") == [PENDING]
-        ended_rows = world.bundle(f"p-{ended.id}").rows
-        assert [row.status for row in ended_rows] == [ANSWERED]
-        assert not ended_rows[0].delivery_pending
+        rolled_back = sorted(f"p-{s.id}" for s in (live, ended, superseded))
+        assert sorted(report.restored) == rolled_back
+        assert report.finalized == (f"p-{resumed.id}",)
+        for pending_id in rolled_back:
+            [row] = world.bundle(pending_id).rows
+            assert (row.status, row.response, row.delivery_pending) == (PENDING, None, False)
+        [resumed_row] = world.bundle(f"p-{resumed.id}").rows
+        assert resumed_row.status == ANSWERED
+        assert resumed_row.response is not None
+        assert not resumed_row.delivery_pending
+        everyone = [s.id for s in (live, ended, superseded, resumed, delivered)]
+        assert world.claims.pending_actions_for_sessions(everyone) == {live.id: "clarification"}
+        assert claim(world, f"p-{live.id}").claimed
+        assert world.claims.reconcile_undelivered() == ReconcileReport(restored=(f"p-{live.id}",))
+
+    # -- the outbox's one transaction ---------------------------------------------------------
+
+    def test_record_resume_writes_turn_message_and_finalize_together(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        clarification_turn = world.turn(session.id)
+        won = claim(world, "p-1")
+        resume = ResumeRecord(
+            session_id=session.id, task_id=None, prompt="go on", metadata={"pending_id": "p-1"}
+        )
+        finalized = world.claims.record_resume("p-1", ANSWERED, won.claimed_ids, resume)
+        assert finalized is not None
+        assert sorted(row.id for row in finalized) == sorted(won.claimed_ids)
+        for row in world.bundle("p-1").rows:
+            assert (row.status, row.delivery_pending) == (ANSWERED, False)
+            assert row.updated_at == won.responded_at
+        turn = world.turn(session.id)
+        assert turn.id != clarification_turn.id
+        [message] = [m for m in world.host.list_messages(session.id) if m.type == RESUME]
+        assert (message.turn_id, message.author_type, message.content) == (turn.id, "user", "go on")
+        assert message.metadata["pending_id"] == "p-1"
+        assert message.task_id == session.task_id
         assert world.claims.reconcile_undelivered() == ReconcileReport()
+
+    def test_record_resume_writes_nothing_unless_it_holds_the_exact_claim(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        turn = world.turn(session.id)
+        won = claim(world, "p-1")
+        resume = ResumeRecord(
+            session_id=session.id, task_id=None, prompt="go on", metadata={"pending_id": "p-1"}
+        )
+        assert world.claims.record_resume("p-1", REJECTED, won.claimed_ids, resume) is None
+        assert world.claims.record_resume("p-1", ANSWERED, won.claimed_ids[:1], resume) is None
+        missing = attrs.evolve(resume, session_id="missing")
+        with pytest.raises(NotFound):
+            world.claims.record_resume("p-1", ANSWERED, won.claimed_ids, missing)
+        world.claims.restore_active_bundle("p-1", ANSWERED, won.claimed_ids)
+        assert world.claims.record_resume("p-1", ANSWERED, won.claimed_ids, resume) is None
+        assert world.turn(session.id).id == turn.id
+        assert not [m for m in world.host.list_messages(session.id) if m.type == RESUME]
+        assert statuses(world, "p-1") == [PENDING, PENDING]
 
     def test_reconcile_older_than_leaves_a_delivery_that_may_still_be_in_flight_alone(
         self, world: ContractWorld

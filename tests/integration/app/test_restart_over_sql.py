@@ -49,12 +49,13 @@ def _process(url: str) -> tuple[Services, Engine]:
     upgrade_database(engine)
     clock, ids = SystemClock(), UuidIds()
     host = SqlHostRepository(engine, clock, ids)
+    claims = SqlClaimRepository(engine, clock, ids)
     services = build_services(
-        claims=SqlClaimRepository(engine, clock, ids),
+        claims=claims,
         host=host,
         authorizer=HostTaskAuthorizer(host),
         waiters=InMemoryWaiters(),
-        dispatcher=OutboxResumeDispatcher(host),
+        dispatcher=OutboxResumeDispatcher(claims),
         events=InProcessEventBus(),
         clock=clock,
         ids=ids,

@@ -127,7 +127,9 @@ class RestWorld:
             host=ports.host,
             authorizer=HostTaskAuthorizer(ports.host),
             waiters=waiters if waiters is not None else InMemoryWaiters(),
-            dispatcher=dispatcher if dispatcher is not None else OutboxResumeDispatcher(ports.host),
+            dispatcher=dispatcher
+            if dispatcher is not None
+            else OutboxResumeDispatcher(ports.claims),
             events=bus,
             clock=clock,
             ids=ids,

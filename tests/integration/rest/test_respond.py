@@ -17,6 +17,7 @@ from clarion.adapters.memory import InMemoryClaimRepository
 from clarion.adapters.resume import OutboxResumeDispatcher
 from clarion.domain.errors import ClaimError
 from clarion.domain.model import Answer
+from clarion.domain.rows import ClarificationRow
 from clarion.ports.claims import ClaimResult
 from clarion.ports.resume import ResumeRefused, ResumeRequest
 from clarion.ports.testing import row_metadata
@@ -354,15 +355,15 @@ class _SwitchableDispatcher:
         self.inner = inner
         self.refuse = True
 
-    async def dispatch(self, request: ResumeRequest) -> None:
+    async def dispatch(self, request: ResumeRequest) -> tuple[ClarificationRow, ...]:
         if self.refuse:
             raise ResumeRefused("agent runner is down")
-        await self.inner.dispatch(request)
+        return await self.inner.dispatch(request)
 
 
 def test_r7a_a_refused_resume_is_500_and_the_bundle_stays_answerable(auth_enabled: bool) -> None:
     ports = memory_ports()
-    dispatcher = _SwitchableDispatcher(OutboxResumeDispatcher(ports.host))
+    dispatcher = _SwitchableDispatcher(OutboxResumeDispatcher(ports.claims))
     world = RestWorld.build(auth_enabled=auth_enabled, ports=ports, dispatcher=dispatcher)
     with TestClient(world.app, base_url=LOCAL_URL) as client:
         alice = setup_caller(client, world, "alice")

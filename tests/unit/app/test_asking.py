@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from clarion.app.usecases.ask import AskResult
 from clarion.domain.errors import (
@@ -13,7 +14,15 @@ from clarion.domain.errors import (
     NotActive,
     NotFound,
 )
-from clarion.domain.model import ANSWERED, CANCELLED, Answer, Outcome, Resolution, SessionState
+from clarion.domain.model import (
+    ANSWERED,
+    CANCELLED,
+    Answer,
+    Identity,
+    Outcome,
+    Resolution,
+    SessionState,
+)
 from clarion.domain.rows import Bundle
 from clarion.ports.waiters import WaitEnd, WaitEnded
 from tests.unit.app.world import ALICE, BOB, UNSCOPED, AppWorld, answer_all, drafts, make_world
@@ -357,3 +366,87 @@ async def test_answered_bundle_is_not_reused_for_a_new_ask(world: AppWorld) -> N
     assert world.statuses(first) == [ANSWERED]
     second = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     assert second != first
+
+
+async def _watch(
+    world: AppWorld, identity: Identity, pending_id: str, box: list[Resolution | WaitEnded]
+) -> None:
+    try:
+        box.append(await world.services.asking.wait(identity, pending_id, 30))
+    except WaitEnded as ended:
+        box.append(ended)
+
+
+async def test_a_bystanders_wait_never_takes_the_delivery_and_the_agent_is_resumed(
+    world: AppWorld,
+) -> None:
+    """Issue #13: only the asker's wait is the live waiter. Bob may see Alice's bundle (an
+    unowned workspace) and waits on it; the answer still resumes Alice's agent, and Bob's wait
+    returns the resolution."""
+    session = world.session(owner_id="")
+    pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
+    watched: list[Resolution | WaitEnded] = []
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_watch, world, BOB, pending_id, watched)
+        await wait_all_tasks_blocked()
+        assert world.waiters._entries[pending_id].waiting == 0  # Bob is not a live waiter
+        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt2"))
+    [request] = world.dispatcher.requests
+    assert request.pending_id == pending_id
+    assert request.answers == winner.answers
+    [seen] = watched
+    assert isinstance(seen, Resolution)
+    assert (seen.status, seen.answers, seen.responded_at) == (
+        winner.status,
+        winner.answers,
+        winner.responded_at,
+    )
+
+
+async def test_a_bystander_waiting_does_not_stop_the_bundle_detaching_when_the_turn_ends(
+    world: AppWorld,
+) -> None:
+    """Issue #13: the agent's MCP ask is the asker; a REST wait by anyone else (even the same
+    user) only watches, so completing the turn detaches the bundle and the answer resumes."""
+    session = world.session(owner_id="")
+    asked: list[AskResult | WaitEnded] = []
+    watched: list[Resolution | WaitEnded] = []
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_ask, world, session.id, asked)
+        pending_id = await _live_pending_id(world, session.id)
+        tasks.start_soon(_watch, world, BOB, pending_id, watched)
+        tasks.start_soon(_watch, world, ALICE, pending_id, watched)
+        await wait_all_tasks_blocked()
+        assert await world.services.lifecycle.complete_turn(ALICE, session.id) == 1
+        [ended] = asked
+        assert isinstance(ended, WaitEnded)
+        assert all(row.detached for row in world.rows(pending_id))
+        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+    [request] = world.dispatcher.requests
+    assert request.answers == winner.answers
+    assert len(watched) == 2
+    for seen in watched:
+        assert isinstance(seen, Resolution)
+        assert seen.answers == winner.answers
+
+
+async def test_the_askers_own_wait_is_live_and_a_bystanders_ends_at_its_timeout(
+    world: AppWorld,
+) -> None:
+    session = world.session(owner_id="")
+    pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
+    with pytest.raises(WaitEnded) as ended:
+        await world.services.asking.wait(BOB, pending_id, 0.05)
+    assert ended.value.reason is WaitEnd.TIMEOUT
+    results: list[Resolution] = []
+
+    async def asker() -> None:
+        results.append(await world.services.asking.wait(ALICE, pending_id, 30))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(asker)
+        await wait_all_tasks_blocked()
+        assert world.waiters._entries[pending_id].waiting == 1
+        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+    assert results == [winner]
+    assert world.dispatcher.requests == []

@@ -241,6 +241,7 @@ def make_world(
         ask_timeout=ask_timeout,
         resume_timeout=resume_timeout,
         delivery_timeout=delivery_timeout,
+        watch_interval=0.01,
     )
     return AppWorld(
         store=store,

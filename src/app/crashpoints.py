@@ -1,0 +1,120 @@
+"""Deterministic crash points for the crash tests: ``CLARION_TEST_CRASH_AFTER=<point>``.
+
+When (and only when) that variable names a point, the composition root wraps the claim
+repository and the resume dispatcher so that the process kills itself with SIGKILL right after
+the named step has committed (or, for ``resume-accepted``, right after the dispatcher accepted)
+— the first time it happens. Unset, which is the default, nothing is wrapped and nothing here
+runs. It exists so a test can stop a real ``clarion serve`` at an exact point of the answer
+path and check what recovery makes of the state it left (``docs/reliability.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Collection, Mapping
+from typing import Any, Final, cast
+
+import structlog
+
+from clarion.domain.errors import ValidationError
+from clarion.domain.model import Answer
+from clarion.domain.rows import ClarificationRow
+from clarion.ports.claims import ClaimRepository, ClaimResult, ResumeRecord
+from clarion.ports.resume import ResumeDispatcher, ResumeRequest
+
+log = structlog.get_logger(__name__)
+
+CRASH_POINTS: Final = (
+    "claim",  # the winning claim committed
+    "resume-recorded",  # the outbox's one transaction (turn, message, finalize) committed
+    "resume-accepted",  # a dispatcher accepted the resume; the finalize has not run
+    "finalize",  # the delivery marker was cleared
+    "restore",  # a refused delivery was rolled back
+)
+
+
+def parse_crash_point(value: str, name: str) -> str:
+    """Raises ValidationError unless ``value`` is one of :data:`CRASH_POINTS`."""
+    if value not in CRASH_POINTS:
+        raise ValidationError(
+            f"{name} must be one of {', '.join(CRASH_POINTS)}, got {value!r}", field=name
+        )
+    return value
+
+
+def _die(point: str) -> None:
+    log.warning("crashpoint.kill", point=point)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _CrashingClaims:
+    """Delegates everything to ``inner``; dies after the named write committed."""
+
+    def __init__(self, inner: ClaimRepository, point: str) -> None:
+        self._inner = inner
+        self._point = point
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def complete_active_bundle(
+        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+    ) -> ClaimResult:
+        result = self._inner.complete_active_bundle(pending_id, terminal, responses)
+        if result.claimed and self._point == "claim":
+            _die(self._point)
+        return result
+
+    def record_resume(
+        self,
+        pending_id: str,
+        terminal: str,
+        claimed_ids: Collection[str],
+        resume: ResumeRecord,
+    ) -> tuple[ClarificationRow, ...] | None:
+        rows = self._inner.record_resume(pending_id, terminal, claimed_ids, resume)
+        if rows is not None and self._point == "resume-recorded":
+            _die(self._point)
+        return rows
+
+    def finalize_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        rows = self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
+        if rows is not None and self._point == "finalize":
+            _die(self._point)
+        return rows
+
+    def restore_active_bundle(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> tuple[ClarificationRow, ...] | None:
+        rows = self._inner.restore_active_bundle(pending_id, terminal, claimed_ids)
+        if rows is not None and self._point == "restore":
+            _die(self._point)
+        return rows
+
+
+class _CrashingDispatcher:
+    def __init__(self, inner: ResumeDispatcher, point: str) -> None:
+        self._inner = inner
+        self._point = point
+
+    async def dispatch(self, request: ResumeRequest) -> tuple[ClarificationRow, ...] | None:
+        rows = await self._inner.dispatch(request)
+        if self._point == "resume-accepted":
+            _die(self._point)
+        return rows
+
+
+def crashing_claims(point: str, claims: ClaimRepository) -> ClaimRepository:
+    """``claims`` itself when ``point`` is empty, else wrapped to die at ``point``."""
+    if not point:
+        return claims
+    log.warning("crashpoint.armed", point=point)
+    return cast(ClaimRepository, _CrashingClaims(claims, point))
+
+
+def crashing_dispatcher(point: str, dispatcher: ResumeDispatcher) -> ResumeDispatcher:
+    """``dispatcher`` itself when ``point`` is empty, else wrapped to die at ``point``."""
+    return _CrashingDispatcher(dispatcher, point) if point else dispatcher
