@@ -42,6 +42,7 @@ class Settings:
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
+    agent_workspace: str = ""  # where /mcp/agent creates tasks; "" = each caller's "Agents"
     # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
     limits: Limits = attrs.field(factory=Limits)
 
@@ -73,6 +74,8 @@ class Settings:
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
+        if workspace := env.get("CLARION_AGENT_WORKSPACE", "").strip():
+            values["agent_workspace"] = workspace
         if limits := parse_limits(env):
             values["limits"] = Limits(**limits)  # type: ignore[arg-type]
         values.update({key: value for key, value in overrides.items() if value is not None})

@@ -17,6 +17,7 @@ def test_defaults_match_the_documented_interface() -> None:
     assert settings.auth_enabled is False
     assert settings.resume_webhook == ""
     assert settings.ask_timeout_s == 7200.0
+    assert settings.agent_workspace == ""
 
 
 def test_environment_variables_are_read() -> None:
@@ -30,6 +31,7 @@ def test_environment_variables_are_read() -> None:
             "CLARION_ASK_TIMEOUT_S": "60",
             "CLARION_LOG_FORMAT": "json",
             "CLARION_ALLOWED_HOSTS": "clarion.internal, other:8080",
+            "CLARION_AGENT_WORKSPACE": " ws-1 ",
         }
     )
     assert settings.database_url == "postgresql+psycopg://u@h/db"
@@ -39,6 +41,7 @@ def test_environment_variables_are_read() -> None:
     assert settings.ask_timeout_s == 60.0
     assert settings.log_format == "json"
     assert settings.allowed_hosts == ("clarion.internal", "other:8080")
+    assert settings.agent_workspace == "ws-1"
 
 
 def test_flags_win_over_the_environment_and_none_means_not_given() -> None:
