@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from clarion.domain.limits import Limits
@@ -413,3 +415,55 @@ async def test_with_auth_disabled_an_agent_needs_nothing_and_its_workspace_is_un
         assert (workspace["name"], workspace["owner_id"]) == ("Agents", "")
         [task] = (await _rest(world, anyone, "/tasks"))["tasks"]
         assert (task["id"], task["workspace_id"]) == (created.task_id, workspace["id"])
+
+
+async def test_a_sessionless_request_naming_an_mcp_session_does_not_join_its_clarion_session(
+    world: McpWorld, alice: Person
+) -> None:
+    """``Mcp-Session-Id`` counts only when the SDK routed the request through that session: a
+    2026-07-28 request carrying another session's id gets a session of its own."""
+    async with (
+        watching(world) as events,
+        mcp_client(world.agent_url, token=alice.token, mode="legacy") as legacy,
+    ):
+        seen = len(events.events)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(legacy.call_tool, ASK, {"questions": question_args(1)})
+            first = await _next_created(events, seen)
+            assert (await _respond(world, alice, first.pending_id)).status_code == 200
+        [(mcp_id, bound)] = world.mcp.agents.bound_sessions().items()
+        assert bound == first.session_id
+        headers = {"Authorization": f"Bearer {alice.token}", "Mcp-Session-Id": mcp_id}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+            Client(streamable_http_client(world.agent_url, http_client=http), mode="auto") as c,
+        ):
+            assert c.protocol_version == "2026-07-28"
+            seen = len(events.events)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(c.call_tool, ASK, {"questions": question_args(1)})
+                second = await _next_created(events, seen)
+                assert (await _respond(world, alice, second.pending_id)).status_code == 200
+    assert second.session_id != first.session_id
+
+
+async def test_legacy_clients_served_without_sessions_get_a_session_per_ask(
+    database_url: str,
+) -> None:
+    world = McpWorld.build(database_url, progress_interval=0.05, legacy_sessions=False)
+    async with (
+        serving(world),
+        watching(world) as events,
+    ):
+        alice = world.person("alice")
+        created: list[Event] = []
+        async with mcp_client(world.agent_url, token=alice.token, mode="legacy") as agent:
+            for _ in range(2):
+                seen = len(events.events)
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(agent.call_tool, ASK, {"questions": question_args(1)})
+                    created.append(await _next_created(events, seen))
+                    answered = await _respond(world, alice, created[-1].pending_id)
+                    assert answered.status_code == 200
+        assert created[0].session_id != created[1].session_id
+        assert world.mcp.agents.bound_sessions() == {}
