@@ -73,30 +73,39 @@ class AgentBinding:
         session, a new one whose turn is completed when the call is over."""
         identity = call.caller.identity
         mcp_id = self._mcp_session_of(call.headers)
-        async with self._lock:
-            bound = self._bound.get(mcp_id) if mcp_id else None
-            if bound is None:
-                session_id = await self._sessions.open(
-                    identity,
-                    client_name=call.client.name,
-                    client_version=call.client.version,
-                    drafts=args.questions,
-                    context=args.context,
-                    context_paragraphs=args.context_paragraphs,
-                )
-                # Checked with no await since the MCP session was looked up: one that ended
-                # meanwhile leaves this session to end with the call instead.
-                per_call = not (mcp_id and self._is_open(mcp_id))
-                if not per_call:
-                    self._bound[mcp_id] = _Bound(identity, session_id)
-                    _log.info("mcp_agent_session_opened", mcp_session=mcp_id, session_id=session_id)
-            else:
-                session_id, per_call = bound.session_id, False
+        if not mcp_id:
+            session_id, per_call = await self._open(call, args), True
+        else:
+            # One at a time, so concurrent first asks in one MCP session share one session.
+            async with self._lock:
+                bound = self._bound.get(mcp_id)
+                if bound is None:
+                    session_id = await self._open(call, args)
+                    # Checked with no await since the session was created: an MCP session
+                    # that ended meanwhile leaves this one to end with the call instead.
+                    per_call = not self._is_open(mcp_id)
+                    if not per_call:
+                        self._bound[mcp_id] = _Bound(identity, session_id)
+                        _log.info(
+                            "mcp_agent_session_opened", mcp_session=mcp_id, session_id=session_id
+                        )
+                else:
+                    session_id, per_call = bound.session_id, False
         try:
             yield session_id
         finally:
             if per_call:
                 await self._end(_Bound(identity, session_id))
+
+    async def _open(self, call: ToolCall, args: AskArguments) -> str:
+        return await self._sessions.open(
+            call.caller.identity,
+            client_name=call.client.name,
+            client_version=call.client.version,
+            drafts=args.questions,
+            context=args.context,
+            context_paragraphs=args.context_paragraphs,
+        )
 
     async def session_ended(self, mcp_id: str) -> None:
         """The MCP session ``mcp_id`` is gone: complete its Clarion session's turn (once)."""

@@ -345,10 +345,12 @@ class EventLog:
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def wait_for(self, kind: str, **where: str) -> Event:
+    async def wait_for(self, kind: str, *, since: int = 0, **where: str) -> Event:
+        """The first event of ``kind`` matching ``where`` among those after the first
+        ``since``, waiting for it if need be."""
         with anyio.fail_after(20):
             while True:
-                for event in self.events:
+                for event in self.events[since:]:
                     if event.kind == kind and _matches(event, where):
                         return event
                 await self._changed.wait()

@@ -107,13 +107,7 @@ async def _ask_and_answer(
 
 async def _next_created(events: EventLog, seen: int) -> Event:
     """The first ``bundle.created`` event after the first ``seen`` events."""
-    with anyio.fail_after(20):
-        while True:
-            fresh = [e for e in events.events[seen:] if e.kind == "bundle.created"]
-            if fresh:
-                return fresh[0]
-            await events.wait_for("bundle.created")
-            await anyio.sleep(0)  # let the log grow past the events already seen
+    return await events.wait_for("bundle.created", since=seen)
 
 
 async def test_an_agent_asks_with_only_a_token_and_receives_the_answer_from_rest(
@@ -467,3 +461,25 @@ async def test_legacy_clients_served_without_sessions_get_a_session_per_ask(
                     assert answered.status_code == 200
         assert created[0].session_id != created[1].session_id
         assert world.mcp.agents.bound_sessions() == {}
+
+
+async def test_concurrent_first_asks_in_one_mcp_session_share_one_task_session(
+    world: McpWorld, alice: Person
+) -> None:
+    async with (
+        watching(world) as events,
+        mcp_client(world.agent_url, token=alice.token, mode="legacy") as agent,
+        anyio.create_task_group() as tasks,
+    ):
+        for prefix in ("One", "Two"):
+            args = {"questions": question_args(1, prefix=prefix)}
+            tasks.start_soon(agent.call_tool, ASK, args)
+        first = await events.wait_for("bundle.created")
+        created = [
+            first,
+            await events.wait_for("bundle.created", since=events.events.index(first) + 1),
+        ]
+        assert created[0].session_id == created[1].session_id
+        for event in created:
+            assert (await _respond(world, alice, event.pending_id)).status_code == 200
+    assert len((await _rest(world, alice, "/tasks"))["tasks"]) == 1
