@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a connection may stay idle between requests "
         "(env CLARION_KEEP_ALIVE_TIMEOUT_S; default 5)",
     )
+    serve.add_argument(
+        "--agent-workspace",
+        help="the workspace id /mcp/agent creates agents' tasks in; default: each caller's own "
+        '"Agents" workspace (env CLARION_AGENT_WORKSPACE)',
+    )
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
@@ -230,6 +235,7 @@ def _serve(args: argparse.Namespace) -> int:
         allowed_hosts=None
         if args.allowed_hosts is None
         else tuple(h.strip() for h in args.allowed_hosts.split(",") if h.strip()),
+        agent_workspace=args.agent_workspace,
         log_format=None
         if args.log_format is None
         else parse_log_format(args.log_format, "--log-format"),

@@ -332,6 +332,7 @@ def build_clarion(
         tool_suffix=settings.tool_suffix,
         progress_interval=settings.progress_interval_s,
         allowed_hosts=allowed_hosts,
+        agent_workspace=settings.agent_workspace,
     )
 
     @asynccontextmanager

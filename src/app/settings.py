@@ -51,6 +51,7 @@ class Settings:
     limit_concurrency: int = 1000
     header_timeout_s: float = 10.0
     keep_alive_timeout_s: float = 5.0
+    agent_workspace: str = ""  # where /mcp/agent creates tasks; "" = each caller's "Agents"
     # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
     limits: Limits = attrs.field(factory=Limits)
     # SQLite's durability: FULL (default: a commit survives power loss) or NORMAL (faster; the
@@ -112,6 +113,8 @@ class Settings:
             values["keep_alive_timeout_s"] = parse_positive_float(
                 keep_alive, "CLARION_KEEP_ALIVE_TIMEOUT_S"
             )
+        if workspace := env.get("CLARION_AGENT_WORKSPACE", "").strip():
+            values["agent_workspace"] = workspace
         if limits := parse_limits(env):
             values["limits"] = Limits(**limits)  # type: ignore[arg-type]
         if crash := env.get("CLARION_TEST_CRASH_AFTER"):

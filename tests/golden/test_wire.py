@@ -2,7 +2,7 @@
 what goes over the wire).
 
 One deterministic scenario drives every REST route of ``docs/rest-api.md`` and every tool on
-both MCP surfaces (``docs/mcp-tools.md``) — successes and the error bodies a caller can meet:
+the three MCP surfaces (``docs/mcp-tools.md``) — successes and the error bodies a caller can meet:
 validation (400 / ``VALIDATION_ERROR``), 401, 403 (CSRF), 404 and ``NOT_FOUND`` (missing and
 not visible, R10 / L1c), 409 and ``CONFLICT`` (superseded, cancelled, finished), 504 and the
 ended ask, the loser's replay (R2, R2b), rejection, the detached answer's resume — and 401 from
@@ -10,7 +10,7 @@ every operation the OpenAPI document marks as protected. The test fails when an 
 operation or a listed tool is never exercised, so a new one must join the scenario. Each exchange's
 status, media type and JSON body (tool calls: the whole ``CallToolResult``, text twin included)
 is written as key-sorted JSON to ``tests/golden/wire/*.json`` together with the OpenAPI
-documents and both surfaces' ``tools/list``; the test compares the texts byte for byte.
+documents and each surface's ``tools/list``; the test compares the texts byte for byte.
 
 Determinism: ``build_clarion(clock=, ids=)`` gets a step clock and step ids
 (``tests/golden/scenario.py``); only ``agent_token`` and ``csrf_token``, which come from
@@ -992,6 +992,47 @@ async def mcp_scenario(
     async with mcp_session(external_url, carol_token, mode="legacy") as legacy_external:
         legacy = tools_listing((await legacy_external.list_tools()).tools)
     assert legacy == catalogs["external"], "the legacy protocol lists the same external tools"
+
+    # 3. /mcp/agent (#21): nothing to create first; the ask creates the agent's task session.
+    await w.call(
+        "agent: no token is 401", "POST", "/mcp/agent", json=initialize, headers=mcp_headers
+    )
+    async with (
+        mcp_session(served.url("/mcp/agent"), carol_token) as on_agent,
+        mcp_session(external_url, carol_token) as external,
+    ):
+        served.clock.advance()
+        catalogs["agent"] = tools_listing((await on_agent.list_tools()).tools)
+        agent_args: dict[str, Any] = {"questions": questions(1, topic="Agent"), "context": "c"}
+        agent_result: list[CallToolResult] = []
+
+        async def agent_ask() -> None:
+            agent_result.append(await on_agent.call_tool(ASK, agent_args))
+
+        async def one_pending() -> bool:
+            response = await w.call("", "GET", f"{CLAR}/pending", headers=carol, record=False)
+            return bool(response.json()["count"] == 1)
+
+        async with anyio.create_task_group() as tasks:
+            served.clock.advance()
+            tasks.start_soon(agent_ask)
+            await w.until(one_pending)
+            listed = await t.call("agent: the question is listed", external, LIST_PENDING, {})
+            assert listed.structured_content is not None
+            [bundle] = listed.structured_content["bundles"]
+            await t.call(
+                "agent: answered from the external surface",
+                external,
+                ANSWER,
+                {
+                    "pending_id": bundle["pending_id"],
+                    "answers": [{"question_id": "q1", "selected_options": ["q1_opt1"]}],
+                },
+            )
+        transcript.add(
+            "agent ask: the answered result", tool_entry(ASK, agent_args, agent_result[0])
+        )
+        await t.call("agent list_tasks: the task created for the agent", on_agent, LIST_TASKS, {})
     return transcript, catalogs
 
 
@@ -1035,7 +1076,12 @@ def assert_every_route_and_tool_is_exercised(
         for entry in mcp.entries
         if "tool" in entry
     }
-    for surface, server in (("external", "clarion-external"), ("session", "clarion-session")):
+    surfaces = (
+        ("external", "clarion-external"),
+        ("session", "clarion-session"),
+        ("agent", "clarion-agent"),
+    )
+    for surface, server in surfaces:
         listed = catalogs[surface]
         assert isinstance(listed, list)
         for tool in listed:
@@ -1063,4 +1109,5 @@ async def test_the_wire_format_matches_the_golden_files(tmp_path: Path) -> None:
     produced["rest-auth-disabled"] = open_.entries
     produced["mcp-tools-external"] = catalogs["external"]
     produced["mcp-tools-session"] = catalogs["session"]
+    produced["mcp-tools-agent"] = catalogs["agent"]
     check_golden(produced, GOLDEN_DIR)

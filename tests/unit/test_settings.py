@@ -19,6 +19,7 @@ def test_defaults_match_the_documented_interface() -> None:
     assert settings.ask_timeout_s == 7200.0
     assert settings.limit_concurrency == 1000
     assert (settings.header_timeout_s, settings.keep_alive_timeout_s) == (10.0, 5.0)
+    assert settings.agent_workspace == ""
 
 
 def test_environment_variables_are_read() -> None:
@@ -35,6 +36,7 @@ def test_environment_variables_are_read() -> None:
             "CLARION_LIMIT_CONCURRENCY": "250",
             "CLARION_HEADER_TIMEOUT_S": "2.5",
             "CLARION_KEEP_ALIVE_TIMEOUT_S": "30",
+            "CLARION_AGENT_WORKSPACE": " ws-1 ",
         }
     )
     assert settings.database_url == "postgresql+psycopg://u@h/db"
@@ -46,6 +48,7 @@ def test_environment_variables_are_read() -> None:
     assert settings.allowed_hosts == ("clarion.internal", "other:8080")
     assert settings.limit_concurrency == 250
     assert (settings.header_timeout_s, settings.keep_alive_timeout_s) == (2.5, 30.0)
+    assert settings.agent_workspace == "ws-1"
 
 
 def test_flags_win_over_the_environment_and_none_means_not_given() -> None:

@@ -36,6 +36,7 @@ from mcp.types import (
     TextContent,
     Tool,
 )
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -72,12 +73,26 @@ class Caller:
 
 
 @attrs.frozen
+class ClientInfo:
+    """What the client reported about itself (``clientInfo``: the legacy ``initialize``, or
+    the 2026-07-28 request envelope); "" where it reported nothing. Client input: a label,
+    never an identity."""
+
+    name: str = ""
+    version: str = ""
+
+
+@attrs.frozen
 class ToolCall:
-    """One tool invocation as a handler sees it."""
+    """One tool invocation as a handler sees it: its arguments, who calls, a way to report
+    progress, what the client reported about itself and the HTTP request's headers ({} when
+    the call did not come over HTTP)."""
 
     arguments: Mapping[str, Any]
     caller: Caller
     report_progress: Callable[[float, str], Awaitable[None]]
+    client: ClientInfo = attrs.field(factory=ClientInfo)
+    headers: Mapping[str, str] = attrs.field(factory=dict)
 
 
 ToolHandler = Callable[[ToolCall], Awaitable[CallToolResult]]
@@ -105,6 +120,13 @@ def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
     state = request.scope.get("state")
     caller = state.get(SCOPE_KEY) if isinstance(state, Mapping) else None
     return caller if isinstance(caller, Caller) else None
+
+
+def _client_of(ctx: ServerRequestContext[Any, Any]) -> ClientInfo:
+    params = ctx.session.client_params
+    if params is None:
+        return ClientInfo()
+    return ClientInfo(name=params.client_info.name, version=params.client_info.version)
 
 
 async def while_connected(
@@ -171,8 +193,13 @@ def build_server(
             # MCP progress must increase on every notification; a no-op without a token.
             await ctx.session.report_progress(max(progress, step), None, message)
 
+        request = ctx.request
         call = ToolCall(
-            arguments=params.arguments or {}, caller=caller, report_progress=report_progress
+            arguments=params.arguments or {},
+            caller=caller,
+            report_progress=report_progress,
+            client=_client_of(ctx),
+            headers=request.headers if isinstance(request, Request) else {},
         )
 
         async def run() -> CallToolResult:
@@ -184,7 +211,6 @@ def build_server(
             except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)
                 return tool_error(exc, tool=params.name)
 
-        request = ctx.request
         if not isinstance(request, Request):
             return await run()
         result = await while_connected(request, run, disconnect_poll)
@@ -320,6 +346,14 @@ class DuplicateKeyGate:
 def identity_key(identity: Identity) -> str:
     """What per-identity limits count by: the user id ("" for an internal caller)."""
     return identity.user_id or ""
+
+
+def is_legacy_request(headers: Mapping[str, str]) -> bool:
+    """Whether the SDK serves this request in the 2025-11-25 era (the session protocol): its
+    ``MCP-Protocol-Version`` header is absent or a handshake version — the SDK's own routing
+    rule; anything else goes to the sessionless 2026-07-28 entry."""
+    version = headers.get("mcp-protocol-version")
+    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 def bearer_token(scope: Scope) -> str:

@@ -1,16 +1,18 @@
-"""The two MCP surfaces, built on demand: servers, HTTP routes and the lifespan that runs them.
+"""The three MCP surfaces, built on demand: servers, HTTP routes and the lifespan that runs them.
 
 ``/mcp`` is the external surface (S1, S3): ``list_pending_questions``, ``answer_question`` and
 ``list_tasks``. ``/mcp/session/{session_id}`` is the in-session surface, bound to that session
-(S2): ``ask_user_question`` and ``list_tasks``. Nothing is built at import time, and every
-:func:`build_mcp` call builds fresh session managers (the SDK runs a manager once only).
+(S2): ``ask_user_question`` and ``list_tasks``. ``/mcp/agent`` serves the same two tools to
+agents no host manages, each ask in a session created for it (:mod:`clarion.adapters.mcp.agent`).
+Nothing is built at import time, and every :func:`build_mcp` call builds fresh session managers
+(the SDK runs a manager once only).
 
 Authentication (interfaces.md "Identity and authorization"), decided before the SDK sees a
 request:
 
 - disabled: every caller is the synthetic, unscoped identity (A4);
-- enabled, external: a personal access token (``Authorization: Bearer clarion_pat_…``) is
-  required — cookies are not accepted here;
+- enabled, external and agent: a personal access token (``Authorization: Bearer
+  clarion_pat_…``) is required — cookies are not accepted here; an agent acts as that user;
 - enabled, in-session: the session's agent token is required, and the caller acts as the owner
   of the session's workspace; its ``list_tasks`` shows that session's task only. The token
   stops working when the session reaches a terminal state or the owner is deactivated.
@@ -22,7 +24,7 @@ legacy 2025-11-25 protocol with ``Mcp-Session-Id`` sessions.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
@@ -30,13 +32,13 @@ import attrs
 import structlog
 from mcp.server import Server
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import (
     StreamableHTTPASGIApp,
     StreamableHTTPSessionManager,
 )
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool
-from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
@@ -44,6 +46,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tools
+from clarion.adapters.mcp.agent import AgentBinding
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
 from clarion.adapters.mcp.server import (
     Authenticator,
@@ -54,8 +57,10 @@ from clarion.adapters.mcp.server import (
     ToolHandler,
     bearer_token,
     build_server,
+    is_legacy_request,
 )
 from clarion.app.services import Services
+from clarion.app.usecases.agents import AgentSessions
 from clarion.app.usecases.auth import Authentication, hash_credential
 from clarion.domain.errors import NotFound
 from clarion.domain.limits import Limits
@@ -63,6 +68,7 @@ from clarion.domain.model import Identity
 
 EXTERNAL_PATH: Final = "/mcp"
 SESSION_PATH: Final = "/mcp/session/{session_id}"
+AGENT_PATH: Final = "/mcp/agent"
 SERVER_VERSION: Final = "0.1.0"
 PROGRESS_INTERVAL_S: Final = 15.0
 _METHODS: Final = ["GET", "POST", "DELETE"]
@@ -95,6 +101,26 @@ def external_server(services: Services, *, names: ToolNames | None = None) -> Se
     )
 
 
+def _asking_tools(
+    services: Services,
+    names: ToolNames,
+    progress_interval: float,
+    session_scope: tools.SessionScope = tools.bound_session,
+) -> list[RegisteredTool]:
+    """The tools of an agent's surfaces: ask the user (in the session ``session_scope``
+    picks), list tasks."""
+    handlers = {
+        names.ask: tools.ask_handler(
+            services.asking,
+            tool=names.ask,
+            progress_interval=progress_interval,
+            session_scope=session_scope,
+        ),
+        names.list_tasks: tools.list_tasks_handler(services.host),
+    }
+    return _register(session_tools(names), handlers)
+
+
 def session_server(
     services: Services,
     *,
@@ -102,16 +128,23 @@ def session_server(
     progress_interval: float = PROGRESS_INTERVAL_S,
 ) -> Server[Any]:
     """The in-session surface's server: ask the user, list tasks (S2)."""
-    names = names or ToolNames()
-    handlers = {
-        names.ask: tools.ask_handler(
-            services.asking, tool=names.ask, progress_interval=progress_interval
-        ),
-        names.list_tasks: tools.list_tasks_handler(services.host),
-    }
-    return build_server(
-        "clarion-session", SERVER_VERSION, _register(session_tools(names), handlers)
+    registered = _asking_tools(services, names or ToolNames(), progress_interval)
+    return build_server("clarion-session", SERVER_VERSION, registered)
+
+
+def agent_server(
+    services: Services,
+    binding: AgentBinding,
+    *,
+    names: ToolNames | None = None,
+    progress_interval: float = PROGRESS_INTERVAL_S,
+) -> Server[Any]:
+    """The agent surface's server: the in-session surface's tools, each ask in the session
+    ``binding`` picks for it (one per MCP session, or one per call without one)."""
+    registered = _asking_tools(
+        services, names or ToolNames(), progress_interval, binding.session_scope
     )
+    return build_server("clarion-agent", SERVER_VERSION, registered)
 
 
 def _session_id(scope: Scope) -> str:
@@ -179,9 +212,20 @@ class IdentitySessionManager(StreamableHTTPSessionManager):
     (the principal's subject) may hold at most ``max_sessions_per_identity`` sessions.
     """
 
-    def __init__(self, *args: Any, max_sessions_per_identity: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        max_sessions_per_identity: int,
+        on_session_end: Callable[[str], Awaitable[None]] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.max_sessions_per_identity = max_sessions_per_identity
+        self.on_session_end = on_session_end
+
+    def is_open(self, session_id: str) -> bool:
+        """Whether the legacy session ``session_id`` is still served."""
+        return session_id in self._server_instances
 
     def sessions_of(self, subject: str) -> int:
         """How many open legacy sessions belong to ``subject``."""
@@ -196,6 +240,15 @@ class IdentitySessionManager(StreamableHTTPSessionManager):
         if subject is not None and self.sessions_of(subject) >= self.max_sessions_per_identity:
             return None
         return super()._admit_session(requestor)
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        # The SDK calls this however a session ends — DELETE, idle expiry, a crash, the
+        # manager stopping — sometimes twice; ``on_session_end`` must be idempotent.
+        await super()._discard_session(session_id, transport)
+        if self.on_session_end is not None:
+            await self.on_session_end(session_id)
 
 
 class SessionLimitGate:
@@ -221,19 +274,20 @@ class SessionLimitGate:
         if self._manager.stateless or scope.get("method") != "POST":
             return False
         headers = Headers(scope=scope)
-        version = headers.get("mcp-protocol-version")
-        legacy = version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
-        return legacy and "mcp-session-id" not in headers
+        return is_legacy_request(headers) and "mcp-session-id" not in headers
 
 
 @attrs.frozen
 class McpSurfaces:
-    """Both surfaces, ready to mount: add ``routes`` to the host application and enter
-    :meth:`lifespan` in its lifespan (a mounted sub-application's lifespan would never run)."""
+    """The three surfaces, ready to mount: add ``routes`` to the host application and enter
+    :meth:`lifespan` in its lifespan (a mounted sub-application's lifespan would never run).
+    ``agents`` maps the agent surface's MCP sessions to their Clarion sessions."""
 
     routes: tuple[BaseRoute, ...]
     external: Server[Any]
     session: Server[Any]
+    agent: Server[Any]
+    agents: AgentBinding
     managers: tuple[IdentitySessionManager, ...]
 
     @asynccontextmanager
@@ -255,10 +309,12 @@ def build_mcp(
     allowed_hosts: HostAllowlist | None = None,
     external_path: str = EXTERNAL_PATH,
     session_path: str = SESSION_PATH,
+    agent_path: str = AGENT_PATH,
+    agent_workspace: str = "",
     legacy_sessions: bool = True,
     limits: Limits | None = None,
 ) -> McpSurfaces:
-    """Build both surfaces over ``services``.
+    """Build the three surfaces over ``services``.
 
     ``tool_suffix`` names the tools (``list_tasks`` + suffix); ``progress_interval`` is the
     ask tool's keep-alive period (≤ 15 s); ``allowed_hosts`` are the ``Host`` names the
@@ -268,7 +324,9 @@ def build_mcp(
     ``Mcp-Session-Id`` sessions for 2025-11-25 clients (in memory: several processes behind one
     address then need sticky routing); False serves that era statelessly. The 2026-07-28
     protocol is sessionless either way. ``limits`` (default ``services.limits``) bound request
-    bodies, legacy sessions per identity and their idle time.
+    bodies, legacy sessions per identity and their idle time. ``agent_workspace`` is the
+    workspace the agent surface (``agent_path``) creates its tasks in (``CLARION_AGENT_WORKSPACE``;
+    "" gives each caller its own "Agents" workspace).
 
     Raises:
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
@@ -284,7 +342,9 @@ def build_mcp(
     session = session_server(services, names=names, progress_interval=progress_interval)
     limits = limits if limits is not None else services.limits
 
-    def manager(server: Server[Any]) -> IdentitySessionManager:
+    def manager(
+        server: Server[Any], on_session_end: Callable[[str], Awaitable[None]] | None = None
+    ) -> IdentitySessionManager:
         return IdentitySessionManager(
             app=server,
             security_settings=security,
@@ -292,35 +352,45 @@ def build_mcp(
             session_idle_timeout=limits.mcp_session_idle_s,
             max_request_body_size=limits.max_body_bytes,
             max_sessions_per_identity=limits.max_mcp_sessions,
+            on_session_end=on_session_end,
         )
 
     external_manager = manager(external)
     session_manager = manager(session)
-    external_gate = AuthGate(
-        DuplicateKeyGate(
-            SessionLimitGate(StreamableHTTPASGIApp(external_manager), external_manager),
-            max_body=limits.max_body_bytes,
-        ),
-        external_authenticator(
-            auth_enabled=auth_enabled, authentication=authentication, services=services
-        ),
+    agent_sessions = AgentSessions(
+        host=services.host,
+        lifecycle=services.lifecycle,
+        asking=services.asking,
+        clock=services.clock,
+        workspace_id=agent_workspace,
     )
-    session_gate = AuthGate(
-        DuplicateKeyGate(
-            SessionLimitGate(StreamableHTTPASGIApp(session_manager), session_manager),
-            max_body=limits.max_body_bytes,
-        ),
-        session_authenticator(auth_enabled=auth_enabled, services=services),
+    # The binding asks the agent manager (built next, around the server that uses the
+    # binding) which MCP sessions are open.
+    binding = AgentBinding(agent_sessions, is_open=lambda mcp_id: agent_manager.is_open(mcp_id))
+    agent = agent_server(services, binding, names=names, progress_interval=progress_interval)
+    agent_manager = manager(agent, binding.session_ended)
+
+    def gate(manager: IdentitySessionManager, authenticate: Authenticator) -> ASGIApp:
+        """One endpoint's stack: Host/Origin guard, credential, duplicate JSON keys, the
+        per-identity session cap, then the SDK."""
+        inner = SessionLimitGate(StreamableHTTPASGIApp(manager), manager)
+        checked = AuthGate(DuplicateKeyGate(inner, max_body=limits.max_body_bytes), authenticate)
+        return HttpGuard(checked, allowed_hosts=allowed_hosts)
+
+    external_auth = external_authenticator(
+        auth_enabled=auth_enabled, authentication=authentication, services=services
     )
+    session_auth = session_authenticator(auth_enabled=auth_enabled, services=services)
     routes: tuple[BaseRoute, ...] = (
-        Route(
-            external_path, HttpGuard(external_gate, allowed_hosts=allowed_hosts), methods=_METHODS
-        ),
-        Route(session_path, HttpGuard(session_gate, allowed_hosts=allowed_hosts), methods=_METHODS),
+        Route(external_path, gate(external_manager, external_auth), methods=_METHODS),
+        Route(session_path, gate(session_manager, session_auth), methods=_METHODS),
+        Route(agent_path, gate(agent_manager, external_auth), methods=_METHODS),
     )
     return McpSurfaces(
         routes=routes,
         external=external,
         session=session,
-        managers=(external_manager, session_manager),
+        agent=agent,
+        agents=binding,
+        managers=(external_manager, session_manager, agent_manager),
     )

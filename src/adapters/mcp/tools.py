@@ -6,6 +6,8 @@ exactly these and the catalog documents exactly what the servers register.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
 import structlog
@@ -96,10 +98,28 @@ def _refuse_reserved_ids(args: arguments.AskArguments) -> None:
             )
 
 
-def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolHandler:
+SessionScope = Callable[[ToolCall, arguments.AskArguments], AbstractAsyncContextManager[str]]
+"""Which session an ask goes to: entered with the call and its parsed arguments, it yields the
+session id and is left when the ask is over (however it ended)."""
+
+
+@asynccontextmanager
+async def bound_session(call: ToolCall, args: arguments.AskArguments) -> AsyncIterator[str]:
+    """The in-session surface's scope: the session the endpoint is bound to."""
+    yield call.caller.session_id
+
+
+def ask_handler(
+    asking: Asking,
+    *,
+    tool: str,
+    progress_interval: float,
+    session_scope: SessionScope = bound_session,
+) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
-    away — leaves the bundle detached and answerable (facts §4.9; the use case does that)."""
+    away — leaves the bundle detached and answerable (facts §4.9; the use case does that).
+    ``session_scope`` picks the session (by default the endpoint's own)."""
 
     async def handle(call: ToolCall) -> CallToolResult:
         args = arguments.parse_ask(call.arguments)
@@ -109,15 +129,16 @@ def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolH
             await call.report_progress(float(count), WAITING_MESSAGE)
 
         try:
-            result = await asking.ask(
-                call.caller.identity,
-                call.caller.session_id,
-                args.questions,
-                args.context,
-                context_paragraphs=args.context_paragraphs,
-                on_progress=on_progress,
-                progress_interval=progress_interval,
-            )
+            async with session_scope(call, args) as session_id:
+                result = await asking.ask(
+                    call.caller.identity,
+                    session_id,
+                    args.questions,
+                    args.context,
+                    context_paragraphs=args.context_paragraphs,
+                    on_progress=on_progress,
+                    progress_interval=progress_interval,
+                )
         except WaitEnded as ended:
             _log.info("mcp_ask_wait_ended", pending_id=ended.pending_id, reason=ended.reason.value)
             return error_result(

@@ -207,6 +207,28 @@ class Asking:
                 limit="CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
             )
 
+    async def check_first_ask(
+        self,
+        identity: Identity,
+        drafts: Sequence[QuestionDraft],
+        context: str,
+        *,
+        context_paragraphs: Sequence[str] = (),
+    ) -> None:
+        """Refuse, before a session exists, what :meth:`ask` would refuse as a new session's
+        first bundle: a malformed question set, a text over its limit, or an identity already
+        at its active-bundle limit. A caller that creates sessions on demand checks this first,
+        so no session is created for an ask that could not be made.
+
+        Raises:
+            InvalidQuestions: the question set is malformed, or a text is over its limit.
+            LimitExceeded: the identity has too many active bundles.
+            ClaimError: the store failed.
+        """
+        validate_questions(drafts, self.limits)
+        validate_context(context, self.limits, context_paragraphs)
+        await self._run.guarded(CREATE_FAILED, self._check_room, identity, 0)
+
     async def _make_durable(
         self, prepared: _Prepared, questions: Sequence[Question], context: str
     ) -> None:

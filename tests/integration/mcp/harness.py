@@ -22,7 +22,7 @@ import httpx2
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, Implementation
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 
@@ -158,6 +158,7 @@ class McpWorld:
         ask_timeout: float = 120.0,
         legacy_sessions: bool = True,
         limits: Limits | None = None,
+        agent_workspace: str = "",
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -190,6 +191,7 @@ class McpWorld:
             authentication=authentication,
             progress_interval=progress_interval,
             legacy_sessions=legacy_sessions,
+            agent_workspace=agent_workspace,
         )
         app = create_rest_app(
             services,
@@ -239,6 +241,10 @@ class McpWorld:
     @property
     def external_url(self) -> str:
         return f"{self.base_url}/mcp"
+
+    @property
+    def agent_url(self) -> str:
+        return f"{self.base_url}/mcp/agent"
 
     def session_url(self, session_id: str) -> str:
         return f"{self.base_url}/mcp/session/{session_id}"
@@ -296,11 +302,16 @@ def http_client(token: str = "") -> httpx2.AsyncClient:
 
 
 @contextlib.asynccontextmanager
-async def mcp_client(url: str, *, token: str = "", mode: str = "auto") -> AsyncIterator[Client]:
-    """The SDK client on ``url`` in ``mode`` (``auto`` → 2026-07-28, ``legacy`` → sessions)."""
+async def mcp_client(
+    url: str, *, token: str = "", mode: str = "auto", client_info: Implementation | None = None
+) -> AsyncIterator[Client]:
+    """The SDK client on ``url`` in ``mode`` (``auto`` → 2026-07-28, ``legacy`` → sessions),
+    reporting ``client_info`` (the SDK's default when None)."""
     async with (
         http_client(token) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        Client(
+            streamable_http_client(url, http_client=http), mode=mode, client_info=client_info
+        ) as client,
     ):
         assert client.protocol_version == PROTOCOL_OF_MODE[mode]
         yield client
@@ -336,10 +347,12 @@ class EventLog:
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def wait_for(self, kind: str, **where: str) -> Event:
+    async def wait_for(self, kind: str, *, since: int = 0, **where: str) -> Event:
+        """The first event of ``kind`` matching ``where`` among those after the first
+        ``since``, waiting for it if need be."""
         with anyio.fail_after(20):
             while True:
-                for event in self.events:
+                for event in self.events[since:]:
                     if event.kind == kind and _matches(event, where):
                         return event
                 await self._changed.wait()

@@ -32,22 +32,27 @@ pytestmark = pytest.mark.anyio
 
 EXTERNAL_TOOLS = ["list_pending_questions_kandev", "answer_question_kandev", "list_tasks_kandev"]
 SESSION_TOOLS = ["ask_user_question_kandev", "list_tasks_kandev"]
+AGENT_TOOLS = ["ask_user_question_kandev", "list_tasks_kandev"]
 CATALOG = Path(__file__).resolve().parents[3] / "docs" / "mcp-tools.md"
 
 
 async def test_each_surface_lists_exactly_its_pinned_tools_as_documented(
     world: McpWorld, alice: Person, mode: str
 ) -> None:
-    """S1–S3: the ask tool never on ``/mcp``; the question tools never in-session. The tools
-    served are exactly the definitions the catalog is generated from."""
+    """S1–S3: the ask tool never on ``/mcp``; the question tools never in-session, nor on
+    ``/mcp/agent``, which serves exactly the in-session tools. The tools served are exactly
+    the definitions the catalog is generated from."""
     agent = await world.agent(alice)
     async with mcp_client(world.external_url, token=alice.token, mode=mode) as external:
         listed_external = (await external.list_tools()).tools
     url = world.session_url(agent.session.id)
     async with mcp_client(url, token=agent.token, mode=mode) as in_session:
         listed_session = (await in_session.list_tools()).tools
+    async with mcp_client(world.agent_url, token=alice.token, mode=mode) as agent_surface:
+        listed_agent = (await agent_surface.list_tools()).tools
     assert [tool.name for tool in listed_external] == EXTERNAL_TOOLS
     assert [tool.name for tool in listed_session] == SESSION_TOOLS
+    assert [tool.name for tool in listed_agent] == AGENT_TOOLS
     names = ToolNames()
     assert [t.model_dump() for t in listed_external] == [
         t.model_dump() for t in external_tools(names)
@@ -55,6 +60,7 @@ async def test_each_surface_lists_exactly_its_pinned_tools_as_documented(
     assert [t.model_dump() for t in listed_session] == [
         t.model_dump() for t in session_tools(names)
     ]
+    assert [t.model_dump() for t in listed_agent] == [t.model_dump() for t in session_tools(names)]
 
 
 def test_docs_mcp_tools_md_is_the_catalog_generated_from_the_registered_tools() -> None:
@@ -66,11 +72,17 @@ async def test_tool_names_take_the_configured_suffix(world: McpWorld) -> None:
     surfaces = build_mcp(
         world.services, auth_enabled=False, authentication=None, tool_suffix="_acme"
     )
-    async with Client(surfaces.external) as external, Client(surfaces.session) as in_session:
+    async with (
+        Client(surfaces.external) as external,
+        Client(surfaces.session) as in_session,
+        Client(surfaces.agent) as agent,
+    ):
         external_names = [tool.name for tool in (await external.list_tools()).tools]
         session_names = [tool.name for tool in (await in_session.list_tools()).tools]
+        agent_names = [tool.name for tool in (await agent.list_tools()).tools]
     assert external_names == [name.replace("_kandev", "_acme") for name in EXTERNAL_TOOLS]
     assert session_names == [name.replace("_kandev", "_acme") for name in SESSION_TOOLS]
+    assert agent_names == [name.replace("_kandev", "_acme") for name in AGENT_TOOLS]
     assert "list_pending_questions_acme" in render_catalog(ToolNames("_acme"))
 
 
@@ -88,8 +100,9 @@ async def _post_status(url: str, token: str = "", host: str = "") -> tuple[int, 
 async def test_surfaces_refuse_missing_and_wrong_credentials_with_401(
     world: McpWorld, alice: Person
 ) -> None:
-    """interfaces.md: ``/mcp`` needs a personal access token; ``/mcp/session/{id}`` needs that
-    session's agent token. Anything else: 401 with ``WWW-Authenticate: Bearer``."""
+    """interfaces.md: ``/mcp`` and ``/mcp/agent`` need a personal access token;
+    ``/mcp/session/{id}`` needs that session's agent token. Anything else: 401 with
+    ``WWW-Authenticate: Bearer``."""
     agent = await world.agent(alice)
     other = await world.agent(alice)
     session_url = world.session_url(agent.session.id)
@@ -101,6 +114,8 @@ async def test_surfaces_refuse_missing_and_wrong_credentials_with_401(
         (session_url, alice.token),
         (session_url, other.token),
         (world.session_url("no-such-session"), agent.token),
+        (world.agent_url, ""),
+        (world.agent_url, agent.token),
     ]
     for url, token in refused:
         status, body, challenge = await _post_status(url, token)
