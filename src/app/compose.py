@@ -285,6 +285,7 @@ def build_clarion(
         tool_suffix=settings.tool_suffix,
         progress_interval=settings.progress_interval_s,
         transport_security=_transport_security(settings),
+        elicitation=settings.elicitation == "auto",
     )
 
     @asynccontextmanager

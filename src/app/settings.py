@@ -17,6 +17,7 @@ from clarion.domain.errors import ValidationError
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
 LiveDelivery = Literal["auto", "postgres", "memory"]
+ElicitationMode = Literal["auto", "off"]
 
 
 def _default_log_format() -> LogFormat:
@@ -41,6 +42,9 @@ class Settings:
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names MCP accepts besides loopback
+    # "auto": the ask tool also offers its bundle as a form to an MCP client that declared form
+    # elicitation; "off": never (every client then gets exactly the plain ask).
+    elicitation: ElicitationMode = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -70,6 +74,8 @@ class Settings:
             values["live_delivery"] = parse_live_delivery(live, "CLARION_LIVE_DELIVERY")
         if allowed := env.get("CLARION_ALLOWED_HOSTS"):
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
+        if elicitation := env.get("CLARION_ELICITATION"):
+            values["elicitation"] = parse_elicitation(elicitation, "CLARION_ELICITATION")
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -90,6 +96,14 @@ def parse_live_delivery(value: str, name: str) -> LiveDelivery:
     raise ValidationError(
         f"{name} must be 'auto', 'postgres' or 'memory', got {value!r}", field=name
     )
+
+
+def parse_elicitation(value: str, name: str) -> ElicitationMode:
+    if value == "auto":
+        return "auto"
+    if value == "off":
+        return "off"
+    raise ValidationError(f"{name} must be 'auto' or 'off', got {value!r}", field=name)
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:

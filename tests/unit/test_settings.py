@@ -60,3 +60,14 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
     with pytest.raises(ValidationError) as caught:
         Settings.from_env({name: value})
     assert caught.value.field == name
+
+
+def test_elicitation_is_auto_by_default_and_off_when_asked() -> None:
+    assert Settings.from_env({}).elicitation == "auto"
+    assert Settings.from_env({"CLARION_ELICITATION": "off"}).elicitation == "off"
+    assert (
+        Settings.from_env({"CLARION_ELICITATION": "off"}, elicitation="auto").elicitation == "auto"
+    )
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({"CLARION_ELICITATION": "on"})
+    assert caught.value.field == "CLARION_ELICITATION"

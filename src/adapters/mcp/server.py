@@ -27,6 +27,7 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -64,14 +65,20 @@ class Caller:
 
 @attrs.frozen
 class ToolCall:
-    """One tool invocation as a handler sees it."""
+    """One tool invocation as a handler sees it.
+
+    ``context`` and ``params`` are the SDK's request context and the raw call parameters, for
+    a handler that talks back to the calling client (elicitation); None outside the SDK."""
 
     arguments: Mapping[str, Any]
     caller: Caller
     report_progress: Callable[[float, str], Awaitable[None]]
+    context: ServerRequestContext[Any, Any] | None = None
+    params: CallToolRequestParams | None = None
 
 
-ToolHandler = Callable[[ToolCall], Awaitable[CallToolResult]]
+ToolOutcome = CallToolResult | InputRequiredResult
+ToolHandler = Callable[[ToolCall], Awaitable[ToolOutcome]]
 
 
 @attrs.frozen
@@ -147,7 +154,7 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> ToolOutcome:
         entry = by_name.get(params.name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool: {params.name}")
@@ -163,10 +170,14 @@ def build_server(
             await ctx.session.report_progress(max(progress, step), None, message)
 
         call = ToolCall(
-            arguments=params.arguments or {}, caller=caller, report_progress=report_progress
+            arguments=params.arguments or {},
+            caller=caller,
+            report_progress=report_progress,
+            context=ctx,
+            params=params,
         )
 
-        async def run() -> CallToolResult:
+        async def run() -> ToolOutcome:
             try:
                 return await entry.handler(call)
             except ClarionError as exc:

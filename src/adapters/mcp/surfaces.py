@@ -39,6 +39,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from clarion.adapters.mcp import tools
+from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
 from clarion.adapters.mcp.server import (
     Authenticator,
@@ -98,12 +99,22 @@ def session_server(
     *,
     names: ToolNames | None = None,
     progress_interval: float = PROGRESS_INTERVAL_S,
+    elicitation: bool = True,
 ) -> Server[Any]:
-    """The in-session surface's server: ask the user, list tasks (S2)."""
+    """The in-session surface's server: ask the user, list tasks (S2). With ``elicitation``
+    the ask tool also offers its bundle as a form to clients that declared form elicitation."""
     names = names or ToolNames()
+    offer = (
+        Elicitation(services.asking, services.resolver, state_ttl=services.asking.ask_timeout)
+        if elicitation
+        else None
+    )
     handlers = {
         names.ask: tools.ask_handler(
-            services.asking, tool=names.ask, progress_interval=progress_interval
+            services.asking,
+            tool=names.ask,
+            progress_interval=progress_interval,
+            elicitation=offer,
         ),
         names.list_tasks: tools.list_tasks_handler(services.host),
     }
@@ -187,6 +198,7 @@ def build_mcp(
     external_path: str = EXTERNAL_PATH,
     session_path: str = SESSION_PATH,
     legacy_sessions: bool = True,
+    elicitation: bool = True,
 ) -> McpSurfaces:
     """Build both surfaces over ``services``.
 
@@ -196,7 +208,8 @@ def build_mcp(
     its own. ``session_path`` must contain ``{session_id}``. ``legacy_sessions`` keeps
     ``Mcp-Session-Id`` sessions for 2025-11-25 clients (in memory: several processes behind one
     address then need sticky routing); False serves that era statelessly. The 2026-07-28
-    protocol is sessionless either way.
+    protocol is sessionless either way. ``elicitation`` (``CLARION_ELICITATION``) lets the ask
+    tool also offer its bundle as a form to clients that declared form elicitation.
 
     Raises:
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
@@ -209,7 +222,9 @@ def build_mcp(
     names = ToolNames(tool_suffix)
     security = transport_security if transport_security is not None else local_transport_security()
     external = external_server(services, names=names)
-    session = session_server(services, names=names, progress_interval=progress_interval)
+    session = session_server(
+        services, names=names, progress_interval=progress_interval, elicitation=elicitation
+    )
     external_manager = StreamableHTTPSessionManager(
         app=external, security_settings=security, stateless=not legacy_sessions
     )

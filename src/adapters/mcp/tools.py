@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any, Final
 
 import structlog
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, InputRequiredResult
 
 from clarion.adapters import wire
 from clarion.adapters.mcp import arguments
+from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.errors import error_result, tool_error
-from clarion.adapters.mcp.server import ToolCall, ToolHandler, json_result
+from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.app.usecases.ask import Asking, AskResult
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
@@ -96,12 +97,21 @@ def _refuse_reserved_ids(args: arguments.AskArguments) -> None:
             )
 
 
-def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolHandler:
+def ask_handler(
+    asking: Asking,
+    *,
+    tool: str,
+    progress_interval: float,
+    elicitation: Elicitation | None = None,
+) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
-    away — leaves the bundle detached and answerable (facts §4.9; the use case does that)."""
+    away — leaves the bundle detached and answerable (facts §4.9; the use case does that).
+    With ``elicitation``, a client that declared form elicitation is also offered the bundle
+    as a form (:mod:`clarion.adapters.mcp.elicitation`); arguments and results do not change.
+    """
 
-    async def handle(call: ToolCall) -> CallToolResult:
+    async def handle(call: ToolCall) -> ToolOutcome:
         args = arguments.parse_ask(call.arguments)
         _refuse_reserved_ids(args)
 
@@ -109,14 +119,19 @@ def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolH
             await call.report_progress(float(count), WAITING_MESSAGE)
 
         try:
-            result = await asking.ask(
-                call.caller.identity,
-                call.caller.session_id,
-                args.questions,
-                args.context,
-                on_progress=on_progress,
-                progress_interval=progress_interval,
-            )
+            if elicitation is not None and elicitation.applies(call):
+                result = await elicitation.ask(
+                    call, args, on_progress=on_progress, progress_interval=progress_interval
+                )
+            else:
+                result = await asking.ask(
+                    call.caller.identity,
+                    call.caller.session_id,
+                    args.questions,
+                    args.context,
+                    on_progress=on_progress,
+                    progress_interval=progress_interval,
+                )
         except WaitEnded as ended:
             _log.info("mcp_ask_wait_ended", pending_id=ended.pending_id, reason=ended.reason.value)
             return error_result(
@@ -125,6 +140,8 @@ def ask_handler(asking: Asking, *, tool: str, progress_interval: float) -> ToolH
                 reason=ended.reason.value,
                 pending_id=ended.pending_id,
             )
+        if isinstance(result, InputRequiredResult):
+            return result
         return json_result(ask_result_json(result))
 
     return handle

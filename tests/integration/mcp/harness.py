@@ -156,6 +156,7 @@ class McpWorld:
         progress_interval: float = 15.0,
         ask_timeout: float = 120.0,
         legacy_sessions: bool = True,
+        elicitation: bool = True,
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -187,6 +188,7 @@ class McpWorld:
             authentication=authentication,
             progress_interval=progress_interval,
             legacy_sessions=legacy_sessions,
+            elicitation=elicitation,
         )
         app = create_rest_app(
             services,
