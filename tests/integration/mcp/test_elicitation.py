@@ -158,8 +158,18 @@ async def test_a_skipped_form_rejects_the_bundle_with_its_reason(
     assert asked["q1"]["rejected"] is True
 
 
-async def test_a_declined_form_keeps_the_call_waiting_until_the_inbox_answers(
-    world: McpWorld, alice: Person, mode: str
+NOT_AN_ANSWER = {
+    "decline": ElicitResult(action="decline"),
+    "cancel": ElicitResult(action="cancel"),
+    # N8b: one code point over the limit; the resolver refuses it, so nothing is claimed.
+    "too_long": ElicitResult(action="accept", content={"q1_text": "x" * 2001}),
+    "unknown_option": ElicitResult(action="accept", content={"q1_choice": ["q9_opt9"]}),
+}
+
+
+@pytest.mark.parametrize("reply", sorted(NOT_AN_ANSWER))
+async def test_a_declined_or_refused_form_keeps_the_call_waiting_until_the_inbox_answers(
+    world: McpWorld, alice: Person, mode: str, reply: str
 ) -> None:
     agent = await world.agent(alice)
     declined = anyio.Event()
@@ -168,7 +178,7 @@ async def test_a_declined_form_keeps_the_call_waiting_until_the_inbox_answers(
 
     async def decline(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         declined.set()
-        return ElicitResult(action="decline")
+        return NOT_AN_ANSWER[reply]
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         if declined.is_set():
