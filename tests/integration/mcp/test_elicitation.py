@@ -319,6 +319,19 @@ async def _never(ctx: ClientRequestContext, params: ElicitRequestParams) -> Erro
     raise AssertionError("this test drives the rounds itself")
 
 
+class _Recorder:
+    """A form callback that only records that it was called (and declines)."""
+
+    def __init__(self) -> None:
+        self.calls: list[ElicitRequestParams] = []
+
+    async def __call__(
+        self, ctx: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        self.calls.append(params)
+        return ElicitResult(action="decline")
+
+
 async def _fabricated_id_error(world: McpWorld, person: Person) -> tuple[str, dict[str, Any]]:
     async with mcp_client(world.external_url, token=person.token) as ext:
         arguments = {"pending_id": "no-such-bundle", "answers": answers_for(1)}
@@ -403,10 +416,11 @@ async def test_with_elicitation_off_a_client_that_offers_forms_gets_the_plain_as
         alice = world.person("alice")
         agent = await world.agent(alice)
         asked: list[dict[str, Any]] = []
+        recorder = _Recorder()
 
         async def ask() -> None:
             async with form_client(
-                world.session_url(agent.session.id), _never, token=agent.token, mode=mode
+                world.session_url(agent.session.id), recorder, token=agent.token, mode=mode
             ) as client:
                 asked.append(
                     structured(await client.call_tool(ASK, {"questions": question_args(1)}))
@@ -421,3 +435,33 @@ async def test_with_elicitation_off_a_client_that_offers_forms_gets_the_plain_as
                         world.respond_url(created.pending_id), json={"answers": answers_for(1)}
                     )
         assert asked == [ANSWERED_Q1_OPT1]
+        assert recorder.calls == []  # the client was never shown a form
+
+
+async def test_a_stateless_legacy_client_has_no_channel_for_the_form_and_gets_the_plain_ask(
+    sqlite_url: str,
+) -> None:
+    async with serving(McpWorld.build(sqlite_url, legacy_sessions=False)) as world:
+        alice = world.person("alice")
+        agent = await world.agent(alice)
+        asked: list[dict[str, Any]] = []
+        recorder = _Recorder()
+
+        async def ask() -> None:
+            async with form_client(
+                world.session_url(agent.session.id), recorder, token=agent.token, mode="legacy"
+            ) as client:
+                asked.append(
+                    structured(await client.call_tool(ASK, {"questions": question_args(1)}))
+                )
+
+        with anyio.fail_after(60):
+            async with watching(world) as events, anyio.create_task_group() as tasks:
+                tasks.start_soon(ask)
+                created = await events.wait_for("bundle.created", session_id=agent.session.id)
+                async with http_client(alice.token) as http:
+                    await http.post(
+                        world.respond_url(created.pending_id), json={"answers": answers_for(1)}
+                    )
+        assert asked == [ANSWERED_Q1_OPT1]
+        assert recorder.calls == []  # the client was never shown a form
