@@ -26,6 +26,7 @@ from clarion.app.settings import (
     LogFormat,
     Settings,
     parse_auth,
+    parse_elicitation,
     parse_live_delivery,
     parse_log_format,
     parse_positive_float,
@@ -96,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "postgres", "memory"),
         help="how answers reach waiting agents: postgres (several processes), memory (one), "
         "auto = postgres on a PostgreSQL database (env CLARION_LIVE_DELIVERY)",
+    )
+    serve.add_argument(
+        "--elicitation",
+        choices=("auto", "off"),
+        help="offer asks as a form in MCP clients that support elicitation, or not "
+        "(env CLARION_ELICITATION)",
     )
     serve.add_argument(
         "--allowed-hosts",
@@ -232,6 +239,9 @@ def _serve(args: argparse.Namespace) -> int:
         live_delivery=None
         if args.live_delivery is None
         else parse_live_delivery(args.live_delivery, "--live-delivery"),
+        elicitation=None
+        if args.elicitation is None
+        else parse_elicitation(args.elicitation, "--elicitation"),
         allowed_hosts=None
         if args.allowed_hosts is None
         else tuple(h.strip() for h in args.allowed_hosts.split(",") if h.strip()),

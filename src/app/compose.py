@@ -333,6 +333,7 @@ def build_clarion(
         progress_interval=settings.progress_interval_s,
         allowed_hosts=allowed_hosts,
         agent_workspace=settings.agent_workspace,
+        elicitation=settings.elicitation == "auto",
     )
 
     @asynccontextmanager

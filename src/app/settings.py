@@ -20,6 +20,7 @@ DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
 LiveDelivery = Literal["auto", "postgres", "memory"]
 SqliteSynchronous = Literal["FULL", "NORMAL"]
+ElicitationMode = Literal["auto", "off"]
 
 
 def _default_log_format() -> LogFormat:
@@ -64,6 +65,9 @@ class Settings:
     # Crash tests only (clarion.app.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
     test_crash_after: str = ""
+    # "auto": the ask tool also offers its bundle as a form to an MCP client that declared form
+    # elicitation; "off": never (every client then gets exactly the plain ask).
+    elicitation: ElicitationMode = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -119,6 +123,8 @@ class Settings:
             values["limits"] = Limits(**limits)  # type: ignore[arg-type]
         if crash := env.get("CLARION_TEST_CRASH_AFTER"):
             values["test_crash_after"] = parse_crash_point(crash, "CLARION_TEST_CRASH_AFTER")
+        if elicitation := env.get("CLARION_ELICITATION"):
+            values["elicitation"] = parse_elicitation(elicitation, "CLARION_ELICITATION")
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -184,6 +190,14 @@ def parse_sqlite_synchronous(value: str, name: str) -> SqliteSynchronous:
     if value.lower() == "normal":
         return "NORMAL"
     raise ValidationError(f"{name} must be 'full' or 'normal', got {value!r}", field=name)
+
+
+def parse_elicitation(value: str, name: str) -> ElicitationMode:
+    if value == "auto":
+        return "auto"
+    if value == "off":
+        return "off"
+    raise ValidationError(f"{name} must be 'auto' or 'off', got {value!r}", field=name)
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:

@@ -96,3 +96,14 @@ def test_limit_variables_are_read_and_a_bad_one_names_itself() -> None:
         assert error.value.message == (
             f"CLARION_MAX_EVENT_STREAMS must be a positive integer, got {value!r}"
         )
+
+
+def test_elicitation_is_auto_by_default_and_off_when_asked() -> None:
+    assert Settings.from_env({}).elicitation == "auto"
+    assert Settings.from_env({"CLARION_ELICITATION": "off"}).elicitation == "off"
+    assert (
+        Settings.from_env({"CLARION_ELICITATION": "off"}, elicitation="auto").elicitation == "auto"
+    )
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({"CLARION_ELICITATION": "on"})
+    assert caught.value.field == "CLARION_ELICITATION"

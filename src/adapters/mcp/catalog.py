@@ -1,7 +1,10 @@
 """``docs/mcp-tools.md``, generated from the tools the three surfaces register.
 
-Run ``python -m clarion.adapters.mcp.catalog > docs/mcp-tools.md`` after changing a tool; a
-test fails while the committed file differs from :func:`render_catalog`'s output.
+Run ``python -m clarion.adapters.mcp.catalog --update docs/mcp-tools.md`` after changing a
+tool: it rewrites the generated part and keeps what follows :data:`HAND_WRITTEN` (prose on
+how the tools behave, such as elicitation). Without arguments the generated part goes to
+standard output. A test fails while the committed file's generated part differs from
+:func:`render_catalog`'s output or the hand-written part is missing.
 """
 
 from __future__ import annotations
@@ -168,8 +171,25 @@ def render_catalog(names: ToolNames | None = None) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def main() -> None:
-    """Write the catalog to standard output."""
+HAND_WRITTEN = "<!-- Written by hand from here on; the catalog generator keeps this part. -->"
+
+
+def update_catalog(existing: str) -> str:
+    """``existing`` with its generated part replaced by :func:`render_catalog`'s output and
+    everything from :data:`HAND_WRITTEN` on kept as it is."""
+    _, marker, tail = existing.partition(HAND_WRITTEN)
+    return render_catalog() + ("\n" + marker + tail if marker else "")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Write the catalog to standard output, or ``--update PATH`` in place."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 2 and args[0] == "--update":
+        with open(args[1], encoding="utf-8") as existing:
+            text = update_catalog(existing.read())
+        with open(args[1], "w", encoding="utf-8") as target:
+            target.write(text)
+        return
     sys.stdout.write(render_catalog())
 
 

@@ -31,6 +31,7 @@ from mcp.types import (
     PARSE_ERROR,
     CallToolRequestParams,
     CallToolResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -86,16 +87,22 @@ class ClientInfo:
 class ToolCall:
     """One tool invocation as a handler sees it: its arguments, who calls, a way to report
     progress, what the client reported about itself and the HTTP request's headers ({} when
-    the call did not come over HTTP)."""
+    the call did not come over HTTP).
+
+    ``context`` and ``params`` are the SDK's request context and the raw call parameters, for
+    a handler that talks back to the calling client (elicitation); None outside the SDK."""
 
     arguments: Mapping[str, Any]
     caller: Caller
     report_progress: Callable[[float, str], Awaitable[None]]
     client: ClientInfo = attrs.field(factory=ClientInfo)
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    context: ServerRequestContext[Any, Any] | None = None
+    params: CallToolRequestParams | None = None
 
 
-ToolHandler = Callable[[ToolCall], Awaitable[CallToolResult]]
+ToolOutcome = CallToolResult | InputRequiredResult
+ToolHandler = Callable[[ToolCall], Awaitable[ToolOutcome]]
 
 
 @attrs.frozen
@@ -178,7 +185,7 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> ToolOutcome:
         entry = by_name.get(params.name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool: {params.name}")
@@ -200,9 +207,11 @@ def build_server(
             report_progress=report_progress,
             client=_client_of(ctx),
             headers=request.headers if isinstance(request, Request) else {},
+            context=ctx,
+            params=params,
         )
 
-        async def run() -> CallToolResult:
+        async def run() -> ToolOutcome:
             try:
                 _check_storable(call.arguments)
                 return await entry.handler(call)

@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tools
 from clarion.adapters.mcp.agent import AgentBinding
+from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
 from clarion.adapters.mcp.server import (
     Authenticator,
@@ -106,15 +107,18 @@ def _asking_tools(
     names: ToolNames,
     progress_interval: float,
     session_scope: tools.SessionScope = tools.bound_session,
+    *,
+    elicitation: Elicitation | None = None,
 ) -> list[RegisteredTool]:
     """The tools of an agent's surfaces: ask the user (in the session ``session_scope``
-    picks), list tasks."""
+    picks, offering a form through ``elicitation`` when given), list tasks."""
     handlers = {
         names.ask: tools.ask_handler(
             services.asking,
             tool=names.ask,
             progress_interval=progress_interval,
             session_scope=session_scope,
+            elicitation=elicitation,
         ),
         names.list_tasks: tools.list_tasks_handler(services.host),
     }
@@ -126,9 +130,16 @@ def session_server(
     *,
     names: ToolNames | None = None,
     progress_interval: float = PROGRESS_INTERVAL_S,
+    elicitation: bool = True,
 ) -> Server[Any]:
-    """The in-session surface's server: ask the user, list tasks (S2)."""
-    registered = _asking_tools(services, names or ToolNames(), progress_interval)
+    """The in-session surface's server: ask the user, list tasks (S2). With ``elicitation``
+    the ask tool also offers its bundle as a form to clients that declared form elicitation."""
+    offer = (
+        Elicitation(services.asking, services.resolver, state_ttl=services.asking.ask_timeout)
+        if elicitation
+        else None
+    )
+    registered = _asking_tools(services, names or ToolNames(), progress_interval, elicitation=offer)
     return build_server("clarion-session", SERVER_VERSION, registered)
 
 
@@ -313,6 +324,7 @@ def build_mcp(
     agent_workspace: str = "",
     legacy_sessions: bool = True,
     limits: Limits | None = None,
+    elicitation: bool = True,
 ) -> McpSurfaces:
     """Build the three surfaces over ``services``.
 
@@ -326,7 +338,9 @@ def build_mcp(
     protocol is sessionless either way. ``limits`` (default ``services.limits``) bound request
     bodies, legacy sessions per identity and their idle time. ``agent_workspace`` is the
     workspace the agent surface (``agent_path``) creates its tasks in (``CLARION_AGENT_WORKSPACE``;
-    "" gives each caller its own "Agents" workspace).
+    "" gives each caller its own "Agents" workspace). ``elicitation`` (``CLARION_ELICITATION``)
+    lets the in-session ask tool also offer its bundle as a form to clients that declared form
+    elicitation.
 
     Raises:
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
@@ -339,7 +353,9 @@ def build_mcp(
     names = ToolNames(tool_suffix)
     security = _SDK_CHECKS_OFF
     external = external_server(services, names=names)
-    session = session_server(services, names=names, progress_interval=progress_interval)
+    session = session_server(
+        services, names=names, progress_interval=progress_interval, elicitation=elicitation
+    )
     limits = limits if limits is not None else services.limits
 
     def manager(

@@ -11,12 +11,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
 import structlog
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, InputRequiredResult
 
 from clarion.adapters import wire
 from clarion.adapters.mcp import arguments
+from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.errors import error_result, tool_error
-from clarion.adapters.mcp.server import ToolCall, ToolHandler, json_result
+from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.app.usecases.ask import Asking, AskResult
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
@@ -115,13 +116,18 @@ def ask_handler(
     tool: str,
     progress_interval: float,
     session_scope: SessionScope = bound_session,
+    elicitation: Elicitation | None = None,
 ) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
     away — leaves the bundle detached and answerable (facts §4.9; the use case does that).
-    ``session_scope`` picks the session (by default the endpoint's own)."""
+    ``session_scope`` picks the session (by default the endpoint's own). With ``elicitation``
+    (only on the in-session endpoint, whose scope is the caller's session), a client that
+    declared form elicitation is also offered the bundle as a form
+    (:mod:`clarion.adapters.mcp.elicitation`); arguments and results do not change.
+    """
 
-    async def handle(call: ToolCall) -> CallToolResult:
+    async def handle(call: ToolCall) -> ToolOutcome:
         args = arguments.parse_ask(call.arguments)
         _refuse_reserved_ids(args)
 
@@ -130,15 +136,20 @@ def ask_handler(
 
         try:
             async with session_scope(call, args) as session_id:
-                result = await asking.ask(
-                    call.caller.identity,
-                    session_id,
-                    args.questions,
-                    args.context,
-                    context_paragraphs=args.context_paragraphs,
-                    on_progress=on_progress,
-                    progress_interval=progress_interval,
-                )
+                if elicitation is not None and elicitation.applies(call):
+                    result = await elicitation.ask(
+                        call, args, on_progress=on_progress, progress_interval=progress_interval
+                    )
+                else:
+                    result = await asking.ask(
+                        call.caller.identity,
+                        session_id,
+                        args.questions,
+                        args.context,
+                        context_paragraphs=args.context_paragraphs,
+                        on_progress=on_progress,
+                        progress_interval=progress_interval,
+                    )
         except WaitEnded as ended:
             _log.info("mcp_ask_wait_ended", pending_id=ended.pending_id, reason=ended.reason.value)
             return error_result(
@@ -147,6 +158,8 @@ def ask_handler(
                 reason=ended.reason.value,
                 pending_id=ended.pending_id,
             )
+        if isinstance(result, InputRequiredResult):
+            return result
         return json_result(ask_result_json(result))
 
     return handle

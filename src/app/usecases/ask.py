@@ -30,6 +30,7 @@ from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
+    NOT_FOUND_MESSAGE,
     ClarionError,
     InvalidArgument,
     LimitExceeded,
@@ -66,8 +67,12 @@ CANCEL_FAILED = "failed to cancel clarification request"
 WATCH_FAILED = "failed to read clarification state"
 WATCH_INTERVAL_S = 1.0  # how often a bystander's wait re-reads the durable rows
 _MCP_ASK = object()  # the asker of a bundle made by an MCP ask: only that call waits live
+REJOIN_FAILED = "failed to load clarification request"
 
 ProgressCallback = Callable[[int], Awaitable[None]]
+# Another surface offering a bundle while its asker waits: called with the pending id and the
+# questions once the bundle is durable; returns what the resolver said to its answer, if any.
+Alongside = Callable[[str, tuple[Question, ...]], Awaitable[Resolution | None]]
 
 
 @attrs.frozen
@@ -294,10 +299,16 @@ class Asking:
         context_paragraphs: Sequence[str] = (),
         on_progress: ProgressCallback | None = None,
         progress_interval: float = PROGRESS_INTERVAL_S,
+        alongside: Alongside | None = None,
     ) -> AskResult:
         """``ask_user_question``: create the bundle, mark the session WAITING_FOR_INPUT, wait
         until answered or rejected, mark it RUNNING again, return the answers. While waiting,
         ``on_progress(n)`` is called every ``progress_interval`` seconds.
+
+        ``alongside(pending_id, questions)``, when given, runs once the bundle is durable and
+        for as long as the wait lasts (it is cancelled when the wait ends): another surface
+        offering the same bundle, whose answer goes through the resolver like any other and
+        reaches this wait as a live delivery.
 
         Raises:
             InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
@@ -310,32 +321,173 @@ class Asking:
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
-        pending_id = prepared.pending_id
-        self._waiters.register(pending_id, prepared.session.id)
+
+        async def make_visible() -> bool:
+            await self._make_durable(prepared, questions, context)
+            await self._set_state(
+                prepared.session.id,
+                SessionState.WAITING_FOR_INPUT,
+                expected=(SessionState.STARTING, SessionState.RUNNING),
+            )
+            return True
+
+        resolution = await self._wait_live(
+            prepared.session,
+            prepared.pending_id,
+            questions,
+            make_visible,
+            alongside=alongside,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            replays_end_the_wait=False,
+        )
+        return AskResult.from_resolution(questions, resolution)
+
+    async def offer(
+        self,
+        identity: Identity,
+        session_id: str,
+        drafts: Sequence[QuestionDraft],
+        context: str,
+        *,
+        context_paragraphs: Sequence[str] = (),
+    ) -> tuple[str, tuple[Question, ...]]:
+        """The first round of an ask whose answer comes back in a later call (the 2026-07-28
+        MCP ``input_required`` round): create (or reuse, §2.7) the bundle, mark the session
+        WAITING_FOR_INPUT and leave the bundle detached — nobody waits on it until
+        :meth:`rejoin`, so an answer given meanwhile resumes the agent through the dispatcher
+        (facts §4.9). Returns the pending id and the questions with their option ids.
+
+        Raises:
+            InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
+                as :meth:`create`.
+        """
+        questions = validate_questions(drafts, self.limits)
+        context = validate_context(context, self.limits, context_paragraphs)
+        prepared = await self._run.guarded(
+            CREATE_FAILED, self._prepare, identity, session_id, questions, None
+        )
+        self._remember_asker(prepared.pending_id, _MCP_ASK)
+        await self._make_durable(prepared, questions, context)
+        await self._set_state(
+            prepared.session.id,
+            SessionState.WAITING_FOR_INPUT,
+            expected=(SessionState.STARTING, SessionState.RUNNING),
+        )
+        with anyio.CancelScope(shield=True):
+            await self._after_abandoned_wait(prepared.session)
+        return prepared.pending_id, questions
+
+    async def rejoin(
+        self,
+        identity: Identity,
+        session_id: str,
+        pending_id: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        progress_interval: float = PROGRESS_INTERVAL_S,
+        alongside: Alongside | None = None,
+    ) -> AskResult:
+        """Wait again, in a later call, on a bundle :meth:`offer` created in ``session_id``:
+        like :meth:`ask` from the point where the bundle is durable. A bundle settled in the
+        meantime returns the winner's answer at once (the replay, R2b); ``alongside`` runs as
+        in :meth:`ask`, and a replay it receives (it lost the claim) ends the wait with the
+        winner's answer unless that answer is already being delivered to this wait.
+
+        Raises:
+            NotFound: no such bundle in ``session_id``, or ``identity`` may not see it (the
+                same answer for each, A5a).
+            ClaimError: the store failed.
+            WaitEnded: as :meth:`ask`; CANCELLED also when the bundle is no longer active and
+                nobody answered it (a newer turn, a terminal session, an operator cancel).
+        """
+        bundle = await self._resolver.authorize_bundle(identity, pending_id)
+        if bundle.session_id != session_id:
+            raise NotFound(NOT_FOUND_MESSAGE)
+        session = await self._run.guarded(
+            REJOIN_FAILED,
+            load_authorized_session,
+            self._host,
+            self._authorizer,
+            identity,
+            session_id,
+        )
+        questions = bundle.questions
+
+        async def still_active() -> bool:
+            active = await self._run(self._claims.active_pending_ids, session.id)
+            return pending_id in active
+
+        resolution = await self._wait_live(
+            session,
+            pending_id,
+            questions,
+            still_active,
+            alongside=alongside,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            replays_end_the_wait=True,
+        )
+        return AskResult.from_resolution(questions, resolution)
+
+    async def _wait_live(
+        self,
+        session: Session,
+        pending_id: str,
+        questions: tuple[Question, ...],
+        before: Callable[[], Awaitable[bool]],
+        *,
+        alongside: Alongside | None,
+        on_progress: ProgressCallback | None,
+        progress_interval: float,
+        replays_end_the_wait: bool,
+    ) -> Resolution:
+        """Register and wait on ``pending_id``; ``before()`` runs once this task already waits
+        (so no answer slips past it) and says whether the bundle is open for answers — False
+        ends the wait with the winner's replay, or CANCELLED when nobody won. Then
+        ``alongside`` runs until the wait ends. With ``replays_end_the_wait``, a replay that
+        ``alongside`` reports ends the wait unless a delivery to it is already under way
+        (:meth:`Waiters.cancel` then returns False and the delivery arrives).
+        """
+        self._waiters.register(pending_id, session.id)
         self._remember_asker(pending_id, _MCP_ASK)
         if self._closing:
             self._waiters.cancel(pending_id)
         self._asking.add(pending_id)
         failures: list[BaseException] = []
+        settled: list[Resolution | None] = []
 
-        async def make_visible() -> None:
+        async def settle(resolution: Resolution | None) -> None:
+            if self._waiters.cancel(pending_id):
+                settled.append(resolution)
+
+        async def prepare_then_offer() -> None:
             try:
-                await self._make_durable(prepared, questions, context)
-                await self._set_state(
-                    prepared.session.id,
-                    SessionState.WAITING_FOR_INPUT,
-                    expected=(SessionState.STARTING, SessionState.RUNNING),
-                )
+                is_open = await before()
+                if not is_open:
+                    bundle = await self._run(self._claims.load_bundle, pending_id)
+                    await settle(replay_winner(pending_id, bundle.rows if bundle else ()))
+                    return
             except ClarionError as exc:
                 failures.append(exc)
                 self._waiters.cancel(pending_id)
+                return
+            if alongside is None:
+                return
+            try:
+                offered = await alongside(pending_id, questions)
+            except Exception:  # another surface failing must never end this wait
+                log.warning("clarification.alongside_failed", pending_id=pending_id, exc_info=True)
+                return
+            if replays_end_the_wait and offered is not None and not offered.claimed:
+                await settle(offered)
 
         resolution: Resolution | None = None
         ended: WaitEnded | None = None
         try:
             async with anyio.create_task_group() as tasks:
                 # Started after this task is already waiting (see the Waiters contract).
-                tasks.start_soon(make_visible)
+                tasks.start_soon(prepare_then_offer)
                 if on_progress is not None:
                     tasks.start_soon(_ping, on_progress, progress_interval, pending_id)
                 try:
@@ -346,26 +498,31 @@ class Asking:
                     tasks.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._after_abandoned_wait(prepared.session)
+                await self._after_abandoned_wait(session)
             raise
         finally:
             self._asking.discard(pending_id)
         if failures:
             raise failures[0]
+        if resolution is None and settled:
+            resolution = settled[0]
+            if resolution is None:
+                assert ended is not None
+                raise ended  # not active and nobody won: the bundle is over
         if resolution is None:
             assert ended is not None
             # A cancel from turn completion has detached already; one from shutdown has not.
             if ended.reason is not WaitEnd.CANCELLED or self._closing:
                 with anyio.CancelScope(shield=True):
-                    await self._after_abandoned_wait(prepared.session)
+                    await self._after_abandoned_wait(session)
             log.info("clarification.wait_ended", pending_id=pending_id, reason=ended.reason.value)
             raise ended
         await self._set_state(
-            prepared.session.id,
+            session.id,
             SessionState.RUNNING,
             expected=(SessionState.WAITING_FOR_INPUT,),
         )
-        return AskResult.from_resolution(questions, resolution)
+        return resolution
 
     async def _set_state(self, session_id: str, state: str, *, expected: Sequence[str]) -> None:
         """Compare-and-set the session state and publish the change (facts §2.3). Best effort:

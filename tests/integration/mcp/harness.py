@@ -159,6 +159,7 @@ class McpWorld:
         legacy_sessions: bool = True,
         limits: Limits | None = None,
         agent_workspace: str = "",
+        elicitation: bool = True,
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -192,6 +193,7 @@ class McpWorld:
             progress_interval=progress_interval,
             legacy_sessions=legacy_sessions,
             agent_workspace=agent_workspace,
+            elicitation=elicitation,
         )
         app = create_rest_app(
             services,

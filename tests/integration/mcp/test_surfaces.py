@@ -12,7 +12,7 @@ from mcp import Client
 from starlette.types import Receive, Scope, Send
 
 from clarion.adapters.mcp import ToolNames, build_mcp
-from clarion.adapters.mcp.catalog import render_catalog
+from clarion.adapters.mcp.catalog import HAND_WRITTEN, render_catalog, update_catalog
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE
 from clarion.adapters.mcp.schemas import external_tools, session_tools
 from clarion.adapters.mcp.server import AuthGate, Caller
@@ -64,8 +64,13 @@ async def test_each_surface_lists_exactly_its_pinned_tools_as_documented(
 
 
 def test_docs_mcp_tools_md_is_the_catalog_generated_from_the_registered_tools() -> None:
-    """Regenerate with ``python -m clarion.adapters.mcp.catalog > docs/mcp-tools.md``."""
-    assert CATALOG.read_text(encoding="utf-8") == render_catalog()
+    """Regenerate with ``python -m clarion.adapters.mcp.catalog --update docs/mcp-tools.md``,
+    which keeps the hand-written part after the generated one."""
+    text = CATALOG.read_text(encoding="utf-8")
+    generated, marker, _ = text.partition(HAND_WRITTEN)
+    assert marker, "the hand-written part of docs/mcp-tools.md is missing"
+    assert generated == render_catalog() + "\n"
+    assert update_catalog(text) == text
 
 
 async def test_tool_names_take_the_configured_suffix(world: McpWorld) -> None:
