@@ -36,13 +36,8 @@ class HostTaskAuthorizer:
         raise NotFound(NOT_FOUND_MESSAGE)
 
     def visibility(self, identity: Identity) -> Visibility:
-        """L1a: everything for unscoped callers, else the workspaces they may see."""
-        if not identity.is_scoped:
+        """L1a: everything for unscoped callers, else the owner rule itself (no read here: the
+        store evaluates it inside its query, however many workspaces there are)."""
+        if not identity.is_scoped or identity.user_id is None:
             return Visibility.everything()
-        return Visibility.only(
-            frozenset(
-                workspace.id
-                for workspace in self._host.list_workspaces()
-                if workspace_visible_to(workspace.owner_id, identity)
-            )
-        )
+        return Visibility.owned_by(identity.user_id)

@@ -13,11 +13,14 @@ from sqlalchemy.engine import Engine, RowMapping
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
 from clarion.adapters.sql.locks import lock_sessions
+from clarion.adapters.sql.predicates import is_clarification
 from clarion.adapters.sql.records import (
+    bundle_pending_ids,
     insert_messages,
     insert_turn,
     load_current_turn,
     load_session,
+    refresh_bundle_keys,
     select_messages,
     session_from_row,
 )
@@ -123,11 +126,24 @@ class SqlHostRepository:
     def delete_task(self, task_id: str) -> bool:
         """Foreign keys cascade the delete to sessions, their turns and messages."""
         with self._writes.begin() as connection:
-            session_ids = connection.execute(
-                sa.select(task_sessions.c.id).where(task_sessions.c.task_id == task_id)
-            ).scalars()
-            lock_sessions(connection, list(session_ids))
+            session_ids = list(
+                connection.execute(
+                    sa.select(task_sessions.c.id).where(task_sessions.c.task_id == task_id)
+                ).scalars()
+            )
+            lock_sessions(connection, session_ids)
+            # Bundles with rows outside this task keep rows: their keys are recomputed.
+            doomed = bundle_pending_ids(
+                select_messages(
+                    connection,
+                    messages.c.task_session_id.in_(session_ids),
+                    is_clarification(messages),
+                )
+                if session_ids
+                else []
+            )
             result = connection.execute(sa.delete(tasks).where(tasks.c.id == task_id))
+            refresh_bundle_keys(connection, doomed)
         return result.rowcount == 1
 
     # -- sessions and turns ------------------------------------------------------------------

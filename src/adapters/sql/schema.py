@@ -120,6 +120,12 @@ task_session_messages = sa.Table(
     sa.Column("metadata", JsonDocument, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    # Derived, on clarification rows only (NULL on others), rewritten for every row of a
+    # pending id whenever a row of it is inserted or deleted (records.refresh_bundle_keys):
+    # the bundle's D1 created_at, and a digest of its question set (domain.questions_digest).
+    # Never an authority: activeness is judged from the rows themselves (P1, L2a).
+    sa.Column("bundle_created_at", UtcDateTime, nullable=True),
+    sa.Column("bundle_digest", sa.Text, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
 )
@@ -136,6 +142,27 @@ sa.Index(
     "ix_task_session_messages_pending_rows",
     messages.c.task_session_id,
     messages.c.turn_id,
+    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+)
+
+# The list walks this index in L6 order — (D1 created_at, pending id) over pending
+# clarification rows — and stops after one page of bundles (docs/performance.md). SQLite's
+# BINARY collation is L6's bytewise order already; PostgreSQL sorts rows of equal created_at by
+# the bytewise pending id as it walks (an incremental sort).
+sa.Index(
+    "ix_task_session_messages_pending_order",
+    messages.c.bundle_created_at,
+    pending_id_of(messages),
+    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+)
+
+# Creating a bundle finds an identical active one in its session by this index (§2.7).
+sa.Index(
+    "ix_task_session_messages_pending_digest",
+    messages.c.task_session_id,
+    messages.c.bundle_digest,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
