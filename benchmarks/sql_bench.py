@@ -233,7 +233,9 @@ class Loader:
                 }
             )
             if KEYED:  # the derived bundle keys the repositories write (issue 15)
-                rows[-1].update(bundle_created_at=first, bundle_digest=DIGEST)
+                rows[-1].update(
+                    bundle_created_at=first, bundle_pending_id=pending_id, bundle_digest=DIGEST
+                )
         return rows
 
     def bundles(

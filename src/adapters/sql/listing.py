@@ -37,14 +37,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from clarion.adapters.sql.metadata_sql import Bytewise, const
+from clarion.adapters.sql.metadata_sql import Bytewise, Inline, const
 from clarion.adapters.sql.predicates import (
     bundle_is_well_formed,
     has_question_id,
-    is_active_row,
     is_clarification,
     is_pendingish,
+    on_current_turn,
     pending_id_of,
+    session_is_live,
 )
 from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record
 from clarion.adapters.sql.schema import messages, task_sessions, tasks, workspaces
@@ -102,21 +103,23 @@ def parameters(query: ListQuery) -> dict[str, Any]:
     return values
 
 
-def _visible(shape: Shape, task: sa.FromClause) -> ColumnElement[bool]:
-    """L1c over the M5-resolved task: empty workspace, dangling workspace, or visible."""
+_ONE = Inline(1, sa.Integer())
+
+
+def _visible(shape: Shape, task: sa.FromClause, workspace: sa.FromClause) -> ColumnElement[bool]:
+    """L1c over the M5-resolved task and its workspace (left-joined): empty workspace id,
+    dangling workspace (L1d's "equivalent left join with a null check"), or visible."""
     if not shape.scoped:
         return sa.true()
-    workspace = workspaces.alias()
     terms: list[ColumnElement[bool]] = [
         task.c.workspace_id == const(""),
-        ~sa.exists().where(workspace.c.id == task.c.workspace_id),
+        workspace.c.id.is_(None),
     ]
     if shape.by_owner:  # L1a's rule itself: unowned, or owned by the caller
-        owner = workspaces.alias()
         terms.append(
-            sa.exists().where(
-                owner.c.id == task.c.workspace_id,
-                sa.or_(owner.c.owner_id == const(""), owner.c.owner_id == sa.bindparam("owner_id")),
+            sa.or_(
+                workspace.c.owner_id == const(""),
+                workspace.c.owner_id == sa.bindparam("owner_id", type_=sa.Text()),
             )
         )
     elif shape.with_ids:  # L1b: no IN () for an empty set
@@ -124,11 +127,55 @@ def _visible(shape: Shape, task: sa.FromClause) -> ColumnElement[bool]:
     return sa.or_(*terms)
 
 
-def _first_pending_row(head: sa.FromClause) -> ColumnElement[bool]:
+def _task_is_visible(shape: Shape, head: sa.FromClause, task_id: Any) -> Any:
+    """M5a (the task exists), L1c and L7a for the head's bundle, as one scalar subquery that
+    probes the task and its workspace by primary key (NULL when the task does not exist)."""
+    task = tasks.alias("task")
+    workspace = workspaces.alias("workspace")
+    terms = [_visible(shape, task, workspace)]
+    if shape.by_workspace:  # L7a: "" means "not supplied"; an AND term, never a disjunct
+        terms.append(task.c.workspace_id == sa.bindparam("workspace_id"))
+    return (
+        sa.select(sa.and_(*terms))
+        .select_from(task.outerjoin(workspace, workspace.c.id == task.c.workspace_id))
+        .where(task.c.id == task_id)
+        .correlate(head)
+        .scalar_subquery()
+    )
+
+
+def _session_is_live(head: sa.FromClause) -> Any:
+    """:func:`session_is_live` of the head's session, probed by primary key (NULL when the
+    session is missing) — ``in_live_session`` as a scalar, which PostgreSQL keeps a per-row
+    probe instead of hashing every session."""
+    session = task_sessions.alias("live")
+    return (
+        sa.select(session_is_live(session))
+        .where(session.c.id == head.c.task_session_id)
+        .correlate(head)
+        .scalar_subquery()
+    )
+
+
+def _absent(head: sa.FromClause, row: sa.FromClause, *where: ColumnElement[bool]) -> Any:
+    """``NOT EXISTS (row WHERE where)`` spelled as a scalar ``(SELECT 1 … LIMIT 1) IS NULL``:
+    PostgreSQL may turn an uncorrelated-looking EXISTS into one hashed scan of the whole
+    table; a scalar subquery always stays an index probe per head visited."""
+    probe = sa.select(_ONE).select_from(row).where(*where).limit(1).correlate(head)
+    return probe.scalar_subquery().is_(None)
+
+
+def _first_pending_row(head: sa.FromClause) -> Any:
     """No pending clarification row of the same bundle comes before ``head`` by
-    (``created_at``, ``id``): one head per bundle."""
+    (``created_at``, ``id``): one head per bundle. (The bundle's rows share
+    ``bundle_created_at`` and ``bundle_pending_id``: the probe is one point of the
+    pending-order index.)"""
     earlier = messages.alias("earlier")
-    return ~sa.exists().where(
+    return _absent(
+        head,
+        earlier,
+        earlier.c.bundle_created_at == head.c.bundle_created_at,
+        earlier.c.bundle_pending_id == head.c.bundle_pending_id,
         pending_id_of(earlier) == pending_id_of(head),
         is_clarification(earlier),
         is_pendingish(earlier),
@@ -139,11 +186,15 @@ def _first_pending_row(head: sa.FromClause) -> ColumnElement[bool]:
     )
 
 
-def _every_row_has_question_id(head: sa.FromClause) -> ColumnElement[bool]:
+def _every_row_has_question_id(head: sa.FromClause) -> Any:
     """L16 over all the bundle's clarification rows."""
     row = messages.alias("qrow")
-    return ~sa.exists().where(
-        pending_id_of(row) == pending_id_of(head), is_clarification(row), ~has_question_id(row)
+    return _absent(
+        head,
+        row,
+        pending_id_of(row) == pending_id_of(head),
+        is_clarification(row),
+        ~has_question_id(row),
     )
 
 
@@ -170,23 +221,30 @@ def _task_id(head: sa.FromClause) -> ColumnElement[str]:
 def _page_statement(shape: Shape) -> sa.Select[Any]:
     head = messages.alias("head")
     created_at = head.c.bundle_created_at
-    pending_id = Bytewise(pending_id_of(head))
+    pending_id = head.c.bundle_pending_id  # byte-wise on both databases (Key)
     task_id = _task_id(head)
-    task = tasks.alias("task")
-    task_terms: list[ColumnElement[bool]] = [task.c.id == task_id, _visible(shape, task)]
-    if shape.by_workspace:  # L7a: "" means "not supplied"; an AND term, never a disjunct
-        task_terms.append(task.c.workspace_id == sa.bindparam("workspace_id"))
+    accepted = sa.and_(
+        # D4 (L2a): is_active_row's conjuncts, pending-ish (below), current turn, live session
+        on_current_turn(head),
+        _session_is_live(head),
+        pending_id_of(head) != const(""),
+        _first_pending_row(head),
+        bundle_is_well_formed(head),  # the claim's guard
+        _every_row_has_question_id(head),  # L16
+        _task_is_visible(shape, head, task_id),  # M5a: an existing task; L1c; L7a
+    )
     statement = sa.select(
         pending_id_of(head).label("pending_id"),
         task_id.label("task_id"),
         created_at.label("created_at"),
     ).where(
-        is_active_row(head),  # D4 (L2a): pending-ish, current turn, live session
-        pending_id_of(head) != const(""),
-        _first_pending_row(head),
-        bundle_is_well_formed(head),  # the claim's guard
-        _every_row_has_question_id(head),  # L16
-        sa.exists().where(*task_terms),  # M5a: an existing task; L1c; L7a
+        # The partial index's own terms, so both databases walk it...
+        is_clarification(head),
+        is_pendingish(head),
+        # ...and every other test inside one CASE, evaluated per head visited. Written as
+        # plain AND-ed EXISTS terms, PostgreSQL would turn them into joins over every pending
+        # row and sort them all; under a CASE they stay per-row filters of the walk.
+        sa.case((accepted, sa.true()), else_=sa.false()),
     )
     if shape.since:  # L8
         statement = statement.where(created_at >= _stamp("created_since"))

@@ -76,7 +76,7 @@ def message_values(record: MessageRecord) -> dict[str, Any]:
 
 # -- the derived bundle keys (schema: bundle_created_at, bundle_digest) ------------------------
 
-BundleKeys = tuple[datetime, str]  # (D1 created_at, questions digest)
+BundleKeys = tuple[datetime, str, str]  # (D1 created_at, pending id, questions digest)
 
 
 def _bundle_pending_id(record: MessageRecord) -> str:
@@ -87,7 +87,7 @@ def _bundle_pending_id(record: MessageRecord) -> str:
 
 def bundle_keys(records: Sequence[MessageRecord]) -> dict[str, BundleKeys]:
     """Per pending id, the keys of the bundle that ``records`` (all its clarification rows)
-    make: D1's minimum ``created_at`` and the digest of its question set."""
+    make: D1's minimum ``created_at``, the pending id, and the digest of its question set."""
     groups: dict[str, list[MessageRecord]] = defaultdict(list)
     for record in records:
         if pending_id := _bundle_pending_id(record):
@@ -97,6 +97,7 @@ def bundle_keys(records: Sequence[MessageRecord]) -> dict[str, BundleKeys]:
         rows = [parse_row(record) for record in group]
         keys[pending_id] = (
             min(record.created_at for record in group),
+            pending_id,
             questions_digest(bundle_questions(rows)),
         )
     return keys
@@ -105,7 +106,10 @@ def bundle_keys(records: Sequence[MessageRecord]) -> dict[str, BundleKeys]:
 @cache
 def _rows_of_bundles() -> sa.Select[Any]:
     return sa.select(
-        *MESSAGE_COLUMNS, messages.c.bundle_created_at, messages.c.bundle_digest
+        *MESSAGE_COLUMNS,
+        messages.c.bundle_created_at,
+        messages.c.bundle_pending_id,
+        messages.c.bundle_digest,
     ).where(
         is_clarification(messages),
         pending_id_of(messages).in_(sa.bindparam("pending_ids", expanding=True)),
@@ -119,6 +123,7 @@ def _set_keys() -> sa.Update:
         .where(messages.c.id == sa.bindparam("row_id"))
         .values(
             bundle_created_at=sa.bindparam("new_created_at", type_=messages.c.created_at.type),
+            bundle_pending_id=sa.bindparam("new_pending_id", type_=messages.c.id.type),
             bundle_digest=sa.bindparam("new_digest", type_=sa.Text()),
         )
     )
@@ -134,9 +139,19 @@ def _stored_rows(
     for row in result.mappings():
         record = message_record(row)
         if _bundle_pending_id(record) in pending_ids:
-            current = row["bundle_created_at"], row["bundle_digest"]
+            current = row["bundle_created_at"], row["bundle_pending_id"], row["bundle_digest"]
             stored.append((record, current if current[0] is not None else None))
     return stored
+
+
+def _key_values(row_id: str, keys: BundleKeys) -> dict[str, Any]:
+    created_at, pending_id, digest = keys
+    return {
+        "row_id": row_id,
+        "new_created_at": created_at,
+        "new_pending_id": pending_id,
+        "new_digest": digest,
+    }
 
 
 def _rewrite_keys(
@@ -149,9 +164,7 @@ def _rewrite_keys(
     for record, current in stored:
         wanted = keys.get(_bundle_pending_id(record))
         if wanted is not None and current != wanted:
-            changes.append(
-                {"row_id": record.id, "new_created_at": wanted[0], "new_digest": wanted[1]}
-            )
+            changes.append(_key_values(record.id, wanted))
     if changes:
         connection.execute(_set_keys(), changes)
 
@@ -168,8 +181,8 @@ def insert_messages(connection: Connection, records: Sequence[MessageRecord]) ->
     values = []
     for record in records:
         row = message_values(record)
-        created_at, digest = keys.get(_bundle_pending_id(record), (None, None))
-        row.update(bundle_created_at=created_at, bundle_digest=digest)
+        created_at, pending_id, digest = keys.get(_bundle_pending_id(record), (None, None, None))
+        row.update(bundle_created_at=created_at, bundle_pending_id=pending_id, bundle_digest=digest)
         values.append(row)
     connection.execute(sa.insert(messages), values)
     _rewrite_keys(connection, stored, keys)

@@ -122,9 +122,11 @@ task_session_messages = sa.Table(
     sa.Column("updated_at", UtcDateTime, nullable=False),
     # Derived, on clarification rows only (NULL on others), rewritten for every row of a
     # pending id whenever a row of it is inserted or deleted (records.refresh_bundle_keys):
-    # the bundle's D1 created_at, and a digest of its question set (domain.questions_digest).
-    # Never an authority: activeness is judged from the rows themselves (P1, L2a).
+    # the bundle's D1 created_at, its pending id as a byte-wise column (L6's tie-break), and
+    # a digest of its question set (domain.questions_digest). Never an authority: activeness
+    # is judged from the rows themselves (P1, L2a).
     sa.Column("bundle_created_at", UtcDateTime, nullable=True),
+    sa.Column("bundle_pending_id", Key, nullable=True),
     sa.Column("bundle_digest", sa.Text, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
@@ -146,14 +148,12 @@ sa.Index(
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
-# The list walks this index in L6 order — (D1 created_at, pending id) over pending
-# clarification rows — and stops after one page of bundles (docs/performance.md). SQLite's
-# BINARY collation is L6's bytewise order already; PostgreSQL sorts rows of equal created_at by
-# the bytewise pending id as it walks (an incremental sort).
+# The list walks this index in L6 order — (D1 created_at, pending id byte-wise) over pending
+# clarification rows — and stops after one page of bundles (docs/performance.md).
 sa.Index(
     "ix_task_session_messages_pending_order",
     messages.c.bundle_created_at,
-    pending_id_of(messages),
+    messages.c.bundle_pending_id,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )

@@ -146,3 +146,46 @@ def test_session_reads_never_scan_the_messages(engine: Engine, world: ContractWo
         world.claims.detach_active_bundles(session_id)
 
     assert _full_scans(engine, _captured(engine, session_reads)) == []
+
+
+def test_the_list_walks_the_pending_order_index_and_sorts_no_backlog(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue 15: the page is read in L6 order from the partial index of pending rows and the
+    walk stops at the limit — no sort over every pending bundle (PostgreSQL may sort rows of
+    equal ``created_at`` by the bytewise pending id as it walks: an incremental sort)."""
+    for n in range(40):
+        world.bundle_in_new_session(f"q-{n:02d}")
+    query = ListQuery(visibility=Visibility.owned_by("alice"), limit=3)
+    (statement,) = _captured(engine, lambda: world.claims.list_active_bundles(query))
+    sql, parameters = statement
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            plan = [
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            ]
+            assert "SCAN head USING INDEX ix_task_session_messages_pending_order" in plan
+            return
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    tree = raw if isinstance(raw, list) else json.loads(str(raw))
+    nodes = list(_plan_nodes(tree[0]["Plan"]))
+    walks = [n for n in nodes if n.get("Index Name") == "ix_task_session_messages_pending_order"]
+    (head,) = [n for n in walks if n["Alias"] == "head"]
+    assert all("Index Cond" in n for n in walks if n is not head)  # probes, not walks
+    chain = list(_main_chain(tree[0]["Plan"]))  # the plan without its per-row subplans
+    limits = [n for n in chain if n["Node Type"] == "Limit"]
+    assert limits
+    under_limit = list(_main_chain(limits[0]))
+    assert head in under_limit
+    assert [n for n in under_limit if n["Node Type"] == "Sort"] == []
+    # Every per-row test is a probe: no subplan of the walk is hashed over a whole table.
+    assert "hashed SubPlan" not in head.get("Filter", "")
+
+
+def _main_chain(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        if child.get("Parent Relationship") not in ("SubPlan", "InitPlan"):
+            yield from _main_chain(child)

@@ -1,4 +1,5 @@
-"""Bundle keys on clarification rows: D1 ``bundle_created_at`` and ``bundle_digest``, with the
+"""Bundle keys on clarification rows: D1 ``bundle_created_at``, ``bundle_pending_id`` and
+``bundle_digest``, with the
 partial indexes the list walk and create's deduplication read (issue 15).
 
 Existing rows are backfilled with the same function the repositories use when they insert
@@ -46,6 +47,7 @@ message = sa.table(
     sa.column("created_at", UtcDateTime),
     sa.column("updated_at", UtcDateTime),
     sa.column("bundle_created_at", UtcDateTime),
+    sa.column("bundle_pending_id", Key),
     sa.column("bundle_digest", sa.Text),
 )
 
@@ -64,6 +66,7 @@ def _backfill(connection: sa.Connection) -> None:
         .where(message.c.id == sa.bindparam("row_id"))
         .values(
             bundle_created_at=sa.bindparam("new_created_at", type_=UtcDateTime()),
+            bundle_pending_id=sa.bindparam("new_pending_id", type_=Key),
             bundle_digest=sa.bindparam("new_digest", type_=sa.Text()),
         )
     )
@@ -74,9 +77,14 @@ def _backfill(connection: sa.Connection) -> None:
         for record in group:
             key = record.metadata.get("pending_id")
             if isinstance(key, str) and key in keys:
-                created_at, digest = keys[key]
+                created_at, _, digest = keys[key]
                 changes.append(
-                    {"row_id": record.id, "new_created_at": created_at, "new_digest": digest}
+                    {
+                        "row_id": record.id,
+                        "new_created_at": created_at,
+                        "new_pending_id": key,
+                        "new_digest": digest,
+                    }
                 )
 
     group: list[MessageRecord] = []
@@ -96,13 +104,14 @@ def upgrade() -> None:
     op.add_column(
         "task_session_messages", sa.Column("bundle_created_at", UtcDateTime, nullable=True)
     )
+    op.add_column("task_session_messages", sa.Column("bundle_pending_id", Key, nullable=True))
     op.add_column("task_session_messages", sa.Column("bundle_digest", sa.Text, nullable=True))
     _backfill(op.get_bind())
     pending_rows = sa.and_(is_clarification(message), is_pendingish(message))
     op.create_index(
         "ix_task_session_messages_pending_order",
         "task_session_messages",
-        [message.c.bundle_created_at, pending_id_of(message)],
+        ["bundle_created_at", "bundle_pending_id"],
         sqlite_where=pending_rows,
         postgresql_where=pending_rows,
     )
@@ -120,4 +129,5 @@ def downgrade() -> None:
     op.drop_index("ix_task_session_messages_pending_order", "task_session_messages")
     with op.batch_alter_table("task_session_messages") as batch:
         batch.drop_column("bundle_digest")
+        batch.drop_column("bundle_pending_id")
         batch.drop_column("bundle_created_at")
