@@ -45,10 +45,12 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.questions import questions_digest, same_questions
 from clarion.domain.rows import (
     Bundle,
     ClarificationRow,
     MessageRecord,
+    bundle_questions,
     clarification_metadata,
     make_bundle,
     order_rows,
@@ -134,6 +136,21 @@ class SqlClaimRepository:
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
+
+    def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
+        """One probe of ``ix_task_session_messages_pending_digest`` for the session's active
+        rows carrying the questions' digest; a candidate is confirmed with ``same_questions``
+        on its rows (read in the same transaction only when there is one)."""
+        params = {"session_id": session_id, "digest": questions_digest(questions)}
+        with read_transaction(self._engine) as connection:
+            found = connection.execute(statements.duplicate_candidates(), params).scalars()
+            candidates = list(dict.fromkeys(found))
+            for pending_id in candidates:
+                records = _select(connection, "bundle", {"pending_id": pending_id})
+                rows = [parse_row(record) for record in records]
+                if same_questions(bundle_questions(order_rows(rows)), questions):
+                    return str(pending_id)
+        return None
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         wanted = sorted(set(session_ids))

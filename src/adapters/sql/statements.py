@@ -85,6 +85,20 @@ def guard(kind: Guard) -> ColumnElement[bool]:
 
 
 @cache
+def duplicate_candidates() -> sa.Select[Any]:
+    """Pending ids of the session's active rows (the workflow-guard reading) whose bundle has
+    the questions digest ``digest``, in creation order (may repeat)."""
+    return (
+        sa.select(pending_id_of(m))
+        .where(
+            guard("session_active"),
+            m.c.bundle_digest == sa.bindparam("digest", type_=sa.Text()),
+        )
+        .order_by(m.c.created_at, m.c.id)
+    )
+
+
+@cache
 def select_rows(kind: Guard) -> sa.Select[Any]:
     """The rows ``kind`` matches, in creation order."""
     return sa.select(*MESSAGE_COLUMNS).where(guard(kind)).order_by(m.c.created_at, m.c.id)

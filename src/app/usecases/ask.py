@@ -44,7 +44,7 @@ from clarion.domain.model import (
     SessionState,
     is_terminal_state,
 )
-from clarion.domain.questions import QuestionDraft, same_questions, validate_questions
+from clarion.domain.questions import QuestionDraft, validate_questions
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -155,10 +155,9 @@ class Asking:
             raise InvalidArgument("task_id does not match the session's task", field="task_id")
         if is_terminal_state(session.state):
             raise NotActive("session is no longer active")
-        for pending_id in self._claims.active_pending_ids(session.id):
-            bundle = self._claims.load_bundle(pending_id)
-            if bundle is not None and same_questions(bundle.questions, questions):
-                return _Prepared(session=session, pending_id=pending_id, is_new=False)
+        duplicate = self._claims.find_active_duplicate(session.id, questions)
+        if duplicate is not None:
+            return _Prepared(session=session, pending_id=duplicate, is_new=False)
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
 
     async def _make_durable(
