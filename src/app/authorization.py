@@ -24,12 +24,12 @@ class HostTaskAuthorizer:
         """
         if not identity.is_scoped:
             return
-        task = self._host.get_task(task_id) if task_id else None
-        if task is None:
+        found = self._host.get_task_and_workspace(task_id) if task_id else None  # one read
+        if found is None:
             raise NotFound(NOT_FOUND_MESSAGE)
+        task, workspace = found
         if task.workspace_id == "":
             return  # D5: a task without a workspace is visible to everyone
-        workspace = self._host.get_workspace(task.workspace_id)
         # L1c disjunct 2: a dangling workspace reference does not hide the task.
         if workspace is None or workspace_visible_to(workspace.owner_id, identity):
             return

@@ -115,13 +115,20 @@ class SqlClaimRepository:
     def load_bundle(self, pending_id: str) -> Bundle | None:
         if not pending_id:
             return None
-        with read_transaction(self._engine) as connection:
-            records = _select(connection, "bundle", {"pending_id": pending_id})
-            rows = order_rows(parse_row(record) for record in records)
-            if not rows:
-                return None
-            session = load_session(connection, rows[0].session_id)
-        return make_bundle(pending_id, rows, session.task_id if session else None)
+        with read_transaction(self._engine) as connection:  # one statement
+            found = connection.execute(
+                statements.bundle_with_sessions(), {"pending_id": pending_id}
+            ).mappings()
+            session_tasks = {}
+            records = []
+            for row in found:
+                record = message_record(row)
+                records.append(record)
+                session_tasks[record.session_id] = row["session_task_id"]
+        rows = order_rows(parse_row(record) for record in records)
+        if not rows:
+            return None
+        return make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
 
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
         with read_transaction(self._engine) as connection:

@@ -116,6 +116,33 @@ class SqlHostRepository:
             row = connection.execute(statement).mappings().first()
         return _task(row) if row is not None else None
 
+    def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
+        workspace = workspaces.alias("workspace")
+        statement = (
+            sa.select(
+                tasks,
+                workspace.c.id.label("ws_id"),
+                workspace.c.name.label("ws_name"),
+                workspace.c.owner_id.label("ws_owner_id"),
+                workspace.c.created_at.label("ws_created_at"),
+            )
+            .select_from(tasks.outerjoin(workspace, workspace.c.id == tasks.c.workspace_id))
+            .where(tasks.c.id == task_id)
+        )
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        if row is None:
+            return None
+        found = None
+        if row["ws_id"] is not None and row["workspace_id"] != "":
+            found = Workspace(
+                id=row["ws_id"],
+                name=row["ws_name"],
+                owner_id=row["ws_owner_id"],
+                created_at=row["ws_created_at"],
+            )
+        return _task(row), found
+
     def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
         statement = sa.select(tasks).order_by(tasks.c.created_at, tasks.c.id)
         if workspace_id:

@@ -34,6 +34,7 @@ from clarion.adapters.sql.predicates import (
 )
 from clarion.adapters.sql.records import MESSAGE_COLUMNS
 from clarion.adapters.sql.schema import messages as m
+from clarion.adapters.sql.schema import task_sessions
 from clarion.domain.model import ANSWERED
 
 Guard = Literal[
@@ -82,6 +83,19 @@ def guard(kind: Guard) -> ColumnElement[bool]:
     if kind == "session_active":
         return sa.and_(in_session, is_active_row(m, require_live_session=False))
     raise ValueError(kind)
+
+
+@cache
+def bundle_with_sessions() -> sa.Select[Any]:
+    """A bundle's clarification rows, each with its session's ``task_id`` (NULL when the
+    session row is missing): ``load_bundle`` in one statement."""
+    session = task_sessions.alias("bundle_session")
+    return (
+        sa.select(*MESSAGE_COLUMNS, session.c.task_id.label("session_task_id"))
+        .select_from(m.outerjoin(session, session.c.id == m.c.task_session_id))
+        .where(guard("bundle"))
+        .order_by(m.c.created_at, m.c.id)
+    )
 
 
 @cache
