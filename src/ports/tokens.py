@@ -31,6 +31,11 @@ class TokenStore(Protocol):
 
     def find_token(self, token_hash: str) -> AccessToken | None: ...
 
+    def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
+        """The token with its user (None when the user row is gone) in one read: what
+        authenticating a request needs; None when no token has ``token_hash``."""
+        ...
+
     def revoke_token(self, token_id: str) -> bool:
         """Set ``revoked_at``; True only when a token existed and was not yet revoked."""
         ...

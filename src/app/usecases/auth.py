@@ -234,11 +234,11 @@ class Authentication:
     def _usable(
         self, token_hash: str, *, touch: bool = True
     ) -> tuple[AccessToken, Identity] | None:
-        record = self._tokens.find_token(token_hash)
+        found = self._tokens.find_token_and_user(token_hash)  # one read
         now = self._clock.now()
-        if record is None or not record.usable_at(now):
+        if found is None or not found[0].usable_at(now):
             return None
-        user = self._tokens.get_user(record.user_id)
+        record, user = found
         if user is None or not user.active:
             return None
         if touch and (
