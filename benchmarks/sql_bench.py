@@ -1,18 +1,23 @@
 """Durable-store benchmark for SQLite and PostgreSQL (see docs/performance.md).
 
-Prints, per database:
+Prints, per database (figures only; nothing is asserted):
 
-- claim throughput: ``SqlClaimRepository.complete_active_bundle`` calls per second, and the
-  same figure as a ratio of a bare single-row conditional ``UPDATE`` + commit on the same
-  database in the same run (target >= 0.5);
-- list latency: the median time of one ``list_active_bundles`` page of 50 with the same
-  1,000 pending bundles on top of 10k and of 1M resolved message rows (target: the large
-  figure within 2x of the small one).
+- claims: ``SqlClaimRepository.complete_active_bundle`` calls per second, and the ratio to a
+  bare single-row conditional ``UPDATE`` + commit on the same database in the same run;
+- list: the median and p95 of one list page of 50 for a scoped caller (visibility resolved
+  by ``HostTaskAuthorizer`` as ``Listing`` does) at each of ``--pending-sizes`` pending
+  bundles with a fixed history, the ratio largest / smallest, and the ratio to a raw
+  ``SELECT`` of the 50 oldest pending rows through an index (the physical floor);
+- scoped: the same page for a caller owning 10 vs ``--many-workspaces`` workspaces;
+- create: ``Asking.create`` in a session holding 1 vs ``--session-active`` active bundles;
+- history (only with ``--parts ...,history``): the page over 1,000 pending bundles with
+  ``--history`` and then ``--large-history`` resolved rows.
 
 Run::
 
-    .venv/bin/python -m benchmarks.sql_bench                      # SQLite and PostgreSQL
-    .venv/bin/python -m benchmarks.sql_bench --large-history 100000 --claims 300   # quicker
+    .venv/bin/python -m benchmarks.sql_bench                     # SQLite and PostgreSQL
+    .venv/bin/python -m benchmarks.sql_bench --json after.json --label after
+    .venv/bin/python -m benchmarks.sql_bench --parts list --pending-sizes 100,1000000
 
 PostgreSQL is used when ``--postgres-url`` or ``CLARION_TEST_POSTGRES_URL`` names a server;
 a scratch database is created there and dropped afterwards.
@@ -407,6 +412,31 @@ def bench_list_sizes(engine: Engine, args: argparse.Namespace) -> dict[str, Any]
     return figures
 
 
+def bench_history(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
+    """List page of 50 over ``--pending-for-history`` pending bundles with a small and then a
+    large resolved history (the page must not follow the history)."""
+    loader = Loader(engine)
+    workspace_ids = [loader.new_id("ws") for _ in range(WORKSPACES)]
+    owned = workspace_rows(workspace_ids[0::2], "someone-else")
+    loader.insert(workspaces, owned + workspace_rows(workspace_ids[1::2], ""))
+    history_owners = loader.sessions(HISTORY_SESSIONS, workspace_ids)
+    pending_owners = loader.sessions(PENDING_SESSIONS, workspace_ids)
+    loader.bundles(args.history // len(QUESTIONS), history_owners, answered=True)
+    loader.bundles(args.pending_for_history, pending_owners, answered=False)
+    settle(engine)
+    claims, authorizer = listing(engine)
+    page = list_page(claims, authorizer, Identity.user("bench-user"))
+    figures: dict[str, Any] = {}
+    median, p95 = timings_ms(page, args.list_repeats)
+    figures[str(args.history)] = {"median_ms": median, "p95_ms": p95}
+    more = (args.large_history - args.history) // len(QUESTIONS)
+    loader.bundles(more, history_owners, answered=True)
+    settle(engine)
+    median, p95 = timings_ms(page, args.list_repeats)
+    figures[str(args.large_history)] = {"median_ms": median, "p95_ms": p95}
+    return figures
+
+
 def bench_scoped(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
     """List page of 50 for a caller who owns few vs many workspaces (same bundles)."""
     loader = Loader(engine)
@@ -517,6 +547,15 @@ def run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> dict[st
             f" (target <= 1.5); page at {large} / raw floor = {floor:.2f} (target <= 4)",
             flush=True,
         )
+    if "history" in args.parts:
+        history = fresh(make, lambda engine: bench_history(engine, args))
+        result["history"] = history
+        show(name, "list page of 50, resolved rows", history)
+        print(
+            f"{name}: history ratio {args.large_history}/{args.history} resolved rows ="
+            f" {ratio(history, str(args.large_history), str(args.history))} (target <= 2)",
+            flush=True,
+        )
     if "scoped" in args.parts:
         scoped = fresh(make, lambda engine: bench_scoped(engine, args))
         result["scoped"] = scoped
@@ -542,7 +581,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
-    parser.add_argument("--parts", default="claims,list,scoped,create")
+    parser.add_argument(
+        "--parts",
+        default="claims,list,scoped,create",
+        help="any of claims,list,scoped,create,history (history: 1M rows, minutes more)",
+    )
     parser.add_argument("--claims", type=int, default=1000, help="claims (and bare updates) timed")
     parser.add_argument(
         "--pending-sizes",
@@ -550,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
         help="pending bundles the list page is measured at (comma-separated)",
     )
     parser.add_argument("--history", type=int, default=10_000, help="resolved rows, fixed")
+    parser.add_argument("--large-history", type=int, default=1_000_000, help="for history")
+    parser.add_argument("--pending-for-history", type=int, default=1000)
     parser.add_argument("--list-repeats", type=int, default=50)
     parser.add_argument("--scoped-pending", type=int, default=1000)
     parser.add_argument("--many-workspaces", type=int, default=100_000)
