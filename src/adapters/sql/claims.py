@@ -145,9 +145,10 @@ class SqlClaimRepository:
         return bool(self.active_pending_ids(session_id))
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
-        """One probe of ``ix_task_session_messages_pending_digest`` for the session's active
-        rows carrying the questions' digest; a candidate is confirmed with ``same_questions``
-        on its rows (read in the same transaction only when there is one)."""
+        """One probe of ``ix_task_session_messages_pending_rows`` (session, current turn,
+        digest) for the session's active rows carrying the questions' digest; a candidate is
+        confirmed with ``same_questions`` on its rows (read in the same transaction only when
+        there is one)."""
         params = {"session_id": session_id, "digest": questions_digest(questions)}
         with read_transaction(self._engine) as connection:
             found = connection.execute(statements.duplicate_candidates(), params).scalars()

@@ -138,12 +138,14 @@ messages = task_session_messages
 # long the history grows; the guard needs rows of every type, so this index is not partial.
 sa.Index("ix_task_session_messages_pending_id", pending_id_of(messages))
 
-# Only pending clarification rows: the list query and the per-session active reads scan this
-# index, so their cost follows the pending work, not the message history.
+# Only pending clarification rows: the per-session active reads scan this index (and create's
+# deduplication probes it down to the question-set digest), so their cost follows the pending
+# work, not the message history.
 sa.Index(
     "ix_task_session_messages_pending_rows",
     messages.c.task_session_id,
     messages.c.turn_id,
+    messages.c.bundle_digest,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
@@ -154,15 +156,6 @@ sa.Index(
     "ix_task_session_messages_pending_order",
     messages.c.bundle_created_at,
     messages.c.bundle_pending_id,
-    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
-)
-
-# Creating a bundle finds an identical active one in its session by this index (§2.7).
-sa.Index(
-    "ix_task_session_messages_pending_digest",
-    messages.c.task_session_id,
-    messages.c.bundle_digest,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )

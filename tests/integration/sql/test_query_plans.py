@@ -25,7 +25,6 @@ HISTORY_BUNDLES = 3000
 PARTIAL_INDEXES = (
     "ix_task_session_messages_pending_rows",
     "ix_task_session_messages_pending_order",
-    "ix_task_session_messages_pending_digest",
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(

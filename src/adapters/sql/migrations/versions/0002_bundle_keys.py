@@ -1,6 +1,6 @@
 """Bundle keys on clarification rows: D1 ``bundle_created_at``, ``bundle_pending_id`` and
-``bundle_digest``, with the
-partial indexes the list walk and create's deduplication read (issue 15).
+``bundle_digest``, with the partial index the list walk reads, and the digest added to the
+per-session index of pending rows for create's deduplication (issue 15).
 
 Existing rows are backfilled with the same function the repositories use when they insert
 (``records.bundle_keys``), one pending id at a time, so every clarification row — pending or
@@ -115,17 +115,28 @@ def upgrade() -> None:
         sqlite_where=pending_rows,
         postgresql_where=pending_rows,
     )
+    # The digest joins the per-session index of pending rows rather than getting its own:
+    # every claim takes a row out of each partial index, so fewer is cheaper.
+    op.drop_index("ix_task_session_messages_pending_rows", "task_session_messages")
     op.create_index(
-        "ix_task_session_messages_pending_digest",
+        "ix_task_session_messages_pending_rows",
         "task_session_messages",
-        ["task_session_id", "bundle_digest"],
+        ["task_session_id", "turn_id", "bundle_digest"],
         sqlite_where=pending_rows,
         postgresql_where=pending_rows,
     )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_task_session_messages_pending_digest", "task_session_messages")
+    pending_rows = sa.and_(is_clarification(message), is_pendingish(message))
+    op.drop_index("ix_task_session_messages_pending_rows", "task_session_messages")
+    op.create_index(
+        "ix_task_session_messages_pending_rows",
+        "task_session_messages",
+        ["task_session_id", "turn_id"],
+        sqlite_where=pending_rows,
+        postgresql_where=pending_rows,
+    )
     op.drop_index("ix_task_session_messages_pending_order", "task_session_messages")
     with op.batch_alter_table("task_session_messages") as batch:
         batch.drop_column("bundle_digest")
