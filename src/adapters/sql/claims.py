@@ -151,8 +151,10 @@ class SqlClaimRepository:
         there is one)."""
         params = {"session_id": session_id, "digest": questions_digest(questions)}
         with read_transaction(self._engine) as connection:
-            found = connection.execute(statements.duplicate_candidates(), params).scalars()
-            candidates = list(dict.fromkeys(found))
+            found = connection.execute(statements.duplicate_candidates(), params).all()
+            # First seen in creation order, as active_pending_ids orders them.
+            ordered = sorted(found, key=lambda row: (row.created_at, row.id))
+            candidates = list(dict.fromkeys(row.pending_id for row in ordered))
             for pending_id in candidates:
                 records = _select(connection, "bundle", {"pending_id": pending_id})
                 rows = [parse_row(record) for record in records]

@@ -24,11 +24,13 @@ from clarion.adapters.sql.metadata_sql import (
 )
 from clarion.adapters.sql.predicates import (
     bundle_is_well_formed,
+    current_turn_id,
     in_live_session,
     is_active_row,
     is_clarification,
     is_delivery_pending,
     is_detached,
+    is_pendingish,
     on_current_turn,
     pending_id_of,
 )
@@ -100,15 +102,19 @@ def bundle_with_sessions() -> sa.Select[Any]:
 
 @cache
 def duplicate_candidates() -> sa.Select[Any]:
-    """Pending ids of the session's active rows (the workflow-guard reading) whose bundle has
-    the questions digest ``digest``, in creation order (may repeat)."""
-    return (
-        sa.select(pending_id_of(m))
-        .where(
-            guard("session_active"),
-            m.c.bundle_digest == sa.bindparam("digest", type_=sa.Text()),
-        )
-        .order_by(m.c.created_at, m.c.id)
+    """Pending ids of the session's active rows (the workflow-guard reading: pending-ish
+    clarification rows on the session's current turn) whose bundle has the questions digest
+    ``digest``, with each row's (``created_at``, ``id``) for the caller to order (an ORDER BY
+    here leads SQLite to walk the session's whole transcript in creation order instead). The
+    current turn is computed once from the bound session id, so (session, turn, digest) is one
+    seek of the pending-rows index."""
+    session_id = _param("session_id")
+    return sa.select(pending_id_of(m).label("pending_id"), m.c.created_at, m.c.id).where(
+        m.c.task_session_id == session_id,
+        m.c.turn_id == current_turn_id(session_id),
+        is_clarification(m),
+        is_pendingish(m),
+        m.c.bundle_digest == sa.bindparam("digest", type_=sa.Text()),
     )
 
 

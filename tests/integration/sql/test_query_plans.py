@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
 from clarion.ports.testing import ContractWorld
-from clarion.ports.testing.world import answers_for
+from clarion.ports.testing.world import answers_for, sample_questions
 from tests.integration.sql.support import add_resolved_history, sql_world
 
 HISTORY_BUNDLES = 3000
@@ -188,3 +188,35 @@ def _main_chain(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for child in node.get("Plans", ()):
         if child.get("Parent Relationship") not in ("SubPlan", "InitPlan"):
             yield from _main_chain(child)
+
+
+def test_deduplication_is_one_seek_of_the_pending_rows_index(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue 15: create's duplicate lookup seeks (session, current turn, digest) rather than
+    reading the session's transcript or every active bundle of it."""
+    session_id = world.bundle("p-4").session_id
+    statements = _captured(
+        engine,
+        lambda: world.claims.find_active_duplicate(session_id, sample_questions(3)),
+    )
+    sql, parameters = statements[0]
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            plan = " | ".join(
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            )
+            assert "ix_task_session_messages_pending_rows" in plan, plan
+            assert "bundle_digest=?" in plan, plan
+            return
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    tree = raw if isinstance(raw, list) else json.loads(str(raw))
+    seeks = [
+        n
+        for n in _main_chain(tree[0]["Plan"])
+        if n.get("Index Name") == "ix_task_session_messages_pending_rows"
+    ]
+    assert seeks, tree
+    assert "bundle_digest" in seeks[0].get("Index Cond", ""), seeks[0]
