@@ -1,20 +1,25 @@
 """Durable-store benchmark for SQLite and PostgreSQL (see docs/performance.md).
 
-Prints, per database:
+Prints, per database (figures only; nothing is asserted):
 
-- claim throughput: ``SqlClaimRepository.complete_active_bundle`` calls per second, and the
-  same figure as a ratio of a bare single-row conditional ``UPDATE`` + commit on the same
-  database in the same run (target >= 0.5);
-- list latency: the median time of one ``list_active_bundles`` page of 50 with the same
-  1,000 pending bundles on top of 10k and of 1M resolved message rows (target: the large
-  figure within 2x of the small one).
+- claims: ``SqlClaimRepository.complete_active_bundle`` calls per second, and the ratio to a
+  bare single-row conditional ``UPDATE`` + commit on the same database in the same run;
+- list: the median and p95 of one list page of 50 for a scoped caller (visibility resolved
+  by ``HostTaskAuthorizer`` as ``Listing`` does) at each of ``--pending-sizes`` pending
+  bundles with a fixed history, the ratio largest / smallest, and the ratio to a raw
+  ``SELECT`` of the 50 oldest pending rows through an index (the physical floor);
+- scoped: the same page for a caller owning 10 vs ``--many-workspaces`` workspaces;
+- create: ``Asking.create`` in a session holding 1 vs ``--session-active`` active bundles;
+- history (only with ``--parts ...,history``): the page over 1,000 pending bundles with
+  ``--history`` and then ``--large-history`` resolved rows.
 
 Run::
 
-    .venv/bin/python -m benchmarks.sql_bench                      # SQLite and PostgreSQL
-    .venv/bin/python -m benchmarks.sql_bench --large-history 100000 --claims 300   # quicker
+    .venv/bin/python -m benchmarks.sql_bench                     # SQLite and PostgreSQL
+    .venv/bin/python -m benchmarks.sql_bench --json after.json --label after
+    .venv/bin/python -m benchmarks.sql_bench --parts list --pending-sizes 100,1000000
     # SQLite claim throughput with synchronous=FULL (the default) against NORMAL, same run:
-    .venv/bin/python -m benchmarks.sql_bench --backends sqlite --claims-only \
+    .venv/bin/python -m benchmarks.sql_bench --backends sqlite --parts claims \
         --sqlite-synchronous full,normal,full,normal
 
 PostgreSQL is used when ``--postgres-url`` or ``CLARION_TEST_POSTGRES_URL`` names a server;
@@ -24,6 +29,7 @@ a scratch database is created there and dropped afterwards.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import statistics
@@ -37,12 +43,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import psycopg
 import sqlalchemy as sa
 import structlog
 from sqlalchemy.engine import Engine, make_url
 
-from clarion.adapters.sql import SqlClaimRepository, create_engine, upgrade_database
+from clarion.adapters.events import InProcessEventBus
+from clarion.adapters.memory.waiters import InMemoryWaiters
+from clarion.adapters.resume import OutboxResumeDispatcher
+from clarion.adapters.sql import (
+    SqlClaimRepository,
+    SqlHostRepository,
+    create_engine,
+    upgrade_database,
+)
+from clarion.adapters.sql.metadata_sql import is_clarification, is_pendingish
 from clarion.adapters.sql.schema import (
     messages,
     task_session_turns,
@@ -51,8 +67,18 @@ from clarion.adapters.sql.schema import (
     workspaces,
 )
 from clarion.adapters.system import SystemClock, UuidIds
-from clarion.domain.listing import ListQuery, Visibility
-from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST, Answer, Option, Question
+from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.services import build_services
+from clarion.domain.listing import ListQuery
+from clarion.domain.model import (
+    ANSWERED,
+    CLARIFICATION_REQUEST,
+    Answer,
+    Identity,
+    Option,
+    Question,
+)
+from clarion.domain.questions import OptionDraft, QuestionDraft, questions_digest
 from clarion.domain.rows import clarification_metadata, response_metadata
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
@@ -82,6 +108,8 @@ def question(number: int) -> Question:
 
 
 QUESTIONS = (question(1), question(2))
+KEYED = "bundle_created_at" in messages.c
+DIGEST = questions_digest(QUESTIONS)
 
 
 @contextmanager
@@ -190,6 +218,7 @@ class Loader:
     ) -> list[dict[str, Any]]:
         task_id, session_id, turn_id = owner
         rows = []
+        first = self.clock + timedelta(microseconds=7)
         for index, q in enumerate(QUESTIONS):
             metadata = clarification_metadata(
                 pending_id=pending_id, question=q, index=index, total=len(QUESTIONS), context=""
@@ -214,6 +243,10 @@ class Loader:
                     "updated_at": now,
                 }
             )
+            if KEYED:  # the derived bundle keys the repositories write (issue 15)
+                rows[-1].update(
+                    bundle_created_at=first, bundle_pending_id=pending_id, bundle_digest=DIGEST
+                )
         return rows
 
     def bundles(
@@ -296,100 +329,298 @@ def bench_claims(engine: Engine, count: int) -> tuple[float, float]:
     return timed / claim_seconds, timed / bare_seconds
 
 
-def median_list_ms(claims: SqlClaimRepository, query: ListQuery, repeats: int) -> float:
-    claims.list_active_bundles(query)
-    timings = []
+def timings_ms(action: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """(median, p95) in ms of ``repeats`` calls of ``action`` after one warm-up call."""
+    action()
+    samples = []
     for _ in range(repeats):
         started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
+    return statistics.median(samples), p95
+
+
+def listing(engine: Engine) -> tuple[SqlClaimRepository, HostTaskAuthorizer]:
+    claims = SqlClaimRepository(engine, SystemClock(), UuidIds())
+    host = SqlHostRepository(engine, SystemClock(), UuidIds())
+    return claims, HostTaskAuthorizer(host)
+
+
+def list_page(
+    claims: SqlClaimRepository, authorizer: HostTaskAuthorizer, identity: Identity
+) -> Callable[[], Any]:
+    """What ``Listing`` does per call: resolve the caller's visibility, run the page query."""
+
+    def action() -> None:
+        query = ListQuery(visibility=authorizer.visibility(identity), limit=50)
         page = claims.list_active_bundles(query)
-        timings.append(time.perf_counter() - started)
-        if len(page.bundles) != query.limit:
+        if len(page.bundles) != 50:
             raise RuntimeError(f"short page: {len(page.bundles)}")
-    return statistics.median(timings) * 1000
+
+    return action
 
 
-def bench_list(
-    engine: Engine, pending: int, small: int, large: int, repeats: int
-) -> tuple[float, float, float]:
-    """(seconds to load history, median ms with ``small`` rows, median ms with ``large``)."""
+def raw_floor(engine: Engine) -> Callable[[], Any]:
+    """The physical floor of one page: the 50 oldest pending clarification rows, whole, read
+    through an index made for exactly that (created here, benchmark only)."""
+    condition = sa.and_(is_clarification(messages), is_pendingish(messages))
+    index = sa.Index(
+        "bench_ix_pending_created",
+        messages.c.created_at,
+        sqlite_where=condition,
+        postgresql_where=condition,
+    )
+    index.create(engine)
+    settle(engine)
+    statement = sa.select(messages).where(condition).order_by(messages.c.created_at).limit(50)
+
+    def action() -> None:
+        with engine.connect() as connection:
+            rows = connection.execute(statement).all()
+        if len(rows) != 50:
+            raise RuntimeError(f"short floor: {len(rows)}")
+
+    return action
+
+
+def workspace_rows(ids: list[str], owner: str) -> list[dict[str, Any]]:
+    return [
+        {"id": w, "name": w, "owner_id": owner, "created_at": EPOCH, "updated_at": EPOCH}
+        for w in ids
+    ]
+
+
+def bench_list_sizes(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
+    """List page of 50 (median, p95) as the pending backlog grows; history fixed."""
     loader = Loader(engine)
     workspace_ids = [loader.new_id("ws") for _ in range(WORKSPACES)]
-    loader.insert(
-        workspaces,
-        [
-            {
-                "id": w,
-                "name": w,
-                "owner_id": "owner" if i % 2 else "",
-                "created_at": EPOCH,
-                "updated_at": EPOCH,
-            }
-            for i, w in enumerate(workspace_ids)
-        ],
-    )
+    # Half the workspaces are owned by someone else: the scoped caller sees the other half.
+    owned = workspace_rows(workspace_ids[0::2], "someone-else")
+    loader.insert(workspaces, owned + workspace_rows(workspace_ids[1::2], ""))
     history_owners = loader.sessions(HISTORY_SESSIONS, workspace_ids)
     pending_owners = loader.sessions(PENDING_SESSIONS, workspace_ids)
-    rows_per_bundle = len(QUESTIONS)
-    loader.bundles(small // rows_per_bundle, history_owners, answered=True)
-    loader.bundles(pending, pending_owners, answered=False)
+    loader.bundles(args.history // len(QUESTIONS), history_owners, answered=True)
+    claims, authorizer = listing(engine)
+    scoped = list_page(claims, authorizer, Identity.user("bench-user"))
+    loaded = 0
+    figures: dict[str, Any] = {"pending": {}}
+    for size in sorted(args.pending_sizes):
+        loader.bundles(size - loaded, pending_owners, answered=False)
+        loaded = size
+        settle(engine)
+        repeats = args.list_repeats if size <= 10_000 else max(5, args.list_repeats // 5)
+        median, p95 = timings_ms(scoped, repeats)
+        figures["pending"][str(size)] = {"median_ms": median, "p95_ms": p95}
+    floor_median, floor_p95 = timings_ms(raw_floor(engine), args.list_repeats)
+    figures["raw_floor"] = {"median_ms": floor_median, "p95_ms": floor_p95}
+    return figures
+
+
+def bench_history(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
+    """List page of 50 over ``--pending-for-history`` pending bundles with a small and then a
+    large resolved history (the page must not follow the history)."""
+    loader = Loader(engine)
+    workspace_ids = [loader.new_id("ws") for _ in range(WORKSPACES)]
+    owned = workspace_rows(workspace_ids[0::2], "someone-else")
+    loader.insert(workspaces, owned + workspace_rows(workspace_ids[1::2], ""))
+    history_owners = loader.sessions(HISTORY_SESSIONS, workspace_ids)
+    pending_owners = loader.sessions(PENDING_SESSIONS, workspace_ids)
+    loader.bundles(args.history // len(QUESTIONS), history_owners, answered=True)
+    loader.bundles(args.pending_for_history, pending_owners, answered=False)
     settle(engine)
+    claims, authorizer = listing(engine)
+    page = list_page(claims, authorizer, Identity.user("bench-user"))
+    figures: dict[str, Any] = {}
+    median, p95 = timings_ms(page, args.list_repeats)
+    figures[str(args.history)] = {"median_ms": median, "p95_ms": p95}
+    more = (args.large_history - args.history) // len(QUESTIONS)
+    loader.bundles(more, history_owners, answered=True)
+    settle(engine)
+    median, p95 = timings_ms(page, args.list_repeats)
+    figures[str(args.large_history)] = {"median_ms": median, "p95_ms": p95}
+    return figures
+
+
+def bench_scoped(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
+    """List page of 50 for a caller who owns few vs many workspaces (same bundles)."""
+    loader = Loader(engine)
+    mine = [loader.new_id("ws") for _ in range(10)]
+    loader.insert(workspaces, workspace_rows(mine, "bench-user"))
+    owners = loader.sessions(PENDING_SESSIONS, mine)
+    loader.bundles(args.scoped_pending, owners, answered=False)
+    settle(engine)
+    claims, authorizer = listing(engine)
+    page = list_page(claims, authorizer, Identity.user("bench-user"))
+    figures: dict[str, Any] = {}
+    for count in (10, args.many_workspaces):
+        extra = [loader.new_id("ws") for _ in range(count - len(mine))]
+        loader.insert(workspaces, workspace_rows(extra, "bench-user"))
+        mine += extra
+        settle(engine)
+        try:
+            median, p95 = timings_ms(page, args.list_repeats)
+            figures[str(count)] = {"median_ms": median, "p95_ms": p95}
+        except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:  # e.g. too many parameters
+            figures[str(count)] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
+    return figures
+
+
+def bench_create(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
+    """``Asking.create`` (authorize, deduplicate, write) in a session holding 1 vs N active
+    bundles; every timed create has new questions, so deduplication finds nothing."""
+    host = SqlHostRepository(engine, SystemClock(), UuidIds())
     claims = SqlClaimRepository(engine, SystemClock(), UuidIds())
-    # A scoped caller who sees half the workspaces (visibility is inside the query, L1a).
-    query = ListQuery(visibility=Visibility.only(workspace_ids[1::2]), limit=50)
-    small_ms = median_list_ms(claims, query, repeats)
-    started = time.perf_counter()
-    loader.bundles((large - small) // rows_per_bundle, history_owners, answered=True)
-    settle(engine)
-    load_seconds = time.perf_counter() - started
-    large_ms = median_list_ms(claims, query, repeats)
-    return load_seconds, small_ms, large_ms
-
-
-def run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> None:
-    with make() as engine:
-        upgrade_database(engine)
-        claim_rate, bare_rate = bench_claims(engine, args.claims)
-    print(
-        f"{name}: claim {claim_rate:,.0f}/s, bare conditional UPDATE+commit {bare_rate:,.0f}/s,"
-        f" ratio {claim_rate / bare_rate:.2f} (target >= 0.5)",
-        flush=True,
+    services = build_services(
+        claims=claims,
+        host=host,
+        authorizer=HostTaskAuthorizer(host),
+        waiters=InMemoryWaiters(),
+        dispatcher=OutboxResumeDispatcher(claims),
+        events=InProcessEventBus(),
+        clock=SystemClock(),
+        ids=UuidIds(),
     )
-    if args.claims_only:
-        return
+    task = host.create_task("bench", "")
+    counter = iter(range(10**9))
+
+    def drafts() -> tuple[QuestionDraft, ...]:
+        n = next(counter)
+        options = (OptionDraft("Yes", "do it"), OptionDraft("No", "do not"))
+        return (QuestionDraft(prompt=f"Question {n}?", options=options),)
+
+    async def create_many(session_id: str, count: int) -> list[float]:
+        samples = []
+        for _ in range(count):
+            started = time.perf_counter()
+            await services.asking.create(Identity.internal(), session_id, drafts(), "")
+            samples.append((time.perf_counter() - started) * 1000)
+        return samples
+
+    figures: dict[str, Any] = {}
+    for active in (1, args.session_active):
+        session, _ = host.create_session(task.id)
+        anyio.run(create_many, session.id, active - 1)
+        samples = sorted(anyio.run(create_many, session.id, args.create_repeats))
+        p95 = samples[round(0.95 * (len(samples) - 1))]
+        figures[str(active)] = {"median_ms": statistics.median(samples), "p95_ms": p95}
+    return figures
+
+
+def fresh(make: Callable[[], Any], work: Callable[[Engine], Any]) -> Any:
     with make() as engine:
         upgrade_database(engine)
-        load_seconds, small_ms, large_ms = bench_list(
-            engine, args.pending, args.small_history, args.large_history, args.list_repeats
+        return work(engine)
+
+
+def ratio(figures: dict[str, Any], top: str, bottom: str) -> str:
+    a, b = figures.get(top, {}), figures.get(bottom, {})
+    if "median_ms" not in a or "median_ms" not in b:
+        return "n/a"
+    return f"{a['median_ms'] / b['median_ms']:.2f}"
+
+
+def show(name: str, label: str, figures: dict[str, Any]) -> None:
+    for key, value in figures.items():
+        if "median_ms" in value:
+            text = f"median {value['median_ms']:.2f} ms, p95 {value['p95_ms']:.2f} ms"
+        else:
+            text = value["error"]
+        print(f"{name}: {label} {key}: {text}", flush=True)
+
+
+def run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    if "claims" in args.parts:
+        claim_rate, bare_rate = fresh(make, lambda engine: bench_claims(engine, args.claims))
+        result["claims"] = {"claim_per_s": claim_rate, "bare_per_s": bare_rate}
+        print(
+            f"{name}: claim {claim_rate:,.0f}/s, bare conditional UPDATE+commit"
+            f" {bare_rate:,.0f}/s, ratio {claim_rate / bare_rate:.2f}",
+            flush=True,
         )
-    print(
-        f"{name}: list page of 50 over {args.pending:,} pending bundles: "
-        f"{small_ms:.2f} ms median with {args.small_history:,} resolved rows, "
-        f"{large_ms:.2f} ms with {args.large_history:,} (x{large_ms / small_ms:.2f}, "
-        f"target <= 2; history loaded in {load_seconds:.0f} s)",
-        flush=True,
-    )
+    if "list" in args.parts:
+        sizes = fresh(make, lambda engine: bench_list_sizes(engine, args))
+        result["list"] = sizes
+        show(name, "list page of 50 (scoped) at pending bundles", sizes["pending"])
+        show(name, "raw SELECT of the 50 oldest pending rows", {"floor": sizes["raw_floor"]})
+        small, large = str(min(args.pending_sizes)), str(max(args.pending_sizes))
+        pending = sizes["pending"]
+        floor = pending[large]["median_ms"] / sizes["raw_floor"]["median_ms"]
+        print(
+            f"{name}: list ratio {large}/{small} pending = {ratio(pending, large, small)}"
+            f" (target <= 1.5); page at {large} / raw floor = {floor:.2f} (target <= 4)",
+            flush=True,
+        )
+    if "history" in args.parts:
+        history = fresh(make, lambda engine: bench_history(engine, args))
+        result["history"] = history
+        show(name, "list page of 50, resolved rows", history)
+        print(
+            f"{name}: history ratio {args.large_history}/{args.history} resolved rows ="
+            f" {ratio(history, str(args.large_history), str(args.history))} (target <= 2)",
+            flush=True,
+        )
+    if "scoped" in args.parts:
+        scoped = fresh(make, lambda engine: bench_scoped(engine, args))
+        result["scoped"] = scoped
+        show(name, "list page of 50, caller owning workspaces", scoped)
+        print(
+            f"{name}: scoped ratio {args.many_workspaces}/10 workspaces ="
+            f" {ratio(scoped, str(args.many_workspaces), '10')} (target <= 1.5)",
+            flush=True,
+        )
+    if "create" in args.parts:
+        create = fresh(make, lambda engine: bench_create(engine, args))
+        result["create"] = create
+        show(name, "create a bundle, active bundles in the session", create)
+        print(
+            f"{name}: create ratio {args.session_active}/1 active ="
+            f" {ratio(create, str(args.session_active), '1')} (target <= 1.5)",
+            flush=True,
+        )
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
+    parser.add_argument(
+        "--parts",
+        default="claims,list,scoped,create",
+        help="any of claims,list,scoped,create,history (history: 1M rows, minutes more)",
+    )
     parser.add_argument("--claims", type=int, default=1000, help="claims (and bare updates) timed")
-    parser.add_argument("--pending", type=int, default=1000, help="pending bundles listed over")
-    parser.add_argument("--small-history", type=int, default=10_000)
-    parser.add_argument("--large-history", type=int, default=1_000_000)
+    parser.add_argument(
+        "--pending-sizes",
+        default="100,10000,100000",
+        help="pending bundles the list page is measured at (comma-separated)",
+    )
+    parser.add_argument("--history", type=int, default=10_000, help="resolved rows, fixed")
+    parser.add_argument("--large-history", type=int, default=1_000_000, help="for history")
+    parser.add_argument("--pending-for-history", type=int, default=1000)
     parser.add_argument("--list-repeats", type=int, default=50)
     parser.add_argument(
         "--sqlite-synchronous",
         default="full",
         help="comma-separated SQLite synchronous modes to run in turn (full, normal)",
     )
-    parser.add_argument("--claims-only", action="store_true", help="skip the list benchmark")
+    parser.add_argument("--scoped-pending", type=int, default=1000)
+    parser.add_argument("--many-workspaces", type=int, default=100_000)
+    parser.add_argument("--session-active", type=int, default=1000)
+    parser.add_argument("--create-repeats", type=int, default=50)
+    parser.add_argument("--json", default="", help="also write the figures to this JSON file")
+    parser.add_argument("--label", default="", help="a name for this run in the JSON file")
     args = parser.parse_args(argv)
+    args.parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    args.pending_sizes = [int(n) for n in args.pending_sizes.split(",") if n.strip()]
     # A script, like the CLI, may configure logging: keep per-claim info lines off stdout.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     print(f"python {sys.version.split()[0]}, SQLAlchemy {sa.__version__}", flush=True)
+    figures: dict[str, Any] = {}
     if "sqlite" in backends:
         with tempfile.TemporaryDirectory() as scratch:
             counter = iter(range(100))
@@ -401,12 +632,22 @@ def main(argv: list[str] | None = None) -> int:
                     directory.mkdir()
                     return sqlite_engine(directory, mode)
 
-                run(f"sqlite (synchronous={mode})", make_sqlite, args)
+                # The default mode keeps the plain name the chart script reads; repeats and
+                # other modes get their own key.
+                key = "sqlite" if mode == "FULL" else f"sqlite-{mode.lower()}"
+                if key in figures:
+                    key = f"{key}-{len(figures)}"
+                figures[key] = run(f"sqlite (synchronous={mode})", make_sqlite, args)
     if "postgresql" in backends:
         if not args.postgres_url:
             print("postgresql: skipped (no --postgres-url / CLARION_TEST_POSTGRES_URL)")
         else:
-            run("postgresql", lambda: postgres_engine(args.postgres_url), args)
+            figures["postgresql"] = run(
+                "postgresql", lambda: postgres_engine(args.postgres_url), args
+            )
+    if args.json:
+        document = {"label": args.label, "machine_load": os.getloadavg(), "figures": figures}
+        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
     return 0
 
 

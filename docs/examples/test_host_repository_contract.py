@@ -129,6 +129,9 @@ class AuditedClaimRepository:
     def session_has_active_bundle(self, session_id: str) -> bool:
         return self._inner.session_has_active_bundle(session_id)
 
+    def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
+        return self._inner.find_active_duplicate(session_id, questions)
+
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return self._inner.list_active_bundles(query)
 

@@ -27,28 +27,20 @@ class HostTaskAuthorizer:
         """
         if not identity.is_scoped:
             return
-        task = self._host.get_task(task_id) if task_id else None
-        if task is not None and task.workspace_id == "":
-            return  # D5: a task without a workspace is visible to everyone
-        # A missing task costs the same two lookups as a foreign one: no timing oracle.
-        workspace = self._host.get_workspace(
-            task.workspace_id if task is not None else ABSENT_WORKSPACE_ID
-        )
-        if task is None:
+        found = self._host.get_task_and_workspace(task_id) if task_id else None  # one read
+        if found is None:
             raise NotFound(NOT_FOUND_MESSAGE)
+        task, workspace = found
+        if task.workspace_id == "":
+            return  # D5: a task without a workspace is visible to everyone
         # L1c disjunct 2: a dangling workspace reference does not hide the task.
         if workspace is None or workspace_visible_to(workspace.owner_id, identity):
             return
         raise NotFound(NOT_FOUND_MESSAGE)
 
     def visibility(self, identity: Identity) -> Visibility:
-        """L1a: everything for unscoped callers, else the workspaces they may see."""
-        if not identity.is_scoped:
+        """L1a: everything for unscoped callers, else the owner rule itself (no read here: the
+        store evaluates it inside its query, however many workspaces there are)."""
+        if not identity.is_scoped or identity.user_id is None:
             return Visibility.everything()
-        return Visibility.only(
-            frozenset(
-                workspace.id
-                for workspace in self._host.list_workspaces()
-                if workspace_visible_to(workspace.owner_id, identity)
-            )
-        )
+        return Visibility.owned_by(identity.user_id)

@@ -25,10 +25,18 @@ def clamp_limit(limit: int | None, maximum: int = MAX_LIMIT) -> int:
 
 @attrs.frozen
 class Visibility:
-    """Which workspaces a caller sees (L1a). Unscoped callers see everything."""
+    """Which workspaces a caller sees (L1a). Unscoped callers see everything.
+
+    A scoped caller's set is given one of two ways: by the rule itself — the workspaces whose
+    ``owner_id`` is "" or ``owner_id`` (:meth:`owned_by`; a store evaluates it in its own
+    query, whatever the number of workspaces) — or as a set of workspace ids (:meth:`only`;
+    for a host authorizer that only knows ids; a store binds every id, so its cost grows with
+    the set).
+    """
 
     unscoped: bool
     workspace_ids: frozenset[str] = frozenset()
+    owner_id: str | None = None  # set: the owner rule; None: ``workspace_ids``
 
     @classmethod
     def everything(cls) -> Visibility:
@@ -38,19 +46,39 @@ class Visibility:
     def only(cls, workspace_ids: Collection[str]) -> Visibility:
         return cls(unscoped=False, workspace_ids=frozenset(workspace_ids))
 
+    @classmethod
+    def owned_by(cls, user_id: str) -> Visibility:
+        """The spec's rule for ``user_id``: unowned workspaces and the caller's own."""
+        return cls(unscoped=False, owner_id=user_id)
+
+    def sees(self, workspace_id: str, owner_id: str) -> bool:
+        """Whether the existing workspace ``workspace_id`` (owned by ``owner_id``) is in the
+        set."""
+        if self.unscoped:
+            return True
+        if self.owner_id is not None:
+            return owner_id in ("", self.owner_id)
+        return workspace_id in self.workspace_ids
+
 
 def workspace_visible_to(owner_id: str, identity: Identity) -> bool:
     """A workspace is visible when unowned or owned by the caller (spec "Permissions")."""
     return not identity.is_scoped or owner_id == "" or owner_id == identity.user_id
 
 
-def task_visible(visibility: Visibility, task_workspace_id: str, workspace_exists: bool) -> bool:
-    """L1c: unscoped, or the task's workspace is empty, dangling, or in the visible set."""
+def task_visible(
+    visibility: Visibility,
+    task_workspace_id: str,
+    workspace_exists: bool,
+    workspace_owner_id: str = "",
+) -> bool:
+    """L1c: unscoped, or the task's workspace is empty, dangling, or in the visible set
+    (``workspace_owner_id`` is the existing workspace's owner)."""
     return (
         visibility.unscoped
         or task_workspace_id == ""
         or not workspace_exists
-        or task_workspace_id in visibility.workspace_ids
+        or visibility.sees(task_workspace_id, workspace_owner_id)
     )
 
 

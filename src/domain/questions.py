@@ -8,6 +8,7 @@ option label and description, ids) within its :class:`~clarion.domain.limits.Lim
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 
@@ -129,3 +130,14 @@ def same_questions(left: Sequence[Question], right: Sequence[Question]) -> bool:
     return len(left) == len(right) and all(
         a.prompt == b.prompt and a.options == b.options for a, b in zip(left, right, strict=True)
     )
+
+
+def questions_digest(questions: Sequence[Question]) -> str:
+    """A SHA-256 hex digest of exactly what :func:`same_questions` compares, so equal question
+    sets have equal digests (a store can index it to find a duplicate in one lookup; equal
+    digests are then confirmed with :func:`same_questions`)."""
+    canonical = [
+        [q.prompt, [[o.option_id, o.label, o.description] for o in q.options]] for q in questions
+    ]
+    text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -164,6 +164,13 @@ class ClaimRepository(Protocol):
         """The workflow guard: ``bool(active_pending_ids(session_id))``."""
         ...
 
+    def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
+        """Create's deduplication (facts §2.7): the first of ``active_pending_ids(session_id)``
+        whose bundle (``load_bundle``) has the same questions (``same_questions``), or None.
+        A database implementation finds it by index rather than by reading every active bundle
+        of the session."""
+        ...
+
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         """L1–L16 in one query: active, well-formed bundles whose every row has a question id,
         whose M5 task exists and is visible per L1c (and matches ``workspace_id`` when given),

@@ -35,6 +35,12 @@ class HostRepository(Protocol):
 
     def get_task(self, task_id: str) -> Task | None: ...
 
+    def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
+        """The task and the workspace it names (None when its ``workspace_id`` is "" or names
+        no workspace) in one read — what authorizing a task needs; None when the task is
+        missing."""
+        ...
+
     def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
         """All tasks (or those of one workspace when ``workspace_id`` is given), oldest first."""
         ...

@@ -61,6 +61,10 @@ class TokenStore(Protocol):
         Raises:
             NotFound: the user does not exist.
         """
+
+    def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
+        """The token with its user (None when the user row is gone) in one read: what
+        authenticating a request needs; None when no token has ``token_hash``."""
         ...
 
     def revoke_token(self, token_id: str) -> bool:

@@ -38,6 +38,7 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.questions import same_questions
 from clarion.domain.rows import (
     Bundle,
     ClarificationRow,
@@ -330,6 +331,13 @@ class InMemoryClaimRepository:
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
+
+    def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
+        for pending_id in self.active_pending_ids(session_id):
+            bundle = self.load_bundle(pending_id)
+            if bundle is not None and same_questions(bundle.questions, questions):
+                return pending_id
+        return None
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         actions: dict[str, str] = {}

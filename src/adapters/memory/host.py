@@ -56,6 +56,14 @@ class InMemoryHostRepository:
         with self._store.lock:
             return self._store.tasks.get(task_id)
 
+    def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
+        with self._store.lock:
+            task = self._store.tasks.get(task_id)
+            if task is None:
+                return None
+            workspace = self._store.workspaces.get(task.workspace_id) if task.workspace_id else None
+            return task, workspace
+
     def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
         with self._store.lock:
             tasks = [

@@ -54,8 +54,9 @@ def _listable(
     task = store.tasks.get(task_id)
     if task is None:  # M5a: an inner join on an existing task
         return None
-    workspace_exists = task.workspace_id in store.workspaces
-    if not task_visible(query.visibility, task.workspace_id, workspace_exists):  # L1c
+    workspace = store.workspaces.get(task.workspace_id)
+    owner_id = workspace.owner_id if workspace is not None else ""
+    if not task_visible(query.visibility, task.workspace_id, workspace is not None, owner_id):
         return None
     if query.workspace_id and task.workspace_id != query.workspace_id:  # L7, L7a
         return None

@@ -86,6 +86,11 @@ class InMemoryTokenStore:
             owned = (t for t in self._store.tokens.values() if t.user_id == user_id)
             return tuple(sorted(owned, key=lambda t: (t.created_at, t.id)))
 
+    def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
+        with self._store.lock:
+            token = self.find_token(token_hash)
+            return None if token is None else (token, self._store.users.get(token.user_id))
+
     def revoke_token(self, token_id: str) -> bool:
         with self._store.lock:
             token = self._store.tokens.get(token_id)

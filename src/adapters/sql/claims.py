@@ -46,10 +46,12 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.questions import questions_digest, same_questions
 from clarion.domain.rows import (
     Bundle,
     ClarificationRow,
     MessageRecord,
+    bundle_questions,
     clarification_metadata,
     make_bundle,
     order_rows,
@@ -117,15 +119,20 @@ class SqlClaimRepository:
     def load_bundle(self, pending_id: str) -> Bundle | None:
         if not pending_id:
             return None
-        with read_transaction(self._engine) as connection:
-            records = _select(connection, "bundle", {"pending_id": pending_id})
-            rows = order_rows(parse_row(record) for record in records)
-            # The session is looked up for a missing bundle too, so that a miss costs what a
-            # hit does: a caller cannot tell "someone else's" from "none" by the time taken.
-            session = load_session(connection, rows[0].session_id if rows else _ABSENT_SESSION)
+        with read_transaction(self._engine) as connection:  # one statement
+            found = connection.execute(
+                statements.bundle_with_sessions(), {"pending_id": pending_id}
+            ).mappings()
+            session_tasks = {}
+            records = []
+            for row in found:
+                record = message_record(row)
+                records.append(record)
+                session_tasks[record.session_id] = row["session_task_id"]
+        rows = order_rows(parse_row(record) for record in records)
         if not rows:
             return None
-        return make_bundle(pending_id, rows, session.task_id if session else None)
+        return make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
 
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
         with read_transaction(self._engine) as connection:
@@ -140,6 +147,24 @@ class SqlClaimRepository:
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
+
+    def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
+        """One probe of ``ix_task_session_messages_pending_rows`` (session, current turn,
+        digest) for the session's active rows carrying the questions' digest; a candidate is
+        confirmed with ``same_questions`` on its rows (read in the same transaction only when
+        there is one)."""
+        params = {"session_id": session_id, "digest": questions_digest(questions)}
+        with read_transaction(self._engine) as connection:
+            found = connection.execute(statements.duplicate_candidates(), params).all()
+            # First seen in creation order, as active_pending_ids orders them.
+            ordered = sorted(found, key=lambda row: (row.created_at, row.id))
+            candidates = list(dict.fromkeys(row.pending_id for row in ordered))
+            for pending_id in candidates:
+                records = _select(connection, "bundle", {"pending_id": pending_id})
+                rows = [parse_row(record) for record in records]
+                if same_questions(bundle_questions(order_rows(rows)), questions):
+                    return str(pending_id)
+        return None
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         wanted = sorted(set(session_ids))

@@ -13,11 +13,14 @@ from sqlalchemy.engine import Engine, RowMapping
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
 from clarion.adapters.sql.locks import lock_sessions
+from clarion.adapters.sql.predicates import is_clarification
 from clarion.adapters.sql.records import (
+    bundle_pending_ids,
     insert_messages,
     insert_turn,
     load_current_turn,
     load_session,
+    refresh_bundle_keys,
     select_messages,
     session_from_row,
 )
@@ -113,6 +116,33 @@ class SqlHostRepository:
             row = connection.execute(statement).mappings().first()
         return _task(row) if row is not None else None
 
+    def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
+        workspace = workspaces.alias("workspace")
+        statement = (
+            sa.select(
+                tasks,
+                workspace.c.id.label("ws_id"),
+                workspace.c.name.label("ws_name"),
+                workspace.c.owner_id.label("ws_owner_id"),
+                workspace.c.created_at.label("ws_created_at"),
+            )
+            .select_from(tasks.outerjoin(workspace, workspace.c.id == tasks.c.workspace_id))
+            .where(tasks.c.id == task_id)
+        )
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        if row is None:
+            return None
+        found = None
+        if row["ws_id"] is not None and row["workspace_id"] != "":
+            found = Workspace(
+                id=row["ws_id"],
+                name=row["ws_name"],
+                owner_id=row["ws_owner_id"],
+                created_at=row["ws_created_at"],
+            )
+        return _task(row), found
+
     def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
         statement = sa.select(tasks).order_by(tasks.c.created_at, tasks.c.id)
         if workspace_id:
@@ -123,11 +153,24 @@ class SqlHostRepository:
     def delete_task(self, task_id: str) -> bool:
         """Foreign keys cascade the delete to sessions, their turns and messages."""
         with self._writes.begin() as connection:
-            session_ids = connection.execute(
-                sa.select(task_sessions.c.id).where(task_sessions.c.task_id == task_id)
-            ).scalars()
-            lock_sessions(connection, list(session_ids))
+            session_ids = list(
+                connection.execute(
+                    sa.select(task_sessions.c.id).where(task_sessions.c.task_id == task_id)
+                ).scalars()
+            )
+            lock_sessions(connection, session_ids)
+            # Bundles with rows outside this task keep rows: their keys are recomputed.
+            doomed = bundle_pending_ids(
+                select_messages(
+                    connection,
+                    messages.c.task_session_id.in_(session_ids),
+                    is_clarification(messages),
+                )
+                if session_ids
+                else []
+            )
             result = connection.execute(sa.delete(tasks).where(tasks.c.id == task_id))
+            refresh_bundle_keys(connection, doomed)
         return result.rowcount == 1
 
     # -- sessions and turns ------------------------------------------------------------------

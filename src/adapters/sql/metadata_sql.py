@@ -111,6 +111,25 @@ def is_string_at(m: MessageFrom, *keys: str) -> ColumnElement[bool]:
     return JsonIsString(m.c.metadata, _path(keys))
 
 
+class Bytewise(FunctionElement[str]):
+    """Text compared in code point order (``COLLATE "C"`` on PostgreSQL; SQLite's default
+    BINARY already is), so L6's ``pending_id`` tie-break matches Python's ordering."""
+
+    type = sa.Text()
+    name = "bytewise"
+    inherit_cache = True
+
+
+@compiles(Bytewise)
+def _bytewise_default(element: Bytewise, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)
+
+
+@compiles(Bytewise, "postgresql")
+def _bytewise_postgresql(element: Bytewise, compiler: SQLCompiler, **kw: Any) -> str:
+    return f'({compiler.process(element.clauses, **kw)}) COLLATE "C"'
+
+
 # --- the readers ---------------------------------------------------------------------------
 
 

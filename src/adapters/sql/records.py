@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from types import MappingProxyType
@@ -12,10 +13,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
-from clarion.adapters.sql.predicates import current_turn_id
+from clarion.adapters.sql.predicates import current_turn_id, is_clarification, pending_id_of
 from clarion.adapters.sql.schema import messages, task_session_turns, task_sessions
 from clarion.domain.host import Session, Turn
-from clarion.domain.rows import MessageRecord
+from clarion.domain.model import CLARIFICATION_REQUEST
+from clarion.domain.questions import questions_digest
+from clarion.domain.rows import MessageRecord, bundle_questions, parse_row
 
 MESSAGE_COLUMNS = (
     messages.c.id,
@@ -71,9 +74,129 @@ def message_values(record: MessageRecord) -> dict[str, Any]:
     }
 
 
+# -- the derived bundle keys (schema: bundle_created_at, bundle_digest) ------------------------
+
+BundleKeys = tuple[datetime, str, str]  # (D1 created_at, pending id, questions digest)
+
+
+def _bundle_pending_id(record: MessageRecord) -> str:
+    """The pending id a clarification row belongs to as the domain reads it; "" for other
+    rows (they carry no keys)."""
+    return parse_row(record).pending_id if record.type == CLARIFICATION_REQUEST else ""
+
+
+def bundle_keys(records: Sequence[MessageRecord]) -> dict[str, BundleKeys]:
+    """Per pending id, the keys of the bundle that ``records`` (all its clarification rows)
+    make: D1's minimum ``created_at``, the pending id, and the digest of its question set."""
+    groups: dict[str, list[MessageRecord]] = defaultdict(list)
+    for record in records:
+        if pending_id := _bundle_pending_id(record):
+            groups[pending_id].append(record)
+    keys: dict[str, BundleKeys] = {}
+    for pending_id, group in groups.items():
+        rows = [parse_row(record) for record in group]
+        keys[pending_id] = (
+            min(record.created_at for record in group),
+            pending_id,
+            questions_digest(bundle_questions(rows)),
+        )
+    return keys
+
+
+@cache
+def _rows_of_bundles() -> sa.Select[Any]:
+    return sa.select(
+        *MESSAGE_COLUMNS,
+        messages.c.bundle_created_at,
+        messages.c.bundle_pending_id,
+        messages.c.bundle_digest,
+    ).where(
+        is_clarification(messages),
+        pending_id_of(messages).in_(sa.bindparam("pending_ids", expanding=True)),
+    )
+
+
+@cache
+def _set_keys() -> sa.Update:
+    return (
+        sa.update(messages)
+        .where(messages.c.id == sa.bindparam("row_id"))
+        .values(
+            bundle_created_at=sa.bindparam("new_created_at", type_=messages.c.created_at.type),
+            bundle_pending_id=sa.bindparam("new_pending_id", type_=messages.c.id.type),
+            bundle_digest=sa.bindparam("new_digest", type_=sa.Text()),
+        )
+    )
+
+
+def _stored_rows(
+    connection: Connection, pending_ids: Collection[str]
+) -> list[tuple[MessageRecord, BundleKeys | None]]:
+    if not pending_ids:
+        return []
+    result = connection.execute(_rows_of_bundles(), {"pending_ids": sorted(pending_ids)})
+    stored = []
+    for row in result.mappings():
+        record = message_record(row)
+        if _bundle_pending_id(record) in pending_ids:
+            current = row["bundle_created_at"], row["bundle_pending_id"], row["bundle_digest"]
+            stored.append((record, current if current[0] is not None else None))
+    return stored
+
+
+def _key_values(row_id: str, keys: BundleKeys) -> dict[str, Any]:
+    created_at, pending_id, digest = keys
+    return {
+        "row_id": row_id,
+        "new_created_at": created_at,
+        "new_pending_id": pending_id,
+        "new_digest": digest,
+    }
+
+
+def _rewrite_keys(
+    connection: Connection,
+    stored: Sequence[tuple[MessageRecord, BundleKeys | None]],
+    keys: Mapping[str, BundleKeys],
+) -> None:
+    """Write ``keys`` to the stored rows whose keys differ (one executemany, often empty)."""
+    changes = []
+    for record, current in stored:
+        wanted = keys.get(_bundle_pending_id(record))
+        if wanted is not None and current != wanted:
+            changes.append(_key_values(record.id, wanted))
+    if changes:
+        connection.execute(_set_keys(), changes)
+
+
 def insert_messages(connection: Connection, records: Sequence[MessageRecord]) -> None:
-    if records:
-        connection.execute(sa.insert(messages), [message_values(r) for r in records])
+    """Insert ``records`` with their bundle keys, and bring the keys of the other rows of the
+    same pending ids up to date: one indexed read by pending id (nothing found for a new
+    bundle), the insert, and an update only when an inserted row changes an existing bundle."""
+    if not records:
+        return
+    pending_ids = {p for p in map(_bundle_pending_id, records) if p}
+    stored = _stored_rows(connection, pending_ids)
+    keys = bundle_keys([record for record, _ in stored] + list(records))
+    values = []
+    for record in records:
+        row = message_values(record)
+        created_at, pending_id, digest = keys.get(_bundle_pending_id(record), (None, None, None))
+        row.update(bundle_created_at=created_at, bundle_pending_id=pending_id, bundle_digest=digest)
+        values.append(row)
+    connection.execute(sa.insert(messages), values)
+    _rewrite_keys(connection, stored, keys)
+
+
+def refresh_bundle_keys(connection: Connection, pending_ids: Collection[str]) -> None:
+    """Recompute the keys of every row of ``pending_ids`` (after rows of them were deleted)."""
+    stored = _stored_rows(connection, set(pending_ids))
+    _rewrite_keys(connection, stored, bundle_keys([record for record, _ in stored]))
+
+
+def bundle_pending_ids(records: Sequence[MessageRecord]) -> set[str]:
+    """The pending ids whose bundles ``records`` belong to."""
+    return {p for p in map(_bundle_pending_id, records) if p}
 
 
 def session_from_row(row: RowMapping) -> Session:

@@ -120,6 +120,14 @@ task_session_messages = sa.Table(
     sa.Column("metadata", JsonDocument, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    # Derived, on clarification rows only (NULL on others), rewritten for every row of a
+    # pending id whenever a row of it is inserted or deleted (records.refresh_bundle_keys):
+    # the bundle's D1 created_at, its pending id as a byte-wise column (L6's tie-break), and
+    # a digest of its question set (domain.questions_digest). Never an authority: activeness
+    # is judged from the rows themselves (P1, L2a).
+    sa.Column("bundle_created_at", UtcDateTime, nullable=True),
+    sa.Column("bundle_pending_id", Key, nullable=True),
+    sa.Column("bundle_digest", sa.Text, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
 )
@@ -130,12 +138,24 @@ messages = task_session_messages
 # long the history grows; the guard needs rows of every type, so this index is not partial.
 sa.Index("ix_task_session_messages_pending_id", pending_id_of(messages))
 
-# Only pending clarification rows: the list query and the per-session active reads scan this
-# index, so their cost follows the pending work, not the message history.
+# Only pending clarification rows: the per-session active reads scan this index (and create's
+# deduplication probes it down to the question-set digest), so their cost follows the pending
+# work, not the message history.
 sa.Index(
     "ix_task_session_messages_pending_rows",
     messages.c.task_session_id,
     messages.c.turn_id,
+    messages.c.bundle_digest,
+    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+)
+
+# The list walks this index in L6 order — (D1 created_at, pending id byte-wise) over pending
+# clarification rows — and stops after one page of bundles (docs/performance.md).
+sa.Index(
+    "ix_task_session_messages_pending_order",
+    messages.c.bundle_created_at,
+    messages.c.bundle_pending_id,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )

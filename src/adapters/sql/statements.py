@@ -24,16 +24,19 @@ from clarion.adapters.sql.metadata_sql import (
 )
 from clarion.adapters.sql.predicates import (
     bundle_is_well_formed,
+    current_turn_id,
     in_live_session,
     is_active_row,
     is_clarification,
     is_delivery_pending,
     is_detached,
+    is_pendingish,
     on_current_turn,
     pending_id_of,
 )
 from clarion.adapters.sql.records import MESSAGE_COLUMNS
 from clarion.adapters.sql.schema import messages as m
+from clarion.adapters.sql.schema import task_sessions
 from clarion.domain.model import ANSWERED, RESUME
 
 Guard = Literal[
@@ -82,6 +85,37 @@ def guard(kind: Guard) -> ColumnElement[bool]:
     if kind == "session_active":
         return sa.and_(in_session, is_active_row(m, require_live_session=False))
     raise ValueError(kind)
+
+
+@cache
+def bundle_with_sessions() -> sa.Select[Any]:
+    """A bundle's clarification rows, each with its session's ``task_id`` (NULL when the
+    session row is missing): ``load_bundle`` in one statement."""
+    session = task_sessions.alias("bundle_session")
+    return (
+        sa.select(*MESSAGE_COLUMNS, session.c.task_id.label("session_task_id"))
+        .select_from(m.outerjoin(session, session.c.id == m.c.task_session_id))
+        .where(guard("bundle"))
+        .order_by(m.c.created_at, m.c.id)
+    )
+
+
+@cache
+def duplicate_candidates() -> sa.Select[Any]:
+    """Pending ids of the session's active rows (the workflow-guard reading: pending-ish
+    clarification rows on the session's current turn) whose bundle has the questions digest
+    ``digest``, with each row's (``created_at``, ``id``) for the caller to order (an ORDER BY
+    here leads SQLite to walk the session's whole transcript in creation order instead). The
+    current turn is computed once from the bound session id, so (session, turn, digest) is one
+    seek of the pending-rows index."""
+    session_id = _param("session_id")
+    return sa.select(pending_id_of(m).label("pending_id"), m.c.created_at, m.c.id).where(
+        m.c.task_session_id == session_id,
+        m.c.turn_id == current_turn_id(session_id),
+        is_clarification(m),
+        is_pendingish(m),
+        m.c.bundle_digest == sa.bindparam("digest", type_=sa.Text()),
+    )
 
 
 @cache

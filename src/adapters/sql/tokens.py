@@ -148,6 +148,35 @@ class SqlTokenStore:
             ).mappings()
             return tuple(_token(row) for row in rows)
 
+    def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
+        owner = users.alias("owner")
+        statement = (
+            sa.select(
+                access_tokens,
+                owner.c.id.label("owner_id"),
+                owner.c.name.label("owner_name"),
+                owner.c.is_admin.label("owner_is_admin"),
+                owner.c.active.label("owner_active"),
+                owner.c.created_at.label("owner_created_at"),
+            )
+            .select_from(access_tokens.outerjoin(owner, owner.c.id == access_tokens.c.user_id))
+            .where(access_tokens.c.token_hash == token_hash)
+        )
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(statement).mappings().first()
+        if row is None:
+            return None
+        user = None
+        if row["owner_id"] is not None:
+            user = User(
+                id=row["owner_id"],
+                name=row["owner_name"],
+                is_admin=bool(row["owner_is_admin"]),
+                created_at=row["owner_created_at"],
+                active=bool(row["owner_active"]),
+            )
+        return _token(row), user
+
     def revoke_token(self, token_id: str) -> bool:
         with self._writes.begin() as connection:
             found = connection.execute(

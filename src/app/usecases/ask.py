@@ -49,7 +49,7 @@ from clarion.domain.model import (
     SessionState,
     is_terminal_state,
 )
-from clarion.domain.questions import QuestionDraft, same_questions, validate_questions
+from clarion.domain.questions import QuestionDraft, validate_questions
 from clarion.domain.replay import replay_winner
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -184,12 +184,10 @@ class Asking:
             raise InvalidArgument("task_id does not match the session's task", field="task_id")
         if is_terminal_state(session.state):
             raise NotActive("session is no longer active")
-        active = self._claims.active_pending_ids(session.id)
-        for pending_id in active:
-            bundle = self._claims.load_bundle(pending_id)
-            if bundle is not None and same_questions(bundle.questions, questions):
-                return _Prepared(session=session, pending_id=pending_id, is_new=False)
-        self._check_room(identity, len(active))
+        duplicate = self._claims.find_active_duplicate(session.id, questions)
+        if duplicate is not None:
+            return _Prepared(session=session, pending_id=duplicate, is_new=False)
+        self._check_room(identity, len(self._claims.active_pending_ids(session.id)))
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
 
     def _check_room(self, identity: Identity, active_in_session: int) -> None:

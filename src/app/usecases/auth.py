@@ -193,7 +193,7 @@ class Authentication:
         unknown, expired, revoked, or its user is inactive."""
         if not _well_formed(token, TOKEN_PREFIX):
             return None
-        found = self._usable(self._tokens.find_token(hash_credential(token)))
+        found = self._usable(self._tokens.find_token_and_user(hash_credential(token)))
         if found is None or found[0].kind != PERSONAL_ACCESS_TOKEN:
             return None
         return found[1]
@@ -205,7 +205,7 @@ class Authentication:
         not authenticate."""
         if not _well_formed(token, TOKEN_PREFIX):
             return None
-        found = self._usable(self._tokens.find_token(hash_credential(token)))
+        found = self._usable(self._tokens.find_token_and_user(hash_credential(token)))
         if found is None or found[0].kind != PERSONAL_ACCESS_TOKEN:
             return None
         parent, identity = found
@@ -234,11 +234,13 @@ class Authentication:
         logged out, or its parent token no longer authenticates."""
         if not _well_formed(cookie, SESSION_PREFIX):
             return None
-        found = self._usable(self._tokens.find_token(hash_credential(cookie)))
+        found = self._usable(self._tokens.find_token_and_user(hash_credential(cookie)))
         if found is None or found[0].kind != LOGIN_SESSION:
             return None
         parent = self._tokens.get_token(found[0].parent_id)
-        if parent is None or self._usable(parent, touch=False) is None:
+        # The parent is the same user's token: its user was read with the session.
+        owner = self._tokens.get_user(parent.user_id) if parent is not None else None
+        if parent is None or self._usable((parent, owner), touch=False) is None:
             return None
         return SessionIdentity(identity=found[1], csrf_token=self.csrf_token(cookie))
 
@@ -270,12 +272,14 @@ class Authentication:
     # --- shared --------------------------------------------------------------------------
 
     def _usable(
-        self, record: AccessToken | None, *, touch: bool = True
+        self, found: tuple[AccessToken, User | None] | None, *, touch: bool = True
     ) -> tuple[AccessToken, Identity] | None:
+        """A looked-up token and its user (one read: ``find_token_and_user``), when the token
+        authenticates now and its user is active."""
         now = self._clock.now()
-        if record is None or not record.usable_at(now):
+        if found is None or not found[0].usable_at(now):
             return None
-        user = self._tokens.get_user(record.user_id)
+        record, user = found
         if user is None or not user.active:
             return None
         if touch and (

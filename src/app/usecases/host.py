@@ -112,11 +112,7 @@ class HostOperations:
 
     def _list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:
         visibility = self._authorizer.visibility(identity)
-        return tuple(
-            w
-            for w in self._host.list_workspaces()
-            if visibility.unscoped or w.id in visibility.workspace_ids
-        )
+        return tuple(w for w in self._host.list_workspaces() if visibility.sees(w.id, w.owner_id))
 
     # -- tasks -----------------------------------------------------------------------------
 
@@ -138,9 +134,7 @@ class HostOperations:
             # The same visible set the listing uses, so a host's own authorizer governs both.
             visibility = self._authorizer.visibility(identity)
             workspace = self._host.get_workspace(workspace_id)
-            if workspace is None or not (
-                visibility.unscoped or workspace.id in visibility.workspace_ids
-            ):
+            if workspace is None or not visibility.sees(workspace.id, workspace.owner_id):
                 raise NotFound(WORKSPACE_NOT_FOUND)
         return self._host.create_task(title, workspace_id)
 
@@ -163,7 +157,7 @@ class HostOperations:
         self, identity: Identity, workspace_id: str, session_id: str | None = None
     ) -> tuple[TaskView, ...]:
         visibility = self._authorizer.visibility(identity)
-        existing = {workspace.id for workspace in self._host.list_workspaces()}
+        owners = {workspace.id: workspace.owner_id for workspace in self._host.list_workspaces()}
         if session_id is None:
             candidates = self._host.list_tasks(workspace_id)
         else:
@@ -177,7 +171,12 @@ class HostOperations:
         tasks = [
             task
             for task in candidates
-            if task_visible(visibility, task.workspace_id, task.workspace_id in existing)
+            if task_visible(
+                visibility,
+                task.workspace_id,
+                task.workspace_id in owners,
+                owners.get(task.workspace_id, ""),
+            )
         ]
         sessions = self._host.sessions_for_tasks([task.id for task in tasks])
         # Only input-capable sessions can carry a pending action (facts §4.11).

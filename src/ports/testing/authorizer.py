@@ -53,13 +53,22 @@ class TaskAuthorizerContract:
     def test_visibility_is_the_set_of_unowned_and_own_workspaces(
         self, world: ContractWorld, authorizer: TaskAuthorizer
     ) -> None:
-        """L1a; a caller who owns nothing and sees nothing gets an empty set (L1b)."""
+        """L1a, whichever form the authorizer returns (the owner rule or a set of ids); a caller
+        who owns nothing and sees nothing sees no workspace (L1b)."""
+
+        def seen(identity: Identity) -> set[str]:
+            visibility = authorizer.visibility(identity)
+            assert not visibility.unscoped
+            return {w.id for w in world.host.list_workspaces() if visibility.sees(w.id, w.owner_id)}
+
         mine = world.workspace("mine", "me")
-        shared = world.workspace("shared")
         world.workspace("theirs", "them")
-        assert authorizer.visibility(ME) == Visibility.only({mine.id, shared.id})
+        assert seen(ME) == {mine.id}
+        assert seen(Identity.user("nobody")) == set()
+        shared = world.workspace("shared")
         owned = world.workspace("private", "me")
-        assert authorizer.visibility(ME) == Visibility.only({mine.id, shared.id, owned.id})
+        assert seen(ME) == {mine.id, shared.id, owned.id}
+        assert seen(Identity.user("nobody")) == {shared.id}
 
     def test_visibility_agrees_with_authorize_task(
         self, world: ContractWorld, authorizer: TaskAuthorizer
@@ -75,8 +84,11 @@ class TaskAuthorizerContract:
         for identity in (ME, Identity.user("them"), Identity.user("nobody")):
             visibility = authorizer.visibility(identity)
             for task in tasks:
-                exists = world.host.get_workspace(task.workspace_id) is not None
-                listed = task_visible(visibility, task.workspace_id, exists)
+                workspace = world.host.get_workspace(task.workspace_id)
+                owner_id = workspace.owner_id if workspace is not None else ""
+                listed = task_visible(
+                    visibility, task.workspace_id, workspace is not None, owner_id
+                )
                 try:
                     authorizer.authorize_task(identity, task.id)
                 except NotFound:

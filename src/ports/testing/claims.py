@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import attrs
 import pytest
 
 from clarion.domain.errors import ClaimError, NotFound
@@ -19,7 +20,7 @@ from clarion.domain.model import (
     SessionState,
 )
 from clarion.domain.replay import replay_winner
-from clarion.domain.rows import Bundle
+from clarion.domain.rows import Bundle, question_json
 from clarion.ports.claims import ClaimResult
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
@@ -100,6 +101,44 @@ class ClaimTransitionsContract:
                 questions=sample_questions(1),
                 context="",
             )
+
+    def test_find_active_duplicate_finds_the_first_active_bundle_with_equal_questions(
+        self, world: ContractWorld
+    ) -> None:
+        """Facts §2.7: prompts and options compared, ids and titles ignored; creation order."""
+        session = world.session()
+        world.ask(session.id, "one", questions=1)
+        world.ask(session.id, "two", questions=2)
+        world.ask(session.id, "again", questions=2)
+        renamed = tuple(attrs.evolve(q, id=f"x{q.id}", title="other") for q in sample_questions(2))
+        assert world.claims.find_active_duplicate(session.id, renamed) == "two"
+        assert world.claims.find_active_duplicate(session.id, sample_questions(1)) == "one"
+        assert world.claims.find_active_duplicate(session.id, sample_questions(3)) is None
+        assert world.claims.find_active_duplicate(world.session().id, sample_questions(1)) is None
+
+    def test_find_active_duplicate_skips_bundles_that_are_no_longer_active(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "answered", questions=1)
+        assert claim(world, "answered").claimed
+        assert world.claims.find_active_duplicate(session.id, sample_questions(1)) is None
+        world.ask(session.id, "superseded", questions=1)
+        world.host.start_turn(session.id)
+        assert world.claims.find_active_duplicate(session.id, sample_questions(1)) is None
+        world.ask(session.id, "current", questions=1)
+        assert world.claims.find_active_duplicate(session.id, sample_questions(1)) == "current"
+
+    def test_find_active_duplicate_reads_a_bundle_grown_by_appended_rows(
+        self, world: ContractWorld
+    ) -> None:
+        """A row appended later (legacy writers) changes the bundle's question set."""
+        session = world.session()
+        world.ask(session.id, "grown", questions=1)
+        second = question_json(sample_questions(2)[1])
+        world.raw_row(session.id, row_metadata("grown", question_id="q2", index=1, question=second))
+        assert world.claims.find_active_duplicate(session.id, sample_questions(1)) is None
+        assert world.claims.find_active_duplicate(session.id, sample_questions(2)) == "grown"
 
     def test_load_bundle_of_an_unknown_pending_id_is_none(self, world: ContractWorld) -> None:
         assert world.claims.load_bundle("nope") is None

@@ -36,6 +36,16 @@ class HostRepositoryContract:
         assert world.host.sessions_for_tasks(["nope"]) == {}
         assert world.host.set_session_state("nope", SessionState.FAILED) is None
 
+    def test_a_task_is_read_with_the_workspace_it_names(self, world: ContractWorld) -> None:
+        workspace = world.workspace("mine", "alice")
+        placed = world.host.create_task("placed", workspace.id)
+        loose = world.host.create_task("loose")
+        dangling = world.host.create_task("dangling", "no-such-workspace")
+        assert world.host.get_task_and_workspace(placed.id) == (placed, workspace)
+        assert world.host.get_task_and_workspace(loose.id) == (loose, None)
+        assert world.host.get_task_and_workspace(dangling.id) == (dangling, None)
+        assert world.host.get_task_and_workspace("nope") is None
+
     def test_tasks_may_have_an_empty_or_dangling_workspace_and_filter_by_workspace(
         self, world: ContractWorld
     ) -> None:

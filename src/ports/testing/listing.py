@@ -289,6 +289,25 @@ class ListActiveBundlesContract:
         world.ask(other.id, "fine")
         assert listed_ids(world) == ["fine"]
 
+    def test_l6_follows_the_rows_that_remain_after_a_sharing_session_is_deleted(
+        self, world: ContractWorld
+    ) -> None:
+        """D1 over the remaining rows: deleting the task of a session that shared a pending id
+        (a malformed bundle) leaves a well-formed bundle, ordered by its own rows' time."""
+        doomed = world.session()
+        world.raw_row(doomed.id, row_metadata("shared"))
+        middle = world.session()
+        world.ask(middle.id, "middle")
+        keeper = world.session()
+        world.raw_row(keeper.id, row_metadata("shared"))
+        assert [b.pending_id for b in page(world).bundles] == ["middle"]
+        assert world.host.delete_task(doomed.task_id)
+        assert [b.pending_id for b in page(world).bundles] == ["middle", "shared"]
+        (first,) = page(world, limit=1).bundles
+        assert first.pending_id == "middle"
+        after = page(world, after=(first.created_at, first.pending_id))
+        assert [b.pending_id for b in after.bundles] == ["shared"]
+
     def test_pages_are_not_snapshots(self, world: ContractWorld) -> None:
         """D6: a bundle resolved between pages disappears without shifting the others; one
         created before the cursor (clock moved back) is seen only by a cursor-less call."""

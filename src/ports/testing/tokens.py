@@ -39,6 +39,8 @@ class TokenStoreContract:
         assert world.tokens.find_token(token_hash(secret)) == stored
         assert world.tokens.find_token(secret) is None
         assert world.tokens.find_token(token_hash(secret + "x")) is None
+        assert world.tokens.find_token_and_user(token_hash(secret)) == (stored, user)
+        assert world.tokens.find_token_and_user(token_hash(secret + "x")) is None
 
     def test_a_token_needs_an_existing_user(self, world: ContractWorld) -> None:
         with pytest.raises(NotFound):

@@ -16,13 +16,20 @@ from sqlalchemy.engine import Engine
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
 from clarion.ports.testing import ContractWorld
-from clarion.ports.testing.world import answers_for
+from clarion.ports.testing.world import answers_for, sample_questions
 from tests.integration.sql.support import add_resolved_history, sql_world
 
 HISTORY_BUNDLES = 3000
-PARTIAL_INDEX = "ix_task_session_messages_pending_rows"
+# The partial indexes over pending clarification rows only: reading all of one is reading the
+# pending work, never the history.
+PARTIAL_INDEXES = (
+    "ix_task_session_messages_pending_rows",
+    "ix_task_session_messages_pending_order",
+)
 # Every alias the repositories give task_session_messages.
-_SQLITE_MESSAGE_SCAN = re.compile(r"^SCAN (task_session_messages(_\d+)?|act|pending|msg)\b")
+_SQLITE_MESSAGE_SCAN = re.compile(
+    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow)\b"
+)
 
 Statement = tuple[str, Any]
 
@@ -52,7 +59,8 @@ def _sqlite_scans(engine: Engine, statement: Statement) -> list[str]:
     return [
         detail
         for detail in details
-        if _SQLITE_MESSAGE_SCAN.match(detail) and PARTIAL_INDEX not in detail
+        if _SQLITE_MESSAGE_SCAN.match(detail)
+        and not any(index in detail for index in PARTIAL_INDEXES)
     ]
 
 
@@ -74,7 +82,7 @@ def _postgres_scans(engine: Engine, statement: Statement) -> list[str]:
         if on_messages and node["Node Type"] == "Seq Scan":
             full_scans.append(f"Seq Scan on {node.get('Alias')}")
         index = node.get("Index Name", "")
-        partial = index == PARTIAL_INDEX
+        partial = index in PARTIAL_INDEXES
         if (
             index.startswith("ix_task_session_messages")
             and not partial
@@ -137,3 +145,78 @@ def test_session_reads_never_scan_the_messages(engine: Engine, world: ContractWo
         world.claims.detach_active_bundles(session_id)
 
     assert _full_scans(engine, _captured(engine, session_reads)) == []
+
+
+def test_the_list_walks_the_pending_order_index_and_sorts_no_backlog(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue 15: the page is read in L6 order from the partial index of pending rows and the
+    walk stops at the limit — no sort over every pending bundle (PostgreSQL may sort rows of
+    equal ``created_at`` by the bytewise pending id as it walks: an incremental sort)."""
+    for n in range(40):
+        world.bundle_in_new_session(f"q-{n:02d}")
+    query = ListQuery(visibility=Visibility.owned_by("alice"), limit=3)
+    (statement,) = _captured(engine, lambda: world.claims.list_active_bundles(query))
+    sql, parameters = statement
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            plan = [
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            ]
+            assert "SCAN head USING INDEX ix_task_session_messages_pending_order" in plan
+            return
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    tree = raw if isinstance(raw, list) else json.loads(str(raw))
+    nodes = list(_plan_nodes(tree[0]["Plan"]))
+    walks = [n for n in nodes if n.get("Index Name") == "ix_task_session_messages_pending_order"]
+    (head,) = [n for n in walks if n["Alias"] == "head"]
+    assert all("Index Cond" in n for n in walks if n is not head)  # probes, not walks
+    chain = list(_main_chain(tree[0]["Plan"]))  # the plan without its per-row subplans
+    limits = [n for n in chain if n["Node Type"] == "Limit"]
+    assert limits
+    under_limit = list(_main_chain(limits[0]))
+    assert head in under_limit
+    assert [n for n in under_limit if n["Node Type"] == "Sort"] == []
+    # Every per-row test is a probe: no subplan of the walk is hashed over a whole table.
+    assert "hashed SubPlan" not in head.get("Filter", "")
+
+
+def _main_chain(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        if child.get("Parent Relationship") not in ("SubPlan", "InitPlan"):
+            yield from _main_chain(child)
+
+
+def test_deduplication_is_one_seek_of_the_pending_rows_index(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue 15: create's duplicate lookup seeks (session, current turn, digest) rather than
+    reading the session's transcript or every active bundle of it."""
+    session_id = world.bundle("p-4").session_id
+    statements = _captured(
+        engine,
+        lambda: world.claims.find_active_duplicate(session_id, sample_questions(3)),
+    )
+    sql, parameters = statements[0]
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            plan = " | ".join(
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            )
+            assert "ix_task_session_messages_pending_rows" in plan, plan
+            assert "bundle_digest=?" in plan, plan
+            return
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    tree = raw if isinstance(raw, list) else json.loads(str(raw))
+    seeks = [
+        n
+        for n in _main_chain(tree[0]["Plan"])
+        if n.get("Index Name") == "ix_task_session_messages_pending_rows"
+    ]
+    assert seeks, tree
+    assert "bundle_digest" in seeks[0].get("Index Cond", ""), seeks[0]

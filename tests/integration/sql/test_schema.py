@@ -4,9 +4,13 @@ upgrading is idempotent on both databases."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Engine
@@ -18,8 +22,17 @@ from clarion.adapters.sql import (
     metadata,
     upgrade_database,
 )
+from clarion.adapters.sql.migrate import alembic_config
+from clarion.adapters.sql.records import bundle_keys, message_record
 from clarion.adapters.sql.schema import messages, task_session_turns, task_sessions, tasks
-from tests.integration.sql.support import sql_world, table_names
+from clarion.domain.listing import ListQuery, Visibility
+from clarion.domain.model import CLARIFICATION_REQUEST
+from clarion.domain.rows import question_json
+from clarion.ports.testing.world import row_metadata, sample_questions
+from tests.integration.sql.support import (
+    sql_world,
+    table_names,
+)
 
 # SQLite cannot reflect expression indexes; alembic and SQLAlchemy say so with a warning and
 # leave them out of the comparison, so the SQLite test compares their DDL directly instead.
@@ -103,3 +116,103 @@ def test_a_task_may_name_an_empty_or_missing_workspace(engine: Engine) -> None:
     world = sql_world(engine)
     assert world.task("").workspace_id == ""
     assert world.task("no-such-workspace").workspace_id == "no-such-workspace"
+
+
+@pytest.fixture(
+    name="engine_at_0001",
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+)
+def fixture_engine_at_0001(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A fresh database migrated to ``0001_initial`` only."""
+    url = (
+        f"sqlite:///{tmp_path / 'old.db'}"
+        if request.param == "sqlite"
+        else str(request.getfixturevalue("postgres_database_url"))
+    )
+    engine = create_engine(url)
+    try:
+        config = alembic_config()
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0001_initial")
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_0003_backfills_the_bundle_keys_of_existing_rows(engine_at_0001: Engine) -> None:
+    """Issue 15: rows written before the bundle keys existed get them from the migration, the
+    same keys the repositories write, so they list in L6 order and deduplicate."""
+    engine = engine_at_0001
+    stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    old_columns = [c for c in messages.c if not c.name.startswith("bundle_")]
+    old_messages = sa.table(messages.name, *(sa.column(c.name, c.type) for c in old_columns))
+    with engine.begin() as connection:
+        connection.execute(
+            sa.insert(tasks),
+            [{"id": "t", "title": "t", "created_at": stamp, "updated_at": stamp}],
+        )
+        connection.execute(
+            sa.insert(task_sessions),
+            [
+                {
+                    "id": "s",
+                    "task_id": "t",
+                    "state": "RUNNING",
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+            ],
+        )
+        connection.execute(
+            sa.insert(task_session_turns),
+            [
+                {
+                    "id": "u",
+                    "task_session_id": "s",
+                    "task_id": "t",
+                    "started_at": stamp,
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+            ],
+        )
+        rows = []
+        for n, (pending_id, number) in enumerate([("late", 1), ("early", 1), ("early", 2)]):
+            at = stamp + timedelta(seconds=10 - 5 * n if pending_id == "late" else n)
+            question = sample_questions(2)[number - 1]
+            rows.append(
+                {
+                    "id": f"m{n}",
+                    "task_session_id": "s",
+                    "task_id": "t",
+                    "turn_id": "u",
+                    "type": CLARIFICATION_REQUEST,
+                    "metadata": row_metadata(
+                        pending_id,
+                        question_id=question.id,
+                        index=number - 1,
+                        question=question_json(question),
+                    ),
+                    "created_at": at,
+                    "updated_at": at,
+                }
+            )
+        connection.execute(sa.insert(old_messages), rows)
+    assert upgrade_database(engine) == head_revision()
+    assert _schema_differences(engine) == []
+    with engine.connect() as connection:
+        stored = connection.execute(sa.select(messages).order_by(messages.c.id)).mappings().all()
+    records = [message_record(row) for row in stored]
+    keys = bundle_keys(records)
+    for row, record in zip(stored, records, strict=True):
+        expected = keys[record.metadata["pending_id"]]
+        assert (
+            row["bundle_created_at"],
+            row["bundle_pending_id"],
+            row["bundle_digest"],
+        ) == expected
+    world = sql_world(engine)
+    listed = world.claims.list_active_bundles(ListQuery(visibility=Visibility.everything()))
+    assert [b.pending_id for b in listed.bundles] == ["early", "late"]
+    assert world.claims.find_active_duplicate("s", sample_questions(2)) == "early"

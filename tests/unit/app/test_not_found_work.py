@@ -78,7 +78,7 @@ def test_a_foreign_and_a_fabricated_bundle_id_cost_the_same_store_calls(
         return _refusal_calls(run)
 
     foreign = refuse(world["pending_id"])
-    assert foreign == ["load_bundle", "get_task", "get_workspace"]
+    assert foreign == ["load_bundle", "get_task_and_workspace"]
     assert refuse("never-issued") == foreign
 
 
@@ -93,7 +93,7 @@ def test_a_foreign_and_a_fabricated_session_id_cost_the_same_store_calls(
         return _refusal_calls(run)
 
     foreign = refuse(world["session_id"])
-    assert foreign == ["get_session", "get_task", "get_workspace"]
+    assert foreign == ["get_session", "get_task_and_workspace"]
     assert refuse("never-issued") == foreign
 
 

@@ -1,0 +1,144 @@
+"""Bundle keys on clarification rows: D1 ``bundle_created_at``, ``bundle_pending_id`` and
+``bundle_digest``, with the partial index the list walk reads, and the digest added to the
+per-session index of pending rows for create's deduplication (issue 15).
+
+Existing rows are backfilled with the same function the repositories use when they insert
+(``records.bundle_keys``), one pending id at a time, so every clarification row — pending or
+history — carries its bundle's keys afterwards.
+
+Revision ID: 0003_bundle_keys
+Revises: 0002_token_kind
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects.postgresql import JSONB
+
+from clarion.adapters.sql.metadata_sql import (
+    is_clarification,
+    is_pendingish,
+    pending_id_of,
+)
+from clarion.adapters.sql.records import bundle_keys, message_record
+from clarion.adapters.sql.types import Key, UtcDateTime
+from clarion.domain.rows import MessageRecord
+
+revision = "0003_bundle_keys"
+down_revision: str | None = "0002_token_kind"
+branch_labels: tuple[str, ...] | None = None
+depends_on: tuple[str, ...] | None = None
+
+BATCH = 5_000
+
+message = sa.table(
+    "task_session_messages",
+    sa.column("id", Key),
+    sa.column("task_session_id", Key),
+    sa.column("task_id", Key),
+    sa.column("turn_id", Key),
+    sa.column("author_type", sa.Text),
+    sa.column("content", sa.Text),
+    sa.column("type", sa.Text),
+    sa.column("metadata", sa.JSON().with_variant(JSONB(), "postgresql")),
+    sa.column("created_at", UtcDateTime),
+    sa.column("updated_at", UtcDateTime),
+    sa.column("bundle_created_at", UtcDateTime),
+    sa.column("bundle_pending_id", Key),
+    sa.column("bundle_digest", sa.Text),
+)
+
+
+def _backfill(connection: sa.Connection) -> None:
+    """Stream clarification rows grouped by pending id; write each group's keys."""
+    pending_id = pending_id_of(message)
+    rows = connection.execute(
+        sa.select(message, pending_id.label("bundle_key"))
+        .where(is_clarification(message), pending_id.is_not(None))
+        .order_by(pending_id, message.c.id)
+        .execution_options(yield_per=BATCH)
+    ).mappings()
+    update = (
+        sa.update(message)
+        .where(message.c.id == sa.bindparam("row_id"))
+        .values(
+            bundle_created_at=sa.bindparam("new_created_at", type_=UtcDateTime()),
+            bundle_pending_id=sa.bindparam("new_pending_id", type_=Key),
+            bundle_digest=sa.bindparam("new_digest", type_=sa.Text()),
+        )
+    )
+    changes: list[dict[str, Any]] = []
+
+    def add(group: list[MessageRecord]) -> None:
+        keys = bundle_keys(group)
+        for record in group:
+            key = record.metadata.get("pending_id")
+            if isinstance(key, str) and key in keys:
+                created_at, _, digest = keys[key]
+                changes.append(
+                    {
+                        "row_id": record.id,
+                        "new_created_at": created_at,
+                        "new_pending_id": key,
+                        "new_digest": digest,
+                    }
+                )
+
+    group: list[MessageRecord] = []
+    current: str | None = None
+    for row in rows:
+        if row["bundle_key"] != current:
+            add(group)
+            group, current = [], row["bundle_key"]
+        group.append(message_record(row))
+    add(group)
+    # Written after the read has finished, in batches.
+    for start in range(0, len(changes), BATCH):
+        connection.execute(update, changes[start : start + BATCH])
+
+
+def upgrade() -> None:
+    op.add_column(
+        "task_session_messages", sa.Column("bundle_created_at", UtcDateTime, nullable=True)
+    )
+    op.add_column("task_session_messages", sa.Column("bundle_pending_id", Key, nullable=True))
+    op.add_column("task_session_messages", sa.Column("bundle_digest", sa.Text, nullable=True))
+    _backfill(op.get_bind())
+    pending_rows = sa.and_(is_clarification(message), is_pendingish(message))
+    op.create_index(
+        "ix_task_session_messages_pending_order",
+        "task_session_messages",
+        ["bundle_created_at", "bundle_pending_id"],
+        sqlite_where=pending_rows,
+        postgresql_where=pending_rows,
+    )
+    # The digest joins the per-session index of pending rows rather than getting its own:
+    # every claim takes a row out of each partial index, so fewer is cheaper.
+    op.drop_index("ix_task_session_messages_pending_rows", "task_session_messages")
+    op.create_index(
+        "ix_task_session_messages_pending_rows",
+        "task_session_messages",
+        ["task_session_id", "turn_id", "bundle_digest"],
+        sqlite_where=pending_rows,
+        postgresql_where=pending_rows,
+    )
+
+
+def downgrade() -> None:
+    pending_rows = sa.and_(is_clarification(message), is_pendingish(message))
+    op.drop_index("ix_task_session_messages_pending_rows", "task_session_messages")
+    op.create_index(
+        "ix_task_session_messages_pending_rows",
+        "task_session_messages",
+        ["task_session_id", "turn_id"],
+        sqlite_where=pending_rows,
+        postgresql_where=pending_rows,
+    )
+    op.drop_index("ix_task_session_messages_pending_order", "task_session_messages")
+    with op.batch_alter_table("task_session_messages") as batch:
+        batch.drop_column("bundle_digest")
+        batch.drop_column("bundle_pending_id")
+        batch.drop_column("bundle_created_at")
