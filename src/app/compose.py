@@ -334,6 +334,7 @@ def build_clarion(
         allowed_hosts=allowed_hosts,
         agent_workspace=settings.agent_workspace,
         elicitation=settings.elicitation == "auto",
+        elicitation_keys=settings.elicitation_keys,
     )
 
     @asynccontextmanager

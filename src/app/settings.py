@@ -5,6 +5,8 @@ Flags win over the environment, which wins over the defaults (``interfaces.md``)
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import sys
 from collections.abc import Mapping
@@ -68,6 +70,10 @@ class Settings:
     # "auto": the ask tool also offers its bundle as a form to an MCP client that declared form
     # elicitation; "off": never (every client then gets exactly the plain ask).
     elicitation: ElicitationMode = "auto"
+    # The key ring that seals a 2026-07-28 form round's request state: the first key seals,
+    # every key unseals (rotation). Empty: one random key per process, so a retry must reach
+    # the process that offered the form. Replicas share one ring.
+    elicitation_keys: tuple[bytes, ...] = attrs.field(default=(), repr=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -125,6 +131,8 @@ class Settings:
             values["test_crash_after"] = parse_crash_point(crash, "CLARION_TEST_CRASH_AFTER")
         if elicitation := env.get("CLARION_ELICITATION"):
             values["elicitation"] = parse_elicitation(elicitation, "CLARION_ELICITATION")
+        if keys := env.get("CLARION_ELICITATION_KEYS", "").strip():
+            values["elicitation_keys"] = parse_key_ring(keys, "CLARION_ELICITATION_KEYS")
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -190,6 +198,24 @@ def parse_sqlite_synchronous(value: str, name: str) -> SqliteSynchronous:
     if value.lower() == "normal":
         return "NORMAL"
     raise ValidationError(f"{name} must be 'full' or 'normal', got {value!r}", field=name)
+
+
+def parse_key_ring(value: str, name: str) -> tuple[bytes, ...]:
+    """Comma-separated base64 (standard or URL-safe) keys of at least 32 bytes each."""
+    keys = []
+    for position, text in enumerate(part.strip() for part in value.split(",")):
+        try:
+            key = base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
+        except (binascii.Error, ValueError):
+            key = b""
+        if len(key) < 32:
+            raise ValidationError(
+                f"{name}: key {position + 1} must be base64 of at least 32 bytes "
+                "(make one with: openssl rand -base64 32)",
+                field=name,
+            )
+        keys.append(key)
+    return tuple(keys)
 
 
 def parse_elicitation(value: str, name: str) -> ElicitationMode:

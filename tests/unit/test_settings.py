@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import attrs
 import pytest
 
@@ -107,3 +109,16 @@ def test_elicitation_is_auto_by_default_and_off_when_asked() -> None:
     with pytest.raises(ValidationError) as caught:
         Settings.from_env({"CLARION_ELICITATION": "on"})
     assert caught.value.field == "CLARION_ELICITATION"
+
+
+def test_the_elicitation_key_ring_is_read_from_base64_and_a_short_key_names_the_variable() -> None:
+    first, second = bytes(range(32)), bytes(range(1, 41))
+    ring = ",".join([base64.b64encode(first).decode(), base64.urlsafe_b64encode(second).decode()])
+    settings = Settings.from_env({"CLARION_ELICITATION_KEYS": ring})
+    assert settings.elicitation_keys == (first, second)
+    assert "elicitation_keys" not in repr(settings)
+    assert Settings.from_env({}).elicitation_keys == ()
+    for bad in ("not base64!", base64.b64encode(b"short").decode()):
+        with pytest.raises(ValidationError) as caught:
+            Settings.from_env({"CLARION_ELICITATION_KEYS": bad})
+        assert caught.value.field == "CLARION_ELICITATION_KEYS"

@@ -131,11 +131,18 @@ def session_server(
     names: ToolNames | None = None,
     progress_interval: float = PROGRESS_INTERVAL_S,
     elicitation: bool = True,
+    elicitation_keys: tuple[bytes, ...] = (),
 ) -> Server[Any]:
     """The in-session surface's server: ask the user, list tasks (S2). With ``elicitation``
-    the ask tool also offers its bundle as a form to clients that declared form elicitation."""
+    the ask tool also offers its bundle as a form to clients that declared form elicitation;
+    ``elicitation_keys`` seal its 2026-07-28 request state (random per process when empty)."""
     offer = (
-        Elicitation(services.asking, services.resolver, state_ttl=services.asking.ask_timeout)
+        Elicitation(
+            services.asking,
+            services.resolver,
+            state_ttl=services.asking.ask_timeout,
+            keys=elicitation_keys,
+        )
         if elicitation
         else None
     )
@@ -325,6 +332,7 @@ def build_mcp(
     legacy_sessions: bool = True,
     limits: Limits | None = None,
     elicitation: bool = True,
+    elicitation_keys: tuple[bytes, ...] = (),
 ) -> McpSurfaces:
     """Build the three surfaces over ``services``.
 
@@ -340,7 +348,8 @@ def build_mcp(
     workspace the agent surface (``agent_path``) creates its tasks in (``CLARION_AGENT_WORKSPACE``;
     "" gives each caller its own "Agents" workspace). ``elicitation`` (``CLARION_ELICITATION``)
     lets the in-session ask tool also offer its bundle as a form to clients that declared form
-    elicitation.
+    elicitation; ``elicitation_keys`` (``CLARION_ELICITATION_KEYS``) seal that form's
+    2026-07-28 request state, shared by replicas so a retry may reach any of them.
 
     Raises:
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
@@ -354,7 +363,11 @@ def build_mcp(
     security = _SDK_CHECKS_OFF
     external = external_server(services, names=names)
     session = session_server(
-        services, names=names, progress_interval=progress_interval, elicitation=elicitation
+        services,
+        names=names,
+        progress_interval=progress_interval,
+        elicitation=elicitation,
+        elicitation_keys=elicitation_keys,
     )
     limits = limits if limits is not None else services.limits
 

@@ -1,0 +1,59 @@
+"""Issue 19: a 2026-07-28 form round's sealed request state verifies on every process that
+shares the key ring (``CLARION_ELICITATION_KEYS``), and on no other — so behind a load
+balancer the client's retry may reach any replica, and a process with another ring refuses it
+exactly like a fabricated pending id (``NotFound``, no oracle)."""
+
+from __future__ import annotations
+
+import os
+from typing import cast
+
+import pytest
+
+from clarion.adapters.mcp.elicitation import Elicitation
+from clarion.adapters.mcp.server import Caller, ToolCall
+from clarion.app.usecases.ask import Asking
+from clarion.app.usecases.resolve import Resolver
+from clarion.domain.errors import NotFound
+from clarion.domain.model import Identity
+
+
+async def _no_progress(_: float, __: str) -> None:
+    return None
+
+
+def _call(session_id: str = "s-1") -> ToolCall:
+    caller = Caller(identity=Identity.user("u-1"), session_id=session_id)
+    return ToolCall(arguments={"questions": []}, caller=caller, report_progress=_no_progress)
+
+
+def _process(*keys: bytes) -> Elicitation:
+    # Sealing needs neither use case; they are only reached by a real ask.
+    return Elicitation(cast(Asking, None), cast(Resolver, None), state_ttl=60.0, keys=keys)
+
+
+def _unseal(process: Elicitation, call: ToolCall, state: str) -> str:
+    return process._unseal(call, state)
+
+
+def _seal(process: Elicitation, call: ToolCall, pending_id: str) -> str:
+    return process._seal(call, pending_id)
+
+
+def test_a_state_sealed_by_one_replica_verifies_on_another_with_the_same_ring() -> None:
+    old, new = os.urandom(32), os.urandom(32)
+    state = _seal(_process(old), _call(), "p-1")
+    # The other replica already seals with a newer key and still reads states sealed with
+    # the old one (rotation: the first key seals, every key unseals).
+    assert _unseal(_process(new, old), _call(), state) == "p-1"
+
+
+def test_a_process_with_another_ring_or_another_session_refuses_it_like_an_unknown_id() -> None:
+    key = os.urandom(32)
+    state = _seal(_process(key), _call(), "p-1")
+    with pytest.raises(NotFound):
+        _unseal(_process(os.urandom(32)), _call(), state)
+    with pytest.raises(NotFound):
+        _unseal(_process(key), _call(session_id="s-2"), state)
+    with pytest.raises(NotFound):
+        _unseal(_process(), _call(), state)  # no ring configured: a key of its own
