@@ -42,7 +42,6 @@ from clarion.app.usecases.ask import Asking, LiveRequest
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
-from clarion.domain.model import Resolution
 from clarion.domain.rows import question_json
 
 PREFIX: Final = "/api/v1/clarification"
@@ -68,28 +67,6 @@ def live_request_json(request: LiveRequest) -> dict[str, Any]:
     if request.context:
         body["context"] = request.context
     body["created_at"] = wire.format_timestamp(request.created_at)
-    return body
-
-
-def wait_response_json(resolution: Resolution) -> dict[str, Any]:
-    """What ``GET /:id/wait`` returns: upstream's Response in its omitempty shape (facts §5.10;
-    A4 leaves this endpoint's success body unchanged). The respond envelope is R12's instead."""
-    body: dict[str, Any] = {"pending_id": resolution.pending_id}
-    if resolution.answers:
-        answers: list[dict[str, Any]] = []
-        for answer in resolution.answers:
-            entry: dict[str, Any] = {"question_id": answer.question_id}
-            if answer.selected_options:
-                entry["selected_options"] = list(answer.selected_options)
-            if answer.custom_text:
-                entry["custom_text"] = answer.custom_text
-            answers.append(entry)
-        body["answers"] = answers
-    if resolution.rejected:
-        body["rejected"] = True
-    if resolution.reject_reason:
-        body["reject_reason"] = resolution.reject_reason
-    body["responded_at"] = wire.format_timestamp(resolution.responded_at)
     return body
 
 
@@ -180,7 +157,7 @@ def clarification_routes(
         resolution = await until_disconnected(request, lambda: asking.wait(identity, pending_id))
         if resolution is None:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
-        return JSONResponse(wait_response_json(resolution))
+        return JSONResponse(wire.wait_response_json(resolution))
 
     @guarded(Resource.CLARIFICATION, store_failure=CLAIM_FAILED)
     async def respond(request: Request) -> Response:

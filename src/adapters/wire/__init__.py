@@ -1,4 +1,7 @@
-"""The JSON wire format shared by REST and MCP: one private cattrs converter, one place.
+"""The JSON wire format shared by REST and MCP: domain values in, wire models out.
+
+The shapes are the attrs classes of :mod:`.models`; :mod:`.convert` holds the one private
+cattrs converter that writes and reads them.
 
 Output shapes follow the spec's always-emit rules: R12 (``answers``, ``rejected``,
 ``reject_reason`` and each answer's ``question_id``, ``selected_options``, ``custom_text``
@@ -9,23 +12,21 @@ Input parsing is strict: wrong types and unknown fields raise a ``ValidationErro
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from datetime import datetime
+from typing import Any, Protocol
 
 import attrs
-import cattrs
-from cattrs.cols import list_structure_factory
-from cattrs.preconf.json import make_converter
 
+from clarion.adapters.wire import models
+from clarion.adapters.wire.convert import format_timestamp, structure, unstructure
 from clarion.domain.errors import ValidationError
 from clarion.domain.host import Task
 from clarion.domain.listing import ListedBundle, ListPage
 from clarion.domain.model import Answer, Outcome, Resolution
 from clarion.domain.questions import OptionDraft, QuestionDraft
 
-T = TypeVar("T")
+__all__ = ["format_timestamp", "structure", "unstructure"]
 
 
 class DuplicateKey(ValueError):
@@ -76,81 +77,102 @@ def is_storable(value: Any) -> bool:
     return True
 
 
-def format_timestamp(moment: datetime) -> str:
-    """RFC 3339 in UTC with ``Z``; fractional seconds only when non-zero, trailing zeros trimmed."""
-    utc = moment.astimezone(UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
-    if utc.microsecond:
-        text += f".{utc.microsecond:06d}".rstrip("0")
-    return text + "Z"
+def answer_model(answer: Answer) -> models.Answer:
+    return models.Answer(answer.question_id, list(answer.selected_options), answer.custom_text)
 
 
-def answer_json(answer: Answer) -> dict[str, Any]:
-    return {
-        "question_id": answer.question_id,
-        "selected_options": list(answer.selected_options),
-        "custom_text": answer.custom_text,
-    }
+def response_model(resolution: Resolution) -> models.Response:
+    return models.Response(
+        pending_id=resolution.pending_id,
+        answers=[answer_model(answer) for answer in resolution.answers],
+        rejected=resolution.rejected,
+        reject_reason=resolution.reject_reason,
+        responded_at=resolution.responded_at,
+    )
 
 
 def response_json(resolution: Resolution) -> dict[str, Any]:
     """``SerializeResponse`` (upstream facts §5.9): key order and always-present keys (R12)."""
-    return {
-        "pending_id": resolution.pending_id,
-        "answers": [answer_json(answer) for answer in resolution.answers],
-        "rejected": resolution.rejected,
-        "reject_reason": resolution.reject_reason,
-        "responded_at": format_timestamp(resolution.responded_at),
-    }
+    return unstructure(response_model(resolution))
 
 
 def resolution_json(resolution: Resolution) -> dict[str, Any]:
     """The MCP ``answer_question`` result: ``claimed``, ``status`` and ``response`` (N3, N4)."""
-    return {
-        "claimed": resolution.claimed,
-        "status": resolution.status,
-        "response": response_json(resolution),
-    }
+    return unstructure(
+        models.Resolution(
+            resolution.claimed,
+            resolution.status,  # type: ignore[arg-type]
+            response_model(resolution),
+        )
+    )
 
 
 def respond_body(resolution: Resolution) -> dict[str, Any]:
     """The REST ``respond`` 200 body (R10, R11): ``success`` plus the MCP result's keys."""
-    return {"success": True, **resolution_json(resolution)}
+    return unstructure(
+        models.RespondResult(
+            True,
+            resolution.claimed,
+            resolution.status,  # type: ignore[arg-type]
+            response_model(resolution),
+        )
+    )
+
+
+def wait_response_json(resolution: Resolution) -> dict[str, Any]:
+    """What ``GET /:id/wait`` returns: upstream's Response in its omitempty shape (facts §5.10;
+    A4 leaves this endpoint's success body unchanged). The respond envelope is R12's instead."""
+    return unstructure(
+        models.WaitResponse(
+            pending_id=resolution.pending_id,
+            answers=[
+                models.WaitAnswer(
+                    question_id=answer.question_id,
+                    selected_options=list(answer.selected_options),
+                    custom_text=answer.custom_text,
+                )
+                for answer in resolution.answers
+            ],
+            rejected=resolution.rejected,
+            reject_reason=resolution.reject_reason,
+            responded_at=resolution.responded_at,
+        )
+    )
+
+
+def listed_bundle_model(bundle: ListedBundle, now: datetime) -> models.ListedBundle:
+    """L3/L4 with L4a: every field present; strings default to "", arrays to []."""
+    return models.ListedBundle(
+        pending_id=bundle.pending_id,
+        task_id=bundle.task_id,
+        session_id=bundle.session_id,
+        created_at=bundle.created_at,
+        age_seconds=bundle.age_seconds(now),
+        context=bundle.context,
+        questions=[
+            models.ListedQuestion(
+                question_id=question.question_id,
+                title=question.title,
+                prompt=question.prompt,
+                status=question.status,
+                options=[
+                    models.Option(option.option_id, option.label, option.description)
+                    for option in question.options
+                ],
+            )
+            for question in bundle.questions
+        ],
+    )
 
 
 def listed_bundle_json(bundle: ListedBundle, now: datetime) -> dict[str, Any]:
-    """L3/L4 with L4a: every field present; strings default to "", arrays to []."""
-    return {
-        "pending_id": bundle.pending_id,
-        "task_id": bundle.task_id,
-        "session_id": bundle.session_id,
-        "created_at": format_timestamp(bundle.created_at),
-        "age_seconds": bundle.age_seconds(now),
-        "context": bundle.context,
-        "questions": [
-            {
-                "question_id": question.question_id,
-                "title": question.title,
-                "prompt": question.prompt,
-                "status": question.status,
-                "options": [
-                    {
-                        "option_id": option.option_id,
-                        "label": option.label,
-                        "description": option.description,
-                    }
-                    for option in question.options
-                ],
-            }
-            for question in bundle.questions
-        ],
-    }
+    return unstructure(listed_bundle_model(bundle, now))
 
 
 def list_json(page: ListPage, now: datetime) -> dict[str, Any]:
     """L11: ``{"bundles", "count", "next_cursor"}``; ``count`` equals ``len(bundles)``."""
-    bundles = [listed_bundle_json(bundle, now) for bundle in page.bundles]
-    return {"bundles": bundles, "count": len(bundles), "next_cursor": page.next_cursor}
+    bundles = [listed_bundle_model(bundle, now) for bundle in page.bundles]
+    return unstructure(models.PendingPage(bundles, len(bundles), page.next_cursor))
 
 
 class TaskWithActions(Protocol):
@@ -166,23 +188,27 @@ class TaskWithActions(Protocol):
     def primary_session_pending_action(self) -> str | None: ...
 
 
+def task_model(view: TaskWithActions) -> models.Task:
+    task = view.task
+    return models.Task(
+        id=task.id,
+        title=task.title,
+        workspace_id=task.workspace_id,
+        created_at=task.created_at,
+        task_pending_action=view.task_pending_action,
+        primary_session_pending_action=view.primary_session_pending_action,
+    )
+
+
 def task_json(view: TaskWithActions) -> dict[str, Any]:
     """One listed task; both pending-action keys always present, ``null`` when none (T2)."""
-    task = view.task
-    return {
-        "id": task.id,
-        "title": task.title,
-        "workspace_id": task.workspace_id,
-        "created_at": format_timestamp(task.created_at),
-        "task_pending_action": view.task_pending_action,
-        "primary_session_pending_action": view.primary_session_pending_action,
-    }
+    return unstructure(task_model(view))
 
 
 def tasks_json(views: Sequence[TaskWithActions]) -> dict[str, Any]:
     """``{"tasks": [...], "total"}`` for REST ``GET /tasks`` and ``list_tasks_kandev``."""
-    tasks = [task_json(view) for view in views]
-    return {"tasks": tasks, "total": len(tasks)}
+    tasks = [task_model(view) for view in views]
+    return unstructure(models.TaskList(tasks, len(tasks)))
 
 
 # --- input ---------------------------------------------------------------------------------
@@ -217,92 +243,6 @@ class QuestionIn:
     options: list[OptionIn] | None = None
     id: str | None = None
     title: str = ""
-
-
-def _strict(kind: type[Any], name: str) -> Any:
-    def structure(value: Any, _: Any) -> Any:
-        # bool is an int subclass; JSON true must not pass as a number or vice versa.
-        if type(value) is not kind:
-            raise TypeError(f"expected {name}")
-        return value
-
-    return structure
-
-
-def _is_list(kind: Any) -> bool:
-    return typing.get_origin(kind) is list
-
-
-def _make_input_converter() -> cattrs.Converter:
-    converter = make_converter(forbid_extra_keys=True)
-    converter.register_structure_hook(str, _strict(str, "a string"))
-    converter.register_structure_hook(bool, _strict(bool, "a boolean"))
-    converter.register_structure_hook(int, _strict(int, "an integer"))
-
-    def list_hook(kind: Any) -> Any:
-        base = list_structure_factory(kind, converter)
-
-        def structure_list(value: Any, target: Any) -> list[Any]:
-            # A JSON string is iterable; it must not pass for an array.
-            if not isinstance(value, list):
-                raise TypeError("expected an array")
-            return base(value, target)  # type: ignore[no-any-return]
-
-        return structure_list
-
-    converter.register_structure_hook_factory(_is_list, list_hook)
-    return converter
-
-
-_INPUT = _make_input_converter()
-
-
-def _describe(exc: BaseException, kind: Any) -> str:
-    """Caller-facing wording for one structuring failure (no Python type names)."""
-    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return f"extra fields found ({', '.join(sorted(exc.extra_fields))})"
-    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
-        return str(exc)
-    if isinstance(exc, KeyError):
-        return "required field missing"
-    if attrs.has(kind) or isinstance(exc, AttributeError):
-        return "expected a JSON object"
-    return "invalid value"
-
-
-def _path_of(message: str) -> tuple[str, str]:
-    """Split cattrs' ``"<problem> @ $.a[0].b"`` into (field path, problem)."""
-    problem, _, where = message.rpartition(" @ ")
-    path = where.removeprefix("$").lstrip(".")
-    return path, problem
-
-
-def _join(prefix: str, path: str) -> str:
-    if not prefix:
-        return path
-    if not path:
-        return prefix
-    return f"{prefix}{path}" if path.startswith("[") else f"{prefix}.{path}"
-
-
-def structure(payload: Any, kind: type[T], *, prefix: str = "") -> T:
-    """Structure ``payload`` strictly; raise ``ValidationError`` naming the offending field
-    by its JSON path below ``prefix`` (for example ``answers[0].custom_text``)."""
-    if not isinstance(payload, Mapping):
-        where = prefix or "body"
-        raise ValidationError(f"invalid payload: {where} must be a JSON object", field=where)
-    try:
-        return _INPUT.structure(payload, kind)
-    except cattrs.BaseValidationError as exc:
-        first = cattrs.transform_error(exc, format_exception=_describe)[0]
-        path, problem = _path_of(first)
-        if problem.startswith("extra fields found"):
-            names = problem[problem.find("(") + 1 : problem.rfind(")")]
-            unknown = names.split(",")[0].strip()
-            field = _join(prefix, _join(path, unknown))
-            raise ValidationError(f"invalid payload: unknown field {field!r}", field=field) from exc
-        field = _join(prefix, path) or "body"
-        raise ValidationError(f"invalid payload: {field}: {problem}", field=field) from exc
 
 
 def parse_outcome(payload: Any) -> Outcome:

@@ -1,0 +1,208 @@
+"""One attrs class per JSON shape Clarion sends: the wire format's single definition.
+
+The converter in :mod:`clarion.adapters.wire.convert` turns these into JSON and back, and
+:mod:`clarion.adapters.wire.jsonschema` derives their JSON Schemas (OpenAPI components, MCP
+output schemas). A field's ``metadata["schema"]`` adds keywords to the schema its type gives
+(``minimum``, ``minLength``, …) or, under ``"replace"``, states the whole schema where the
+type alone cannot say it; keyed ``"*"`` for every dialect or by a dialect's name (``"mcp"``)
+where the published schemas differ. A class's schema name is its class name.
+
+Always-emit (R12, L4a): every field is written, ``[]``/``""`` when empty. The classes listed
+in :data:`OMIT_EMPTY` keep upstream's omitempty shape instead (``GET /:id/wait``, facts §5.10).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, Literal
+
+import attrs
+
+
+def schema(**keywords: Any) -> dict[str, Any]:
+    """Field metadata: JSON Schema keywords added to what the field's type gives."""
+    return {"schema": {"*": keywords}}
+
+
+def replaced(whole: dict[str, Any], **dialects: dict[str, Any]) -> dict[str, Any]:
+    """Field metadata: the field's whole JSON Schema where its type cannot say it, and per
+    dialect (``mcp=...``) where that dialect's schema says it differently."""
+    return {
+        "schema": {"*": {"replace": whole}}
+        | {name: {"replace": other} for name, other in dialects.items()}
+    }
+
+
+_COUNT: Final = schema(minimum=0)
+
+
+# --- answers and resolutions ------------------------------------------------------------------
+
+
+@attrs.frozen
+class Answer:
+    """One answer in a resolution (R12: every key always present)."""
+
+    question_id: str
+    selected_options: list[str]
+    custom_text: str
+
+
+@attrs.frozen
+class Response:
+    """``SerializeResponse`` (upstream facts §5.9) with R12's always-present keys."""
+
+    pending_id: str
+    answers: list[Answer]
+    rejected: bool
+    reject_reason: str
+    responded_at: datetime
+
+
+_STATUS: Final = {
+    "schema": {"mcp": {"replace": {"type": "string", "enum": ["answered", "rejected"]}}}
+}
+
+
+@attrs.frozen
+class Resolution:
+    """The MCP ``answer_question`` result: ``claimed``, ``status`` and ``response`` (N3, N4)."""
+
+    claimed: bool
+    status: Literal["answered", "rejected"] = attrs.field(metadata=_STATUS)
+    response: Response
+
+
+@attrs.frozen
+class RespondResult:
+    """The REST ``respond`` 200 body (R10, R11): ``success`` plus the MCP result's keys."""
+
+    success: Literal[True]
+    claimed: bool
+    status: Literal["answered", "rejected"] = attrs.field(metadata=_STATUS)
+    response: Response
+
+
+@attrs.frozen(kw_only=True)
+class WaitAnswer:
+    """One answer of ``GET /:id/wait``: empty fields omitted (facts §5.10)."""
+
+    question_id: str
+    selected_options: list[str] = attrs.field(factory=list, metadata=schema(minItems=1))
+    custom_text: str = attrs.field(default="", metadata=schema(minLength=1))
+
+
+@attrs.frozen(kw_only=True)
+class WaitResponse:
+    """What ``GET /:id/wait`` returns: upstream's Response in its omitempty shape (A4)."""
+
+    pending_id: str
+    answers: list[WaitAnswer] = attrs.field(factory=list, metadata=schema(minItems=1))
+    rejected: bool = attrs.field(default=False, metadata=replaced({"const": True}))
+    reject_reason: str = attrs.field(default="", metadata=schema(minLength=1))
+    responded_at: datetime
+
+
+@attrs.frozen
+class AskedAnswer:
+    """One question's entry in the ask tool's result (facts §2.9; §9.25 fixed: every selected
+    option, with the first also as ``selected_option`` for agents written against upstream)."""
+
+    answered: bool
+    selected_option: str
+    selected_options: list[str]
+    custom_text: str
+    rejected: bool
+
+
+# --- the pending listing ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Option:
+    option_id: str
+    label: str
+    description: str
+
+
+@attrs.frozen
+class ListedQuestion:
+    question_id: str
+    title: str
+    prompt: str
+    status: str
+    options: list[Option]
+
+
+@attrs.frozen
+class ListedBundle:
+    """L3/L4 with L4a: every field present; strings default to "", arrays to []."""
+
+    pending_id: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+    age_seconds: int = attrs.field(metadata=_COUNT)
+    context: str
+    questions: list[ListedQuestion]
+
+
+@attrs.frozen
+class PendingPage:
+    """L11: ``{"bundles", "count", "next_cursor"}``; ``count`` equals ``len(bundles)``."""
+
+    bundles: list[ListedBundle]
+    count: int = attrs.field(metadata=_COUNT)
+    next_cursor: str
+
+
+# --- host records -----------------------------------------------------------------------------
+
+_ACTION: Final = replaced(
+    {"type": ["string", "null"], "enum": ["clarification", None]},
+    mcp={"type": ["string", "null"], "enum": ["clarification", "permission", None]},
+)
+
+
+@attrs.frozen
+class Task:
+    """One listed task; both pending-action keys always present, ``null`` when none (T2)."""
+
+    id: str
+    title: str
+    workspace_id: str
+    created_at: datetime
+    task_pending_action: str | None = attrs.field(metadata=_ACTION)
+    primary_session_pending_action: str | None = attrs.field(metadata=_ACTION)
+
+
+@attrs.frozen
+class TaskList:
+    """``{"tasks": [...], "total"}`` for REST ``GET /tasks`` and ``list_tasks_kandev``."""
+
+    tasks: list[Task]
+    total: int = attrs.field(metadata=_COUNT)
+
+
+OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task})
+"""Shapes whose MCP output schema admits properties it does not name."""
+
+OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse})
+"""Shapes that leave out fields equal to their default (upstream's omitempty)."""
+
+SHAPES: Final[tuple[type[Any], ...]] = (
+    Answer,
+    Response,
+    Resolution,
+    RespondResult,
+    WaitAnswer,
+    WaitResponse,
+    AskedAnswer,
+    Option,
+    ListedQuestion,
+    ListedBundle,
+    PendingPage,
+    Task,
+    TaskList,
+)
+"""Every output shape, for the round-trip property test and the schema generator."""
