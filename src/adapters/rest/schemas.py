@@ -1,5 +1,8 @@
 """The component schemas of the OpenAPI document: exactly the JSON the routes send and accept.
 
+The shapes that are wire models (:mod:`clarion.adapters.wire.models`) are generated from them;
+the rest are still written here.
+
 Closed objects throughout; R12's always-present keys on the respond envelope, L4a's on the
 listing, T2's ``null`` pending actions, and the omitempty shapes upstream keeps for
 ``GET /:id`` (``context``) and ``GET /:id/wait`` (facts §5.10, unchanged per A4).
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from clarion.adapters.wire import models
+from clarion.adapters.wire.jsonschema import components
 from clarion.domain.model import SessionState
 
 Schema = dict[str, Any]
@@ -33,12 +38,25 @@ STRING: Final[Schema] = {"type": "string"}
 _NON_BLANK: Final[Schema] = {"type": "string", "minLength": 1}
 _TIMESTAMP: Final[Schema] = {"type": "string", "format": "date-time"}
 _NULLABLE_TIMESTAMP: Final[Schema] = {"type": ["string", "null"], "format": "date-time"}
-_STRINGS: Final[Schema] = {"type": "array", "items": STRING}
-_ACTION: Final[Schema] = {"type": ["string", "null"], "enum": ["clarification", None]}
+
+# The shapes the routes send that are wire models: generated from the classes.
+_GENERATED: Final = (
+    models.Option,
+    models.WaitAnswer,
+    models.WaitResponse,
+    models.Answer,
+    models.Response,
+    models.RespondResult,
+    models.ListedQuestion,
+    models.ListedBundle,
+    models.PendingPage,
+    models.Task,
+    models.TaskList,
+)
 
 SCHEMAS: Final[dict[str, Schema]] = {
+    **components(_GENERATED),
     "Error": _closed({"error": STRING}),
-    "Option": _closed({"option_id": STRING, "label": STRING, "description": STRING}),
     "LiveQuestion": _closed(
         {
             "id": STRING,
@@ -57,42 +75,6 @@ SCHEMAS: Final[dict[str, Schema]] = {
             "created_at": _TIMESTAMP,
         },
         required=["pending_id", "session_id", "task_id", "questions", "created_at"],
-    ),
-    "WaitAnswer": _closed(
-        {
-            "question_id": STRING,
-            "selected_options": {**_STRINGS, "minItems": 1},
-            "custom_text": {"type": "string", "minLength": 1},
-        },
-        required=["question_id"],
-    ),
-    "WaitResponse": _closed(
-        {
-            "pending_id": STRING,
-            "answers": {"type": "array", "items": ref("WaitAnswer"), "minItems": 1},
-            "rejected": {"const": True},
-            "reject_reason": {"type": "string", "minLength": 1},
-            "responded_at": _TIMESTAMP,
-        },
-        required=["pending_id", "responded_at"],
-    ),
-    "Answer": _closed({"question_id": STRING, "selected_options": _STRINGS, "custom_text": STRING}),
-    "Response": _closed(
-        {
-            "pending_id": STRING,
-            "answers": {"type": "array", "items": ref("Answer")},
-            "rejected": {"type": "boolean"},
-            "reject_reason": STRING,
-            "responded_at": _TIMESTAMP,
-        }
-    ),
-    "RespondResult": _closed(
-        {
-            "success": {"const": True},
-            "claimed": {"type": "boolean"},
-            "status": {"enum": ["answered", "rejected"]},
-            "response": ref("Response"),
-        }
     ),
     "AnswerIn": _closed(
         {
@@ -148,33 +130,6 @@ SCHEMAS: Final[dict[str, Schema]] = {
     ),
     "Created": _closed({"pending_id": STRING}),
     "Success": _closed({"success": {"const": True}}),
-    "ListedQuestion": _closed(
-        {
-            "question_id": STRING,
-            "title": STRING,
-            "prompt": STRING,
-            "status": STRING,
-            "options": {"type": "array", "items": ref("Option")},
-        }
-    ),
-    "ListedBundle": _closed(
-        {
-            "pending_id": STRING,
-            "task_id": STRING,
-            "session_id": STRING,
-            "created_at": _TIMESTAMP,
-            "age_seconds": {"type": "integer", "minimum": 0},
-            "context": STRING,
-            "questions": {"type": "array", "items": ref("ListedQuestion")},
-        }
-    ),
-    "PendingPage": _closed(
-        {
-            "bundles": {"type": "array", "items": ref("ListedBundle")},
-            "count": {"type": "integer", "minimum": 0},
-            "next_cursor": STRING,
-        }
-    ),
     "Workspace": _closed(
         {"id": STRING, "name": STRING, "owner_id": STRING, "created_at": _TIMESTAMP}
     ),
@@ -186,22 +141,6 @@ SCHEMAS: Final[dict[str, Schema]] = {
     ),
     "WorkspaceIn": _closed(
         {"name": _NON_BLANK, "owner_id": {"type": ["string", "null"]}}, required=["name"]
-    ),
-    "Task": _closed(
-        {
-            "id": STRING,
-            "title": STRING,
-            "workspace_id": STRING,
-            "created_at": _TIMESTAMP,
-            "task_pending_action": _ACTION,
-            "primary_session_pending_action": _ACTION,
-        }
-    ),
-    "TaskList": _closed(
-        {
-            "tasks": {"type": "array", "items": ref("Task")},
-            "total": {"type": "integer", "minimum": 0},
-        }
     ),
     "TaskIn": _closed({"title": _NON_BLANK, "workspace_id": STRING}, required=["title"]),
     "SessionIn": _closed({"is_primary": {"type": "boolean"}}, required=[]),

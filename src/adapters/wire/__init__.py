@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -188,6 +188,15 @@ class TaskWithActions(Protocol):
     def primary_session_pending_action(self) -> str | None: ...
 
 
+def _action(value: str | None) -> Literal["clarification"] | None:
+    """A pending action as T2 publishes it: ``"clarification"`` or ``null``."""
+    if value is None:
+        return None
+    if value != "clarification":
+        raise ValueError(f"unknown pending action {value!r}")
+    return "clarification"
+
+
 def task_model(view: TaskWithActions) -> models.Task:
     task = view.task
     return models.Task(
@@ -195,8 +204,8 @@ def task_model(view: TaskWithActions) -> models.Task:
         title=task.title,
         workspace_id=task.workspace_id,
         created_at=task.created_at,
-        task_pending_action=view.task_pending_action,
-        primary_session_pending_action=view.primary_session_pending_action,
+        task_pending_action=_action(view.task_pending_action),
+        primary_session_pending_action=_action(view.primary_session_pending_action),
     )
 
 

@@ -172,8 +172,8 @@ class Task:
     title: str
     workspace_id: str
     created_at: datetime
-    task_pending_action: str | None = attrs.field(metadata=_ACTION)
-    primary_session_pending_action: str | None = attrs.field(metadata=_ACTION)
+    task_pending_action: Literal["clarification"] | None = attrs.field(metadata=_ACTION)
+    primary_session_pending_action: Literal["clarification"] | None = attrs.field(metadata=_ACTION)
 
 
 @attrs.frozen
