@@ -279,8 +279,16 @@ def wire_models(kind: type[Any]) -> st.SearchStrategy[Any]:
     fields drawn from their annotated types, nested models and lists included."""
     hints = typing.get_type_hints(kind)
     return st.builds(
-        kind, **{field.name: _wire_values(hints[field.name]) for field in attrs.fields(kind)}
+        kind, **{field.name: _wire_field(field, hints[field.name]) for field in attrs.fields(kind)}
     )
+
+
+def _wire_field(field: attrs.Attribute[Any], kind: Any) -> st.SearchStrategy[Any]:
+    # A field whose schema names its values (an ``enum`` the type cannot state) draws from them.
+    stated = field.metadata.get("schema", {}).get("*", {}).get("replace", {})
+    if "enum" in stated:
+        return st.sampled_from(stated["enum"])
+    return _wire_values(kind)
 
 
 def _wire_values(kind: Any) -> st.SearchStrategy[Any]:
@@ -290,6 +298,9 @@ def _wire_values(kind: Any) -> st.SearchStrategy[Any]:
         return st.sampled_from(arguments)
     if origin is list:
         return st.lists(_wire_values(arguments[0]), max_size=3)
+    if origin is dict:
+        json_values = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+        return st.dictionaries(st.text(max_size=5), json_values, max_size=3)
     if origin in (types.UnionType, typing.Union):
         return st.one_of(*(_wire_values(argument) for argument in arguments))
     if attrs.has(kind):

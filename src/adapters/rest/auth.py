@@ -60,6 +60,7 @@ from clarion.adapters.rest.errors import (
     guarded,
     unauthenticated,
 )
+from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
@@ -293,7 +294,7 @@ def auth_routes(
         cookie = request.cookies.get(cookie_name(SESSION_COOKIE, request))
         if cookie and authentication is not None:
             await anyio.to_thread.run_sync(authentication.logout, cookie, limiter=limiter)
-        response = JSONResponse({"success": True})
+        response = JSONResponse(wire.unstructure(models.Success(True)))
         secure = _is_https(request)
         response.delete_cookie(
             cookie_name(SESSION_COOKIE, request),

@@ -38,11 +38,11 @@ from clarion.adapters.rest.errors import (
     failure,
     guarded,
 )
+from clarion.adapters.wire import models
 from clarion.app.usecases.ask import Asking, LiveRequest
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
-from clarion.domain.rows import question_json
 
 PREFIX: Final = "/api/v1/clarification"
 T = TypeVar("T")
@@ -58,16 +58,27 @@ class CreateRequestIn:
 
 def live_request_json(request: LiveRequest) -> dict[str, Any]:
     """Upstream's Request JSON (facts §2.1): ``context`` omitted when empty (A4: unchanged)."""
-    body: dict[str, Any] = {
-        "pending_id": request.pending_id,
-        "session_id": request.session_id,
-        "task_id": request.task_id,
-        "questions": [question_json(question) for question in request.questions],
-    }
-    if request.context:
-        body["context"] = request.context
-    body["created_at"] = wire.format_timestamp(request.created_at)
-    return body
+    return wire.unstructure(
+        models.LiveRequest(
+            pending_id=request.pending_id,
+            session_id=request.session_id,
+            task_id=request.task_id,
+            questions=[
+                models.LiveQuestion(
+                    id=question.id,
+                    title=question.title,
+                    prompt=question.prompt,
+                    options=[
+                        models.Option(option.option_id, option.label, option.description)
+                        for option in question.options
+                    ],
+                )
+                for question in request.questions
+            ],
+            context=request.context,
+            created_at=request.created_at,
+        )
+    )
 
 
 async def until_disconnected(request: Request, work: Callable[[], Awaitable[T]]) -> T | None:
@@ -129,7 +140,7 @@ def clarification_routes(
             body.context,
             task_id=body.task_id or None,
         )
-        return JSONResponse({"pending_id": pending_id})
+        return JSONResponse(wire.unstructure(models.Created(pending_id)))
 
     @guarded(Resource.NONE)
     async def pending(request: Request) -> Response:
@@ -170,7 +181,7 @@ def clarification_routes(
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def cancel(request: Request) -> Response:
         await asking.cancel(require_identity(request), request.path_params["pending_id"])
-        return JSONResponse({"success": True})
+        return JSONResponse(wire.unstructure(models.Success(True)))
 
     return [
         Route(f"{PREFIX}/request", create, methods=["POST"]),

@@ -37,7 +37,6 @@ STRING: Final[Schema] = {"type": "string"}
 # ``pattern`` says so, because JSON Schema's \s and Python's str.strip disagree at the edges.
 _NON_BLANK: Final[Schema] = {"type": "string", "minLength": 1}
 _TIMESTAMP: Final[Schema] = {"type": "string", "format": "date-time"}
-_NULLABLE_TIMESTAMP: Final[Schema] = {"type": ["string", "null"], "format": "date-time"}
 
 # The shapes the routes send that are wire models: generated from the classes.
 _GENERATED: Final = (
@@ -52,30 +51,24 @@ _GENERATED: Final = (
     models.PendingPage,
     models.Task,
     models.TaskList,
+    models.LiveQuestion,
+    models.LiveRequest,
+    models.Created,
+    models.Success,
+    models.Workspace,
+    models.WorkspaceList,
+    models.Session,
+    models.CreatedSession,
+    models.Turn,
+    models.Detached,
+    models.Message,
+    models.MessageList,
+    models.ResumeList,
 )
 
 SCHEMAS: Final[dict[str, Schema]] = {
     **components(_GENERATED),
     "Error": _closed({"error": STRING}),
-    "LiveQuestion": _closed(
-        {
-            "id": STRING,
-            "title": STRING,
-            "prompt": STRING,
-            "options": {"type": "array", "items": ref("Option")},
-        }
-    ),
-    "LiveRequest": _closed(
-        {
-            "pending_id": STRING,
-            "session_id": STRING,
-            "task_id": STRING,
-            "questions": {"type": "array", "items": ref("LiveQuestion")},
-            "context": {"type": "string", "minLength": 1},
-            "created_at": _TIMESTAMP,
-        },
-        required=["pending_id", "session_id", "task_id", "questions", "created_at"],
-    ),
     "AnswerIn": _closed(
         {
             "question_id": STRING,
@@ -128,71 +121,12 @@ SCHEMAS: Final[dict[str, Schema]] = {
         },
         required=["session_id", "questions"],
     ),
-    "Created": _closed({"pending_id": STRING}),
-    "Success": _closed({"success": {"const": True}}),
-    "Workspace": _closed(
-        {"id": STRING, "name": STRING, "owner_id": STRING, "created_at": _TIMESTAMP}
-    ),
-    "WorkspaceList": _closed(
-        {
-            "workspaces": {"type": "array", "items": ref("Workspace")},
-            "total": {"type": "integer", "minimum": 0},
-        }
-    ),
     "WorkspaceIn": _closed(
         {"name": _NON_BLANK, "owner_id": {"type": ["string", "null"]}}, required=["name"]
     ),
     "TaskIn": _closed({"title": _NON_BLANK, "workspace_id": STRING}, required=["title"]),
     "SessionIn": _closed({"is_primary": {"type": "boolean"}}, required=[]),
-    "Session": _closed(
-        {
-            "id": STRING,
-            "task_id": STRING,
-            "state": {"enum": list(SessionState.ALL)},
-            "is_primary": {"type": "boolean"},
-            "created_at": _NULLABLE_TIMESTAMP,
-            "updated_at": _NULLABLE_TIMESTAMP,
-        }
-    ),
-    "CreatedSession": _closed(
-        {
-            "id": STRING,
-            "task_id": STRING,
-            "state": {"enum": list(SessionState.ALL)},
-            "is_primary": {"type": "boolean"},
-            "created_at": _NULLABLE_TIMESTAMP,
-            "updated_at": _NULLABLE_TIMESTAMP,
-            "current_turn_id": STRING,
-            "agent_token": STRING,
-        }
-    ),
     "SessionPatch": _closed({"state": {"enum": list(SessionState.ALL)}}),
-    "Turn": _closed(
-        {
-            "id": STRING,
-            "session_id": STRING,
-            "started_at": _TIMESTAMP,
-            "created_at": _TIMESTAMP,
-            "completed_at": _NULLABLE_TIMESTAMP,
-        }
-    ),
-    "Detached": _closed({"detached": {"type": "integer", "minimum": 0}}),
-    "Message": _closed(
-        {
-            "id": STRING,
-            "session_id": STRING,
-            "task_id": STRING,
-            "turn_id": STRING,
-            "type": STRING,
-            "author_type": STRING,
-            "content": STRING,
-            "metadata": {"type": "object"},
-            "created_at": _TIMESTAMP,
-            "updated_at": _TIMESTAMP,
-        }
-    ),
-    "MessageList": _closed({"messages": {"type": "array", "items": ref("Message")}}),
-    "ResumeList": _closed({"resumes": {"type": "array", "items": ref("Message")}}),
     "LoginIn": _closed({"token": STRING}),
     "Me": _closed(
         {

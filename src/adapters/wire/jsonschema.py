@@ -1,7 +1,8 @@
 """JSON Schemas derived from the wire models: the OpenAPI components and the MCP tool schemas.
 
 A field's type gives its schema (``str`` a string, ``datetime`` a ``date-time`` string, ``int``
-an integer, ``bool`` a boolean, ``list[X]`` an array of X, ``X | None`` a nullable X, a
+an integer, ``bool`` a boolean, ``list[X]`` an array of X,
+``dict[str, Any]`` any object, ``X | None`` a nullable X, a
 ``Literal`` an ``enum`` (``const`` for one value), a model a nested object); its
 ``metadata["schema"]`` adds keywords or replaces the whole (see :mod:`.models`), per dialect.
 Every object is closed unless its dialect leaves the class open; a field without a default is
@@ -55,6 +56,8 @@ def _of_type(kind: Any, dialect: Dialect) -> Schema:
     arguments = typing.get_args(kind)
     if origin is typing.Literal:
         return {"const": arguments[0]} if len(arguments) == 1 else {"enum": list(arguments)}
+    if origin is dict:
+        return {"type": "object"}
     if origin is list:
         return {"type": "array", "items": _of_type(arguments[0], dialect)}
     if origin in (types.UnionType, typing.Union):

@@ -18,6 +18,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from clarion.domain.model import SessionState
+
 
 def schema(**keywords: Any) -> dict[str, Any]:
     """Field metadata: JSON Schema keywords added to what the field's type gives."""
@@ -184,10 +186,122 @@ class TaskList:
     total: int = attrs.field(metadata=_COUNT)
 
 
+# --- the live request (GET /:id) ----------------------------------------------------------
+
+
+@attrs.frozen
+class LiveQuestion:
+    """A question as upstream's Request carries it (facts §2.1): every key always present."""
+
+    id: str
+    title: str
+    prompt: str
+    options: list[Option]
+
+
+@attrs.frozen(kw_only=True)
+class LiveRequest:
+    """Upstream's Request JSON (facts §2.1): ``context`` omitted when empty (A4: unchanged)."""
+
+    pending_id: str
+    session_id: str
+    task_id: str
+    questions: list[LiveQuestion]
+    context: str = attrs.field(default="", metadata=schema(minLength=1))
+    created_at: datetime
+
+
+@attrs.frozen
+class Created:
+    pending_id: str
+
+
+@attrs.frozen
+class Success:
+    success: Literal[True]
+
+
+# --- the reference host's records ---------------------------------------------------------
+
+_SESSION_STATE: Final = replaced({"enum": list(SessionState.ALL)})
+
+
+@attrs.frozen
+class Workspace:
+    id: str
+    name: str
+    owner_id: str
+    created_at: datetime
+
+
+@attrs.frozen
+class WorkspaceList:
+    workspaces: list[Workspace]
+    total: int = attrs.field(metadata=_COUNT)
+
+
+@attrs.frozen
+class Session:
+    id: str
+    task_id: str
+    state: str = attrs.field(metadata=_SESSION_STATE)
+    is_primary: bool
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+@attrs.frozen
+class CreatedSession(Session):
+    """A new session with its first turn; the agent token is shown this once."""
+
+    current_turn_id: str
+    agent_token: str
+
+
+@attrs.frozen
+class Turn:
+    id: str
+    session_id: str
+    started_at: datetime
+    created_at: datetime
+    completed_at: datetime | None
+
+
+@attrs.frozen
+class Detached:
+    detached: int = attrs.field(metadata=_COUNT)
+
+
+@attrs.frozen
+class Message:
+    """A transcript row; ``metadata`` is the stored JSON object as it is."""
+
+    id: str
+    session_id: str
+    task_id: str
+    turn_id: str
+    type: str
+    author_type: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@attrs.frozen
+class MessageList:
+    messages: list[Message]
+
+
+@attrs.frozen
+class ResumeList:
+    resumes: list[Message]
+
+
 OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task})
 """Shapes whose MCP output schema admits properties it does not name."""
 
-OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse})
+OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse, LiveRequest})
 """Shapes that leave out fields equal to their default (upstream's omitempty)."""
 
 SHAPES: Final[tuple[type[Any], ...]] = (
@@ -204,5 +318,18 @@ SHAPES: Final[tuple[type[Any], ...]] = (
     PendingPage,
     Task,
     TaskList,
+    LiveQuestion,
+    LiveRequest,
+    Created,
+    Success,
+    Workspace,
+    WorkspaceList,
+    Session,
+    CreatedSession,
+    Turn,
+    Detached,
+    Message,
+    MessageList,
+    ResumeList,
 )
 """Every output shape, for the round-trip property test and the schema generator."""
