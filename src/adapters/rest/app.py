@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from clarion.adapters import wire
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
 from clarion.adapters.rest.body_limit import BodyLimitMiddleware
@@ -31,6 +32,7 @@ from clarion.adapters.rest.host import host_routes
 from clarion.adapters.rest.openapi import openapi_document
 from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
+from clarion.adapters.wire import models
 from clarion.app.services import Services
 from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.auth import Authentication
@@ -94,7 +96,7 @@ def _health(database_check: DatabaseCheck | None) -> Route:
             except Exception as exc:  # noqa: BLE001 - logged without driver text
                 log.warning("health.database_unreachable", **failure_fields(exc))
                 return failure(503, "database unreachable")
-        return JSONResponse({"status": "ok", "database": "ok"})
+        return JSONResponse(wire.unstructure(models.Health("ok", "ok")))
 
     return Route("/healthz", healthz, methods=["GET"])
 

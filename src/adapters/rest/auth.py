@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Collection
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import anyio
 import anyio.to_thread
@@ -231,16 +231,16 @@ class LoginIn:
     token: str
 
 
-def _identity_json(context: AuthContext, *, auth_enabled: bool) -> dict[str, Any]:
+def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
     identity = context.identity
     assert identity is not None
-    return {
-        "user_id": identity.user_id or "",
-        "is_admin": identity.is_admin,
-        "auth_enabled": auth_enabled,
-        "authenticated_by": context.via,
-        "csrf_token": context.csrf_token,
-    }
+    return models.Me(
+        user_id=identity.user_id or "",
+        is_admin=identity.is_admin,
+        auth_enabled=auth_enabled,
+        authenticated_by=context.via,
+        csrf_token=context.csrf_token,
+    )
 
 
 def auth_routes(
@@ -263,12 +263,16 @@ def auth_routes(
         context = AuthContext(
             identity=session.identity, via="session", csrf_token=session.csrf_token
         )
-        response = JSONResponse(
-            {
-                **_identity_json(context, auth_enabled=auth_enabled),
-                "expires_at": wire.format_timestamp(session.expires_at),
-            }
+        me = _me(context, auth_enabled=auth_enabled)
+        logged_in = models.LoggedIn(
+            user_id=me.user_id,
+            is_admin=me.is_admin,
+            auth_enabled=me.auth_enabled,
+            authenticated_by="session",
+            csrf_token=me.csrf_token,
+            expires_at=session.expires_at,
         )
+        response = JSONResponse(wire.unstructure(logged_in))
         secure = _is_https(request)
         response.set_cookie(
             cookie_name(SESSION_COOKIE, request),
@@ -310,7 +314,7 @@ def auth_routes(
 
     @guarded(Resource.NONE)
     async def me(request: Request) -> Response:
-        return JSONResponse(_identity_json(auth_context(request), auth_enabled=auth_enabled))
+        return JSONResponse(wire.unstructure(_me(auth_context(request), auth_enabled=auth_enabled)))
 
     return [
         Route(LOGIN_PATH, login, methods=["POST"]),

@@ -32,6 +32,8 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from clarion.adapters import wire
+from clarion.adapters.wire import models
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
     NOT_FOUND_MESSAGE,
@@ -82,7 +84,9 @@ _WAIT_TEXT: Final = {
 
 def failure(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """A ``{"error": message}`` response."""
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+    return JSONResponse(
+        wire.unstructure(models.Error(message)), status_code=status, headers=headers
+    )
 
 
 def unauthenticated(message: str = AUTHENTICATION_REQUIRED) -> JSONResponse:

@@ -298,6 +298,45 @@ class ResumeList:
     resumes: list[Message]
 
 
+# --- identity, health and errors -------------------------------------------------------------
+
+
+@attrs.frozen
+class Me:
+    """Who the caller is, and the CSRF token of a cookie session."""
+
+    user_id: str
+    is_admin: bool
+    auth_enabled: bool
+    authenticated_by: Literal["disabled", "token", "session", "none"]
+    csrf_token: str
+
+
+@attrs.frozen
+class LoggedIn:
+    """The login answer: the caller as a cookie session, and when that session expires."""
+
+    user_id: str
+    is_admin: bool
+    auth_enabled: bool
+    authenticated_by: Literal["session"]
+    csrf_token: str
+    expires_at: datetime
+
+
+@attrs.frozen
+class Health:
+    status: Literal["ok"]
+    database: Literal["ok"]
+
+
+@attrs.frozen
+class Error:
+    """Every REST failure body (R10)."""
+
+    error: str
+
+
 OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task})
 """Shapes whose MCP output schema admits properties it does not name."""
 
@@ -331,5 +370,9 @@ SHAPES: Final[tuple[type[Any], ...]] = (
     Message,
     MessageList,
     ResumeList,
+    Me,
+    LoggedIn,
+    Health,
+    Error,
 )
 """Every output shape, for the round-trip property test and the schema generator."""
