@@ -226,11 +226,6 @@ class AuthMiddleware:
 # --- routes ------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class LoginIn:
-    token: str
-
-
 def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
     identity = context.identity
     assert identity is not None
@@ -252,7 +247,7 @@ def auth_routes(
     async def login(request: Request) -> Response:
         # Login CSRF: HttpGuard admits only application/json writes, which a cross-site form
         # cannot send without a preflight.
-        body = await read_model(request, LoginIn)
+        body = await read_model(request, models.LoginIn)
         session = (
             await anyio.to_thread.run_sync(authentication.login, body.token, limiter=limiter)
             if authentication is not None

@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import anyio
-import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -46,14 +45,6 @@ from clarion.domain.errors import InvalidArgument
 
 PREFIX: Final = "/api/v1/clarification"
 T = TypeVar("T")
-
-
-@attrs.frozen
-class CreateRequestIn:
-    session_id: str
-    questions: list[Any]
-    task_id: str = ""
-    context: str = ""
 
 
 def live_request_json(request: LiveRequest) -> dict[str, Any]:
@@ -131,7 +122,7 @@ def clarification_routes(
 
     @guarded(Resource.SESSION, store_failure=CREATE_FAILED)
     async def create(request: Request) -> Response:
-        body = await read_model(request, CreateRequestIn)
+        body = await read_model(request, models.CreateRequest)
         drafts = wire.parse_question_drafts(body.questions)
         pending_id = await asking.create(
             require_identity(request),

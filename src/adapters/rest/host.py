@@ -37,28 +37,6 @@ class _NewTaskView:
 # --- bodies ------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class WorkspaceIn:
-    name: str
-    owner_id: str | None = None
-
-
-@attrs.frozen
-class TaskIn:
-    title: str
-    workspace_id: str = ""
-
-
-@attrs.frozen
-class SessionIn:
-    is_primary: bool = False
-
-
-@attrs.frozen
-class SessionPatch:
-    state: str
-
-
 # --- shapes ------------------------------------------------------------------------------
 
 
@@ -110,7 +88,7 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
 
     @guarded(Resource.WORKSPACE)
     async def create_workspace(request: Request) -> Response:
-        body = await read_model(request, WorkspaceIn)
+        body = await read_model(request, models.WorkspaceIn)
         workspace = await host.create_workspace(require_identity(request), body.name, body.owner_id)
         return _json(workspace_model(workspace), status_code=201)
 
@@ -122,7 +100,7 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
 
     @guarded(Resource.WORKSPACE)  # the only thing creation can fail to find
     async def create_task(request: Request) -> Response:
-        body = await read_model(request, TaskIn)
+        body = await read_model(request, models.TaskIn)
         task = await host.create_task(require_identity(request), body.title, body.workspace_id)
         return JSONResponse(wire.task_json(_NewTaskView(task=task)), status_code=201)
 
@@ -135,7 +113,7 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
 
     @guarded(Resource.TASK)
     async def create_session(request: Request) -> Response:
-        body = await read_model(request, SessionIn, optional=True)
+        body = await read_model(request, models.SessionIn, optional=True)
         created = await host.create_session(
             require_identity(request), request.path_params["task_id"], body.is_primary
         )
@@ -156,7 +134,7 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
 
     @guarded(Resource.SESSION)
     async def patch_session(request: Request) -> Response:
-        body = await read_model(request, SessionPatch)
+        body = await read_model(request, models.SessionPatch)
         session = await lifecycle.set_session_state(
             require_identity(request), request.path_params["session_id"], body.state
         )

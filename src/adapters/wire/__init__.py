@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-import attrs
-
 from clarion.adapters.wire import models
 from clarion.adapters.wire.convert import format_timestamp, structure, unstructure
 from clarion.domain.errors import ValidationError
@@ -223,40 +221,9 @@ def tasks_json(views: Sequence[TaskWithActions]) -> dict[str, Any]:
 # --- input ---------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class AnswerIn:
-    question_id: str = ""
-    selected_options: list[str] | None = None
-    custom_text: str = ""
-
-
-@attrs.frozen
-class RespondIn:
-    """``POST /:id/respond`` and the MCP answer tool's arguments (``pending_id`` aside)."""
-
-    answers: list[AnswerIn] | None = None
-    rejected: bool = False
-    reject_reason: str = ""
-
-
-@attrs.frozen
-class OptionIn:
-    label: str = ""
-    description: str = ""
-    option_id: str | None = None
-
-
-@attrs.frozen
-class QuestionIn:
-    prompt: str = ""
-    options: list[OptionIn] | None = None
-    id: str | None = None
-    title: str = ""
-
-
 def parse_outcome(payload: Any) -> Outcome:
     """A respond body / answer-tool arguments → :class:`Outcome`."""
-    body = structure(payload, RespondIn)
+    body = structure(payload, models.RespondRequest)
     answers = tuple(
         Answer(
             question_id=entry.question_id,
@@ -274,7 +241,7 @@ def parse_question_drafts(payload: Any, *, field: str = "questions") -> tuple[Qu
         raise ValidationError(f"invalid payload: {field} must be an array", field=field)
     drafts: list[QuestionDraft] = []
     for index, entry in enumerate(payload):
-        question = structure(entry, QuestionIn, prefix=f"{field}[{index}]")
+        question = structure(entry, models.QuestionIn, prefix=f"{field}[{index}]")
         drafts.append(
             QuestionDraft(
                 prompt=question.prompt,

@@ -6,7 +6,7 @@ an integer, ``bool`` a boolean, ``list[X]`` an array of X,
 ``Literal`` an ``enum`` (``const`` for one value), a model a nested object); its
 ``metadata["schema"]`` adds keywords or replaces the whole (see :mod:`.models`), per dialect.
 Every object is closed unless its dialect leaves the class open; a field without a default is
-required.
+required, and so is one whose metadata says ``required``.
 
 Two dialects: ``OPENAPI`` names nested models by ``$ref`` to ``#/components/schemas/<Class>``;
 ``MCP`` writes them inline, because a tool's schema stands alone.
@@ -90,7 +90,11 @@ def object_schema(kind: type[Any], dialect: Dialect) -> Schema:
         "properties": {
             field.name: _of_field(field, hints[field.name], dialect) for field in fields
         },
-        "required": [field.name for field in fields if field.default is attrs.NOTHING],
+        "required": [
+            field.name
+            for field in fields
+            if field.default is attrs.NOTHING or field.metadata.get("required", False)
+        ],
     }
     if kind not in dialect.open_classes:
         schema["additionalProperties"] = False

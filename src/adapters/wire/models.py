@@ -35,7 +35,14 @@ def replaced(whole: dict[str, Any], **dialects: dict[str, Any]) -> dict[str, Any
     }
 
 
+def required(**keywords: Any) -> dict[str, Any]:
+    """Field metadata: the schema requires the field although the parser has a default for it
+    (the domain's validation then names what is missing), plus ``keywords``."""
+    return {"schema": {"*": keywords}, "required": True}
+
+
 _COUNT: Final = schema(minimum=0)
+_NON_BLANK: Final = required(minLength=1)
 
 
 # --- answers and resolutions ------------------------------------------------------------------
@@ -336,6 +343,106 @@ class Error:
 
     error: str
 
+
+# --- request bodies ---------------------------------------------------------------------------
+# Lenient where the domain validates (it names the offending field in its own words), strict
+# about types and unknown fields (the converter names the JSON path). Not blank (``minLength``
+# 1): the server trims and refuses an empty result (a 400 naming the field); no ``pattern``
+# says so, because JSON Schema's \s and Python's str.strip disagree at the edges.
+
+
+@attrs.frozen
+class AnswerIn:
+    question_id: str = ""
+    selected_options: list[str] | None = None
+    custom_text: str = ""
+
+
+@attrs.frozen
+class RespondRequest:
+    """``POST /:id/respond`` and the MCP answer tool's arguments (``pending_id`` aside)."""
+
+    answers: list[AnswerIn] | None = None
+    rejected: bool = False
+    reject_reason: str = ""
+
+
+@attrs.frozen
+class OptionIn:
+    label: str = attrs.field(default="", metadata=_NON_BLANK)
+    description: str = attrs.field(default="", metadata=_NON_BLANK)
+    option_id: str | None = None
+
+
+@attrs.frozen
+class QuestionIn:
+    prompt: str = attrs.field(default="", metadata=_NON_BLANK)
+    options: list[OptionIn] | None = attrs.field(
+        default=None, metadata=required(type="array", minItems=2, maxItems=6)
+    )
+    id: str | None = None
+    title: str = ""
+
+
+@attrs.frozen
+class CreateRequest:
+    """``POST /request``; ``questions`` is parsed entry by entry as :class:`QuestionIn`."""
+
+    session_id: str
+    questions: list[Any] = attrs.field(
+        metadata=replaced(
+            {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/QuestionIn"},
+                "minItems": 1,
+                "maxItems": 4,
+            }
+        )
+    )
+    task_id: str = ""
+    context: str = ""
+
+
+@attrs.frozen
+class WorkspaceIn:
+    name: str = attrs.field(metadata=schema(minLength=1))
+    owner_id: str | None = None
+
+
+@attrs.frozen
+class TaskIn:
+    title: str = attrs.field(metadata=schema(minLength=1))
+    workspace_id: str = ""
+
+
+@attrs.frozen
+class SessionIn:
+    is_primary: bool = False
+
+
+@attrs.frozen
+class SessionPatch:
+    state: str = attrs.field(metadata=_SESSION_STATE)
+
+
+@attrs.frozen
+class LoginIn:
+    token: str
+
+
+REQUESTS: Final[tuple[type[Any], ...]] = (
+    AnswerIn,
+    RespondRequest,
+    OptionIn,
+    QuestionIn,
+    CreateRequest,
+    WorkspaceIn,
+    TaskIn,
+    SessionIn,
+    SessionPatch,
+    LoginIn,
+)
+"""Every request body the REST routes read (and the MCP answer tool's arguments)."""
 
 OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task})
 """Shapes whose MCP output schema admits properties it does not name."""

@@ -16,7 +16,7 @@ from tests.strategies import wire_models
 _MOMENT = datetime(2024, 5, 1, 12, 0, 0, 500000, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("kind", models.SHAPES, ids=lambda kind: kind.__name__)
+@pytest.mark.parametrize("kind", models.SHAPES + models.REQUESTS, ids=lambda kind: kind.__name__)
 @given(data=st.data())
 def test_every_shape_round_trips_through_json_text(kind: type[Any], data: st.DataObject) -> None:
     shape = data.draw(wire_models(kind))
