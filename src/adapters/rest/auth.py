@@ -46,7 +46,6 @@ import structlog
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters import wire
@@ -60,6 +59,7 @@ from clarion.adapters.rest.errors import (
     guarded,
     unauthenticated,
 )
+from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
 from clarion.domain.errors import failure_fields
@@ -240,7 +240,7 @@ def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
 
 def auth_routes(
     *, auth_enabled: bool, authentication: Authentication | None, limiter: anyio.CapacityLimiter
-) -> list[Route]:
+) -> dict[str, Endpoint]:
     """``POST /auth/login``, ``POST /auth/logout`` and ``GET /auth/me``."""
 
     @guarded(Resource.NONE)
@@ -311,11 +311,11 @@ def auth_routes(
     async def me(request: Request) -> Response:
         return JSONResponse(wire.unstructure(_me(auth_context(request), auth_enabled=auth_enabled)))
 
-    return [
-        Route(LOGIN_PATH, login, methods=["POST"]),
-        Route(LOGOUT_PATH, logout, methods=["POST"]),
-        Route(ME_PATH, me, methods=["GET"]),
-    ]
+    return {
+        "login": login,
+        "logout": logout,
+        "me": me,
+    }
 
 
 def _route_path(scope: Scope) -> str:

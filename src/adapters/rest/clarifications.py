@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
@@ -37,13 +36,13 @@ from clarion.adapters.rest.errors import (
     failure,
     guarded,
 )
+from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.ask import Asking, LiveRequest
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
 
-PREFIX: Final = "/api/v1/clarification"
 T = TypeVar("T")
 
 
@@ -117,8 +116,8 @@ def clarification_routes(
     asking: Asking,
     listing: Listing,
     now: Callable[[], datetime],
-) -> list[Route]:
-    """The clarification routes (order matters: ``/pending`` before ``/{pending_id}``)."""
+) -> dict[str, Endpoint]:
+    """The clarification endpoints, by operation id (the route table orders their paths)."""
 
     @guarded(Resource.SESSION, store_failure=CREATE_FAILED)
     async def create(request: Request) -> Response:
@@ -174,11 +173,11 @@ def clarification_routes(
         await asking.cancel(require_identity(request), request.path_params["pending_id"])
         return JSONResponse(wire.unstructure(models.Success(True)))
 
-    return [
-        Route(f"{PREFIX}/request", create, methods=["POST"]),
-        Route(f"{PREFIX}/pending", pending, methods=["GET"]),
-        Route(f"{PREFIX}/{{pending_id}}", get_request, methods=["GET"]),
-        Route(f"{PREFIX}/{{pending_id}}/wait", wait, methods=["GET"]),
-        Route(f"{PREFIX}/{{pending_id}}/respond", respond, methods=["POST"]),
-        Route(f"{PREFIX}/{{pending_id}}/cancel", cancel, methods=["POST"]),
-    ]
+    return {
+        "createClarification": create,
+        "listPendingClarifications": pending,
+        "getClarification": get_request,
+        "waitForClarification": wait,
+        "respondToClarification": respond,
+        "cancelClarification": cancel,
+    }

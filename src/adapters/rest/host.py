@@ -5,24 +5,22 @@ A workspace, task or session the caller may not see is the same 404 as a missing
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_model
 from clarion.adapters.rest.errors import Resource, guarded
+from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.rows import MessageRecord
-
-API: Final = "/api/v1"
 
 
 @attrs.frozen
@@ -83,8 +81,8 @@ def _json(shape: Any, status_code: int = 200) -> JSONResponse:
 # --- routes ------------------------------------------------------------------------------
 
 
-def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
-    """Workspaces, tasks, sessions, turns, transcript and resume outbox."""
+def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endpoint]:
+    """Workspaces, tasks, sessions, turns, transcript and resume outbox, by operation id."""
 
     @guarded(Resource.WORKSPACE)
     async def create_workspace(request: Request) -> Response:
@@ -166,17 +164,16 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
         )
         return _json(models.ResumeList([message_model(record) for record in records]))
 
-    session = f"{API}/sessions/{{session_id}}"
-    return [
-        Route(f"{API}/workspaces", create_workspace, methods=["POST"]),
-        Route(f"{API}/workspaces", list_workspaces, methods=["GET"]),
-        Route(f"{API}/tasks", create_task, methods=["POST"]),
-        Route(f"{API}/tasks", list_tasks, methods=["GET"]),
-        Route(f"{API}/tasks/{{task_id}}/sessions", create_session, methods=["POST"]),
-        Route(session, get_session, methods=["GET"]),
-        Route(session, patch_session, methods=["PATCH"]),
-        Route(f"{session}/turns", start_turn, methods=["POST"]),
-        Route(f"{session}/turns/current/complete", complete_turn, methods=["POST"]),
-        Route(f"{session}/messages", messages, methods=["GET"]),
-        Route(f"{session}/resumes", resumes, methods=["GET"]),
-    ]
+    return {
+        "createWorkspace": create_workspace,
+        "listWorkspaces": list_workspaces,
+        "createTask": create_task,
+        "listTasks": list_tasks,
+        "createSession": create_session,
+        "getSession": get_session,
+        "setSessionState": patch_session,
+        "startTurn": start_turn,
+        "completeTurn": complete_turn,
+        "listMessages": messages,
+        "listResumes": resumes,
+    }
