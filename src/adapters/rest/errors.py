@@ -38,11 +38,11 @@ from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
     NOT_FOUND_MESSAGE,
     ClaimError,
-    ClarionError,
     DeliveryError,
     LimitExceeded,
     NotActive,
     NotFound,
+    PayloadTooLarge,
     ValidationError,
     failure_fields,
 )
@@ -68,10 +68,6 @@ class Resource(enum.Enum):
     TASK = "task not found"
     SESSION = "session not found"
     NONE = "not found"
-
-
-class PayloadTooLarge(ClarionError):
-    """The request body is larger than the surface accepts (413)."""
 
 
 _WAIT_TEXT: Final = {
