@@ -58,10 +58,7 @@ def live_request_json(request: LiveRequest) -> dict[str, Any]:
                     id=question.id,
                     title=question.title,
                     prompt=question.prompt,
-                    options=[
-                        models.Option(option.option_id, option.label, option.description)
-                        for option in question.options
-                    ],
+                    options=wire.option_models(question.options),
                 )
                 for question in request.questions
             ],

@@ -12,7 +12,7 @@ Input parsing is strict: wrong types and unknown fields raise a ``ValidationErro
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -21,7 +21,7 @@ from clarion.adapters.wire.convert import format_timestamp, structure, unstructu
 from clarion.domain.errors import ValidationError
 from clarion.domain.host import Task
 from clarion.domain.listing import ListedBundle, ListPage
-from clarion.domain.model import Answer, Outcome, Resolution
+from clarion.domain.model import Answer, Option, Outcome, Resolution
 from clarion.domain.questions import OptionDraft, QuestionDraft
 
 __all__ = ["format_timestamp", "structure", "unstructure"]
@@ -138,6 +138,10 @@ def wait_response_json(resolution: Resolution) -> dict[str, Any]:
     )
 
 
+def option_models(options: Iterable[Option]) -> list[models.Option]:
+    return [models.Option(option.option_id, option.label, option.description) for option in options]
+
+
 def listed_bundle_model(bundle: ListedBundle, now: datetime) -> models.ListedBundle:
     """L3/L4 with L4a: every field present; strings default to "", arrays to []."""
     return models.ListedBundle(
@@ -153,10 +157,7 @@ def listed_bundle_model(bundle: ListedBundle, now: datetime) -> models.ListedBun
                 title=question.title,
                 prompt=question.prompt,
                 status=question.status,
-                options=[
-                    models.Option(option.option_id, option.label, option.description)
-                    for option in question.options
-                ],
+                options=option_models(question.options),
             )
             for question in bundle.questions
         ],

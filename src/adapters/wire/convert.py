@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 from cattrs.cols import list_structure_factory
+from cattrs.errors import IterableValidationNote
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter
 
@@ -102,23 +103,15 @@ Path = tuple[str | int, ...]
 
 
 def _failures(exc: BaseException, path: Path = ()) -> list[tuple[Path, BaseException, Any]]:
-    """Every leaf failure under ``exc`` with its path, in cattrs' own order."""
-    if isinstance(exc, cattrs.IterableValidationError):
-        with_index, without = exc.group_exceptions()
-        found = [
-            failure
-            for inner, note in with_index
-            for failure in _leaf(inner, (*path, note.index), note.type)
-        ]
-    elif isinstance(exc, cattrs.ClassValidationError):
-        with_name, without = exc.group_exceptions()
-        found = [
-            failure
-            for inner, note in with_name
-            for failure in _leaf(inner, (*path, note.name), note.type)
-        ]
-    else:
+    """Every leaf failure under ``exc`` with its path, in cattrs' own order: an array's note
+    carries the entry's ``index``, an object's the attribute's ``name``."""
+    if not isinstance(exc, cattrs.IterableValidationError | cattrs.ClassValidationError):
         return [(path, exc, None)]
+    noted, without = exc.group_exceptions()
+    found: list[tuple[Path, BaseException, Any]] = []
+    for inner, note in noted:
+        step = note.index if isinstance(note, IterableValidationNote) else note.name
+        found += _leaf(inner, (*path, step), note.type)
     return found + [(path, inner, None) for inner in without]
 
 
