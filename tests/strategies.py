@@ -9,10 +9,13 @@ text with astral characters (N8b), and microsecond timestamps (L9/L13).
 from __future__ import annotations
 
 import string
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from clarion.domain import (
@@ -269,3 +272,46 @@ def pending_ids() -> st.SearchStrategy[str]:
         st.builds(lambda a, b: f"{a}|{b}", st.text(max_size=10), st.text(max_size=10)),
         st.uuids().map(str),
     )
+
+
+def wire_models(kind: type[Any]) -> st.SearchStrategy[Any]:
+    """Any instance of the attrs wire model ``kind`` (``clarion.adapters.wire.models``), its
+    fields drawn from their annotated types, nested models and lists included."""
+    hints = typing.get_type_hints(kind)
+    return st.builds(
+        kind, **{field.name: _wire_field(field, hints[field.name]) for field in attrs.fields(kind)}
+    )
+
+
+def _wire_field(field: attrs.Attribute[Any], kind: Any) -> st.SearchStrategy[Any]:
+    # A field whose schema names its values (an ``enum`` the type cannot state) draws from them.
+    stated = field.metadata.get("schema", {}).get("*", {}).get("replace", {})
+    if "enum" in stated:
+        return st.sampled_from(stated["enum"])
+    return _wire_values(kind)
+
+
+def _wire_values(kind: Any) -> st.SearchStrategy[Any]:
+    if kind is Any:
+        return st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+    origin = typing.get_origin(kind)
+    arguments = typing.get_args(kind)
+    if origin is typing.Literal:
+        return st.sampled_from(arguments)
+    if origin is list:
+        return st.lists(_wire_values(arguments[0]), max_size=3)
+    if origin is dict:
+        json_values = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+        return st.dictionaries(st.text(max_size=5), json_values, max_size=3)
+    if origin in (types.UnionType, typing.Union):
+        return st.one_of(*(_wire_values(argument) for argument in arguments))
+    if attrs.has(kind):
+        return st.deferred(lambda: wire_models(kind))
+    simple: dict[Any, st.SearchStrategy[Any]] = {
+        str: st.text(max_size=10),
+        bool: st.booleans(),
+        int: st.integers(min_value=0, max_value=2**53),
+        datetime: utc_datetimes(),
+        type(None): st.none(),
+    }
+    return simple[kind]

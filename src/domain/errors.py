@@ -11,9 +11,19 @@ Hierarchy::
     │   └── InvalidArgument   a listing argument (``cursor``, ``created_since``, ...) is malformed
     ├── LimitExceeded         a count limit (active bundles, streams, sessions) is reached;
     │                         ``limit`` names the setting
+    ├── PayloadTooLarge       a request body is over the surface's limit (CLARION_MAX_BODY_BYTES)
     ├── ClaimError            the claim itself failed (R4a); never the caller's fault
     └── DeliveryError         a claimed resolution could not be delivered (R7); ``retryable``
                               says whether the bundle was restored to pending
+
+Two more ends are signalled by the ports, outside ``ClarionError`` because they are control
+flow between a use case and its driven adapter rather than failures of a caller's request:
+
+    WaitEnded      (clarion.ports.waiters)  a wait ended without a resolution; ``reason``
+                                            (not found, timed out, cancelled, delivery failed)
+                                            and ``pending_id``; surfaces answer 504 / a tool error
+    ResumeRefused  (clarion.ports.resume)   a resume dispatcher did not accept the resume; the
+                                            claim is rolled back and can be retried
 
 Every surface maps these through exactly one table (REST status/body, MCP tool error). Messages
 are safe to show to the caller: they never carry database error text.
@@ -67,6 +77,10 @@ class LimitExceeded(ClarionError):
     def __init__(self, message: str, *, limit: str) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class PayloadTooLarge(ClarionError):
+    """The request body is larger than the surface accepts (REST 413)."""
 
 
 class ClaimError(ClarionError):

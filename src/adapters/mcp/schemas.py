@@ -1,4 +1,7 @@
-"""The four tools as data: names, descriptions and hand-written JSON Schemas.
+"""The four tools as data: names, descriptions and JSON Schemas.
+
+Output schemas are generated from the wire models (:mod:`clarion.adapters.wire.models`);
+input schemas, with their argument descriptions, are still written here.
 
 Descriptions and argument descriptions are upstream's (facts §2.2, §6.3, §6.4) with the tool
 names carrying the configured suffix. The schemas are advertised, not enforced by the SDK (the
@@ -9,13 +12,16 @@ validates structured content against them (the SDK client does) accepts every re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
 from mcp.types import Tool, ToolAnnotations
 
+from clarion.adapters.wire import models
+from clarion.adapters.wire.jsonschema import mcp_dialect, object_schema
+
 DEFAULT_SUFFIX: Final = "_kandev"
+_MCP: Final = mcp_dialect(models.OPEN_IN_MCP)
 
 
 @attrs.frozen
@@ -45,60 +51,9 @@ def _string(description: str) -> dict[str, Any]:
     return {"type": "string", "description": description}
 
 
-_NULLABLE_ACTION: Final[Mapping[str, Any]] = {
-    "type": ["string", "null"],
-    "enum": ["clarification", "permission", None],
-}
-
-
-def _object(properties: Mapping[str, Any], *, closed: bool = True) -> dict[str, Any]:
-    """An object schema whose every property is required (the always-emit rules)."""
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": dict(properties),
-        "required": list(properties),
-    }
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
-
-
 # --- list_pending_questions (facts §6.3; L3, L4, L4a, L11) --------------------------------
 
-_OPTION_OUT = _object(
-    {
-        "option_id": {"type": "string"},
-        "label": {"type": "string"},
-        "description": {"type": "string"},
-    }
-)
-_LISTED_QUESTION_OUT = _object(
-    {
-        "question_id": {"type": "string"},
-        "title": {"type": "string"},
-        "prompt": {"type": "string"},
-        "status": {"type": "string"},
-        "options": {"type": "array", "items": _OPTION_OUT},
-    }
-)
-_BUNDLE_OUT = _object(
-    {
-        "pending_id": {"type": "string"},
-        "task_id": {"type": "string"},
-        "session_id": {"type": "string"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "age_seconds": {"type": "integer", "minimum": 0},
-        "context": {"type": "string"},
-        "questions": {"type": "array", "items": _LISTED_QUESTION_OUT},
-    }
-)
-LIST_PENDING_OUTPUT: Final = _object(
-    {
-        "bundles": {"type": "array", "items": _BUNDLE_OUT},
-        "count": {"type": "integer", "minimum": 0},
-        "next_cursor": {"type": "string"},
-    }
-)
+LIST_PENDING_OUTPUT: Final = object_schema(models.PendingPage, _MCP)
 LIST_PENDING_INPUT: Final = {
     "type": "object",
     "properties": {
@@ -117,28 +72,7 @@ LIST_PENDING_INPUT: Final = {
 
 # --- answer_question (facts §6.4; N1, N3, N4, N9, R12) -------------------------------------
 
-_ANSWER_OUT = _object(
-    {
-        "question_id": {"type": "string"},
-        "selected_options": {"type": "array", "items": {"type": "string"}},
-        "custom_text": {"type": "string"},
-    }
-)
-ANSWER_OUTPUT: Final = _object(
-    {
-        "claimed": {"type": "boolean"},
-        "status": {"type": "string", "enum": ["answered", "rejected"]},
-        "response": _object(
-            {
-                "pending_id": {"type": "string"},
-                "answers": {"type": "array", "items": _ANSWER_OUT},
-                "rejected": {"type": "boolean"},
-                "reject_reason": {"type": "string"},
-                "responded_at": {"type": "string", "format": "date-time"},
-            }
-        ),
-    }
-)
+ANSWER_OUTPUT: Final = object_schema(models.Resolution, _MCP)
 
 
 def _answer_input(names: ToolNames) -> dict[str, Any]:
@@ -178,20 +112,7 @@ def _answer_input(names: ToolNames) -> dict[str, Any]:
 
 # --- list_tasks (T1, T2; interfaces.md: optional workspace_id, {"tasks", "total"}) --------
 
-_TASK_OUT = _object(
-    {
-        "id": {"type": "string"},
-        "title": {"type": "string"},
-        "workspace_id": {"type": "string"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "task_pending_action": _NULLABLE_ACTION,
-        "primary_session_pending_action": _NULLABLE_ACTION,
-    },
-    closed=False,
-)
-LIST_TASKS_OUTPUT: Final = _object(
-    {"tasks": {"type": "array", "items": _TASK_OUT}, "total": {"type": "integer", "minimum": 0}}
-)
+LIST_TASKS_OUTPUT: Final = object_schema(models.TaskList, _MCP)
 LIST_TASKS_INPUT: Final = {
     "type": "object",
     "properties": {
@@ -213,15 +134,7 @@ ASK_OUTPUT: Final = {
     },
     "required": ["rejected", "reject_reason"],
     # Every other key is a question id (the keys are the agent's own, so they are open).
-    "additionalProperties": _object(
-        {
-            "answered": {"type": "boolean"},
-            "selected_option": {"type": "string"},
-            "selected_options": {"type": "array", "items": {"type": "string"}},
-            "custom_text": {"type": "string"},
-            "rejected": {"type": "boolean"},
-        }
-    ),
+    "additionalProperties": object_schema(models.AskedAnswer, _MCP),
 }
 ASK_INPUT: Final = {
     "type": "object",

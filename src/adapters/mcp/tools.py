@@ -18,6 +18,7 @@ from clarion.adapters.mcp import arguments
 from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.errors import error_result, tool_error
 from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
+from clarion.adapters.wire import models
 from clarion.app.usecases.ask import Asking, AskResult
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
@@ -78,13 +79,15 @@ def ask_result_json(result: AskResult) -> dict[str, Any]:
         answer = result.answers.get(question.id)
         selected = list(answer.selected_options) if answer is not None else []
         custom_text = answer.custom_text if answer is not None else ""
-        data[question.id] = {
-            "answered": bool(selected or custom_text),
-            "selected_option": selected[0] if selected else "",
-            "selected_options": selected,
-            "custom_text": custom_text,
-            "rejected": result.rejected,
-        }
+        data[question.id] = wire.unstructure(
+            models.AskedAnswer(
+                answered=bool(selected or custom_text),
+                selected_option=selected[0] if selected else "",
+                selected_options=selected,
+                custom_text=custom_text,
+                rejected=result.rejected,
+            )
+        )
     data["rejected"] = result.rejected
     data["reject_reason"] = result.reject_reason
     return data

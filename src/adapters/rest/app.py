@@ -19,18 +19,21 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
+from clarion.adapters import wire
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
 from clarion.adapters.rest.body_limit import BodyLimitMiddleware
 from clarion.adapters.rest.clarifications import clarification_routes
 from clarion.adapters.rest.errors import failure
-from clarion.adapters.rest.events import EVENTS_PATH, CanSee, EventStream
+from clarion.adapters.rest.events import CanSee, EventStream
 from clarion.adapters.rest.host import host_routes
 from clarion.adapters.rest.openapi import openapi_document
 from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
+from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_routes
+from clarion.adapters.wire import models
 from clarion.app.services import Services
 from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.auth import Authentication
@@ -79,7 +82,7 @@ def _visibility(services: Services) -> CanSee:
     return can_see
 
 
-def _health(database_check: DatabaseCheck | None) -> Route:
+def _health(database_check: DatabaseCheck | None) -> Endpoint:
     """``GET /healthz``: the database check runs on a worker thread of its own (a limiter of
     one, not the shared worker pool), so requests filling the workers cannot make it fail."""
     limiter = anyio.CapacityLimiter(1)
@@ -94,9 +97,9 @@ def _health(database_check: DatabaseCheck | None) -> Route:
             except Exception as exc:  # noqa: BLE001 - logged without driver text
                 log.warning("health.database_unreachable", **failure_fields(exc))
                 return failure(503, "database unreachable")
-        return JSONResponse({"status": "ok", "database": "ok"})
+        return JSONResponse(wire.unstructure(models.Health("ok", "ok")))
 
-    return Route("/healthz", healthz, methods=["GET"])
+    return healthz
 
 
 def build_rest(
@@ -132,19 +135,22 @@ def build_rest(
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
-    routes: list[BaseRoute] = [
-        _health(database_check),
-        Route("/openapi.json", openapi, methods=["GET"]),
-        *auth_routes(auth_enabled=auth_enabled, authentication=authentication, limiter=limiter),
-        *clarification_routes(
+    endpoints = operation_ids(
+        infrastructure={
+            "health": _health(database_check),
+            "openapi": openapi,
+            "streamEvents": events.endpoint,
+        },
+        auth=auth_routes(auth_enabled=auth_enabled, authentication=authentication, limiter=limiter),
+        clarification=clarification_routes(
             resolver=services.resolver,
             asking=services.asking,
             listing=services.listing,
             now=services.clock.now,
         ),
-        *host_routes(host=services.host, lifecycle=services.lifecycle),
-        Route(EVENTS_PATH, events.endpoint, methods=["GET"]),
-    ]
+        host=host_routes(host=services.host, lifecycle=services.lifecycle),
+    )
+    routes: list[BaseRoute] = [*starlette_routes(endpoints)]
     middleware = (
         Middleware(RequestLogMiddleware),
         Middleware(HttpGuard, allowed_hosts=allowed_hosts),

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Collection
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import anyio
 import anyio.to_thread
@@ -46,7 +46,6 @@ import structlog
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters import wire
@@ -60,6 +59,8 @@ from clarion.adapters.rest.errors import (
     guarded,
     unauthenticated,
 )
+from clarion.adapters.rest.routes import Endpoint
+from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
@@ -225,33 +226,28 @@ class AuthMiddleware:
 # --- routes ------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class LoginIn:
-    token: str
-
-
-def _identity_json(context: AuthContext, *, auth_enabled: bool) -> dict[str, Any]:
+def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
     identity = context.identity
     assert identity is not None
-    return {
-        "user_id": identity.user_id or "",
-        "is_admin": identity.is_admin,
-        "auth_enabled": auth_enabled,
-        "authenticated_by": context.via,
-        "csrf_token": context.csrf_token,
-    }
+    return models.Me(
+        user_id=identity.user_id or "",
+        is_admin=identity.is_admin,
+        auth_enabled=auth_enabled,
+        authenticated_by=context.via,
+        csrf_token=context.csrf_token,
+    )
 
 
 def auth_routes(
     *, auth_enabled: bool, authentication: Authentication | None, limiter: anyio.CapacityLimiter
-) -> list[Route]:
+) -> dict[str, Endpoint]:
     """``POST /auth/login``, ``POST /auth/logout`` and ``GET /auth/me``."""
 
     @guarded(Resource.NONE)
     async def login(request: Request) -> Response:
         # Login CSRF: HttpGuard admits only application/json writes, which a cross-site form
         # cannot send without a preflight.
-        body = await read_model(request, LoginIn)
+        body = await read_model(request, models.LoginIn)
         session = (
             await anyio.to_thread.run_sync(authentication.login, body.token, limiter=limiter)
             if authentication is not None
@@ -262,12 +258,16 @@ def auth_routes(
         context = AuthContext(
             identity=session.identity, via="session", csrf_token=session.csrf_token
         )
-        response = JSONResponse(
-            {
-                **_identity_json(context, auth_enabled=auth_enabled),
-                "expires_at": wire.format_timestamp(session.expires_at),
-            }
+        me = _me(context, auth_enabled=auth_enabled)
+        logged_in = models.LoggedIn(
+            user_id=me.user_id,
+            is_admin=me.is_admin,
+            auth_enabled=me.auth_enabled,
+            authenticated_by="session",
+            csrf_token=me.csrf_token,
+            expires_at=session.expires_at,
         )
+        response = JSONResponse(wire.unstructure(logged_in))
         secure = _is_https(request)
         response.set_cookie(
             cookie_name(SESSION_COOKIE, request),
@@ -293,7 +293,7 @@ def auth_routes(
         cookie = request.cookies.get(cookie_name(SESSION_COOKIE, request))
         if cookie and authentication is not None:
             await anyio.to_thread.run_sync(authentication.logout, cookie, limiter=limiter)
-        response = JSONResponse({"success": True})
+        response = JSONResponse(wire.unstructure(models.Success(True)))
         secure = _is_https(request)
         response.delete_cookie(
             cookie_name(SESSION_COOKIE, request),
@@ -309,13 +309,13 @@ def auth_routes(
 
     @guarded(Resource.NONE)
     async def me(request: Request) -> Response:
-        return JSONResponse(_identity_json(auth_context(request), auth_enabled=auth_enabled))
+        return JSONResponse(wire.unstructure(_me(auth_context(request), auth_enabled=auth_enabled)))
 
-    return [
-        Route(LOGIN_PATH, login, methods=["POST"]),
-        Route(LOGOUT_PATH, logout, methods=["POST"]),
-        Route(ME_PATH, me, methods=["GET"]),
-    ]
+    return {
+        "login": login,
+        "logout": logout,
+        "me": me,
+    }
 
 
 def _route_path(scope: Scope) -> str:

@@ -9,8 +9,7 @@ from starlette.requests import Request
 
 from clarion.adapters import wire
 from clarion.adapters.rest.body_limit import MAX_BODY_SCOPE_KEY, too_large_message
-from clarion.adapters.rest.errors import PayloadTooLarge
-from clarion.domain.errors import ValidationError
+from clarion.domain.errors import PayloadTooLarge, ValidationError
 
 MAX_BODY_BYTES: Final = 1024 * 1024
 T = TypeVar("T")

@@ -19,13 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import anyio
-import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
@@ -38,59 +36,36 @@ from clarion.adapters.rest.errors import (
     failure,
     guarded,
 )
+from clarion.adapters.rest.routes import Endpoint
+from clarion.adapters.wire import models
 from clarion.app.usecases.ask import Asking, LiveRequest
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
-from clarion.domain.model import Resolution
-from clarion.domain.rows import question_json
 
-PREFIX: Final = "/api/v1/clarification"
 T = TypeVar("T")
-
-
-@attrs.frozen
-class CreateRequestIn:
-    session_id: str
-    questions: list[Any]
-    task_id: str = ""
-    context: str = ""
 
 
 def live_request_json(request: LiveRequest) -> dict[str, Any]:
     """Upstream's Request JSON (facts §2.1): ``context`` omitted when empty (A4: unchanged)."""
-    body: dict[str, Any] = {
-        "pending_id": request.pending_id,
-        "session_id": request.session_id,
-        "task_id": request.task_id,
-        "questions": [question_json(question) for question in request.questions],
-    }
-    if request.context:
-        body["context"] = request.context
-    body["created_at"] = wire.format_timestamp(request.created_at)
-    return body
-
-
-def wait_response_json(resolution: Resolution) -> dict[str, Any]:
-    """What ``GET /:id/wait`` returns: upstream's Response in its omitempty shape (facts §5.10;
-    A4 leaves this endpoint's success body unchanged). The respond envelope is R12's instead."""
-    body: dict[str, Any] = {"pending_id": resolution.pending_id}
-    if resolution.answers:
-        answers: list[dict[str, Any]] = []
-        for answer in resolution.answers:
-            entry: dict[str, Any] = {"question_id": answer.question_id}
-            if answer.selected_options:
-                entry["selected_options"] = list(answer.selected_options)
-            if answer.custom_text:
-                entry["custom_text"] = answer.custom_text
-            answers.append(entry)
-        body["answers"] = answers
-    if resolution.rejected:
-        body["rejected"] = True
-    if resolution.reject_reason:
-        body["reject_reason"] = resolution.reject_reason
-    body["responded_at"] = wire.format_timestamp(resolution.responded_at)
-    return body
+    return wire.unstructure(
+        models.LiveRequest(
+            pending_id=request.pending_id,
+            session_id=request.session_id,
+            task_id=request.task_id,
+            questions=[
+                models.LiveQuestion(
+                    id=question.id,
+                    title=question.title,
+                    prompt=question.prompt,
+                    options=wire.option_models(question.options),
+                )
+                for question in request.questions
+            ],
+            context=request.context,
+            created_at=request.created_at,
+        )
+    )
 
 
 async def until_disconnected(request: Request, work: Callable[[], Awaitable[T]]) -> T | None:
@@ -138,12 +113,12 @@ def clarification_routes(
     asking: Asking,
     listing: Listing,
     now: Callable[[], datetime],
-) -> list[Route]:
-    """The clarification routes (order matters: ``/pending`` before ``/{pending_id}``)."""
+) -> dict[str, Endpoint]:
+    """The clarification endpoints, by operation id (the route table orders their paths)."""
 
     @guarded(Resource.SESSION, store_failure=CREATE_FAILED)
     async def create(request: Request) -> Response:
-        body = await read_model(request, CreateRequestIn)
+        body = await read_model(request, models.CreateRequest)
         drafts = wire.parse_question_drafts(body.questions)
         pending_id = await asking.create(
             require_identity(request),
@@ -152,7 +127,7 @@ def clarification_routes(
             body.context,
             task_id=body.task_id or None,
         )
-        return JSONResponse({"pending_id": pending_id})
+        return JSONResponse(wire.unstructure(models.Created(pending_id)))
 
     @guarded(Resource.NONE)
     async def pending(request: Request) -> Response:
@@ -180,7 +155,7 @@ def clarification_routes(
         resolution = await until_disconnected(request, lambda: asking.wait(identity, pending_id))
         if resolution is None:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
-        return JSONResponse(wait_response_json(resolution))
+        return JSONResponse(wire.wait_response_json(resolution))
 
     @guarded(Resource.CLARIFICATION, store_failure=CLAIM_FAILED)
     async def respond(request: Request) -> Response:
@@ -193,13 +168,13 @@ def clarification_routes(
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def cancel(request: Request) -> Response:
         await asking.cancel(require_identity(request), request.path_params["pending_id"])
-        return JSONResponse({"success": True})
+        return JSONResponse(wire.unstructure(models.Success(True)))
 
-    return [
-        Route(f"{PREFIX}/request", create, methods=["POST"]),
-        Route(f"{PREFIX}/pending", pending, methods=["GET"]),
-        Route(f"{PREFIX}/{{pending_id}}", get_request, methods=["GET"]),
-        Route(f"{PREFIX}/{{pending_id}}/wait", wait, methods=["GET"]),
-        Route(f"{PREFIX}/{{pending_id}}/respond", respond, methods=["POST"]),
-        Route(f"{PREFIX}/{{pending_id}}/cancel", cancel, methods=["POST"]),
-    ]
+    return {
+        "createClarification": create,
+        "listPendingClarifications": pending,
+        "getClarification": get_request,
+        "waitForClarification": wait,
+        "respondToClarification": respond,
+        "cancelClarification": cancel,
+    }

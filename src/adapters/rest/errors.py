@@ -32,15 +32,17 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from clarion.adapters import wire
+from clarion.adapters.wire import models
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
     NOT_FOUND_MESSAGE,
     ClaimError,
-    ClarionError,
     DeliveryError,
     LimitExceeded,
     NotActive,
     NotFound,
+    PayloadTooLarge,
     ValidationError,
     failure_fields,
 )
@@ -68,10 +70,6 @@ class Resource(enum.Enum):
     NONE = "not found"
 
 
-class PayloadTooLarge(ClarionError):
-    """The request body is larger than the surface accepts (413)."""
-
-
 _WAIT_TEXT: Final = {
     WaitEnd.NOT_FOUND: "clarification request not found: {}",
     WaitEnd.TIMEOUT: "clarification request timed out: {}",
@@ -82,7 +80,9 @@ _WAIT_TEXT: Final = {
 
 def failure(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """A ``{"error": message}`` response."""
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+    return JSONResponse(
+        wire.unstructure(models.Error(message)), status_code=status, headers=headers
+    )
 
 
 def unauthenticated(message: str = AUTHENTICATION_REQUIRED) -> JSONResponse:

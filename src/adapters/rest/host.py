@@ -5,24 +5,22 @@ A workspace, task or session the caller may not see is the same 404 as a missing
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_model
 from clarion.adapters.rest.errors import Resource, guarded
+from clarion.adapters.rest.routes import Endpoint
+from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.rows import MessageRecord
-
-API: Final = "/api/v1"
 
 
 @attrs.frozen
@@ -37,104 +35,70 @@ class _NewTaskView:
 # --- bodies ------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class WorkspaceIn:
-    name: str
-    owner_id: str | None = None
-
-
-@attrs.frozen
-class TaskIn:
-    title: str
-    workspace_id: str = ""
-
-
-@attrs.frozen
-class SessionIn:
-    is_primary: bool = False
-
-
-@attrs.frozen
-class SessionPatch:
-    state: str
-
-
 # --- shapes ------------------------------------------------------------------------------
 
 
-def _stamp(value: datetime | None) -> str | None:
-    return wire.format_timestamp(value) if value is not None else None
+def workspace_model(workspace: Workspace) -> models.Workspace:
+    return models.Workspace(workspace.id, workspace.name, workspace.owner_id, workspace.created_at)
 
 
-def workspace_json(workspace: Workspace) -> dict[str, Any]:
-    return {
-        "id": workspace.id,
-        "name": workspace.name,
-        "owner_id": workspace.owner_id,
-        "created_at": wire.format_timestamp(workspace.created_at),
-    }
+def session_model(session: Session) -> models.Session:
+    return models.Session(
+        id=session.id,
+        task_id=session.task_id,
+        state=session.state,
+        is_primary=session.is_primary,
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+    )
 
 
-def session_json(session: Session, current_turn_id: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": session.id,
-        "task_id": session.task_id,
-        "state": session.state,
-        "is_primary": session.is_primary,
-        "created_at": _stamp(session.created_at),
-        "updated_at": _stamp(session.updated_at),
-    }
-    if current_turn_id is not None:
-        body["current_turn_id"] = current_turn_id
-    return body
+def turn_model(turn: Turn) -> models.Turn:
+    return models.Turn(
+        turn.id, turn.session_id, turn.started_at, turn.created_at, turn.completed_at
+    )
 
 
-def turn_json(turn: Turn) -> dict[str, Any]:
-    return {
-        "id": turn.id,
-        "session_id": turn.session_id,
-        "started_at": wire.format_timestamp(turn.started_at),
-        "created_at": wire.format_timestamp(turn.created_at),
-        "completed_at": _stamp(turn.completed_at),
-    }
+def message_model(message: MessageRecord) -> models.Message:
+    return models.Message(
+        id=message.id,
+        session_id=message.session_id,
+        task_id=message.task_id,
+        turn_id=message.turn_id,
+        type=message.type,
+        author_type=message.author_type,
+        content=message.content,
+        metadata=dict(message.metadata),
+        created_at=message.created_at,
+        updated_at=message.updated_at,
+    )
 
 
-def message_json(message: MessageRecord) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "session_id": message.session_id,
-        "task_id": message.task_id,
-        "turn_id": message.turn_id,
-        "type": message.type,
-        "author_type": message.author_type,
-        "content": message.content,
-        "metadata": dict(message.metadata),
-        "created_at": wire.format_timestamp(message.created_at),
-        "updated_at": wire.format_timestamp(message.updated_at),
-    }
+def _json(shape: Any, status_code: int = 200) -> JSONResponse:
+    return JSONResponse(wire.unstructure(shape), status_code=status_code)
 
 
 # --- routes ------------------------------------------------------------------------------
 
 
-def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
-    """Workspaces, tasks, sessions, turns, transcript and resume outbox."""
+def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endpoint]:
+    """Workspaces, tasks, sessions, turns, transcript and resume outbox, by operation id."""
 
     @guarded(Resource.WORKSPACE)
     async def create_workspace(request: Request) -> Response:
-        body = await read_model(request, WorkspaceIn)
+        body = await read_model(request, models.WorkspaceIn)
         workspace = await host.create_workspace(require_identity(request), body.name, body.owner_id)
-        return JSONResponse(workspace_json(workspace), status_code=201)
+        return _json(workspace_model(workspace), status_code=201)
 
     @guarded(Resource.WORKSPACE)
     async def list_workspaces(request: Request) -> Response:
         workspaces = await host.list_workspaces(require_identity(request))
-        items = [workspace_json(workspace) for workspace in workspaces]
-        return JSONResponse({"workspaces": items, "total": len(items)})
+        items = [workspace_model(workspace) for workspace in workspaces]
+        return _json(models.WorkspaceList(items, len(items)))
 
     @guarded(Resource.WORKSPACE)  # the only thing creation can fail to find
     async def create_task(request: Request) -> Response:
-        body = await read_model(request, TaskIn)
+        body = await read_model(request, models.TaskIn)
         task = await host.create_task(require_identity(request), body.title, body.workspace_id)
         return JSONResponse(wire.task_json(_NewTaskView(task=task)), status_code=201)
 
@@ -147,15 +111,15 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
 
     @guarded(Resource.TASK)
     async def create_session(request: Request) -> Response:
-        body = await read_model(request, SessionIn, optional=True)
+        body = await read_model(request, models.SessionIn, optional=True)
         created = await host.create_session(
             require_identity(request), request.path_params["task_id"], body.is_primary
         )
-        return JSONResponse(
-            {
-                **session_json(created.session, created.turn.id),
-                "agent_token": created.agent_token,
-            },
+        session = attrs.asdict(session_model(created.session), recurse=False)
+        return _json(
+            models.CreatedSession(
+                **session, current_turn_id=created.turn.id, agent_token=created.agent_token
+            ),
             status_code=201,
         )
 
@@ -164,53 +128,52 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> list[Route]:
         session = await host.get_session(
             require_identity(request), request.path_params["session_id"]
         )
-        return JSONResponse(session_json(session))
+        return _json(session_model(session))
 
     @guarded(Resource.SESSION)
     async def patch_session(request: Request) -> Response:
-        body = await read_model(request, SessionPatch)
+        body = await read_model(request, models.SessionPatch)
         session = await lifecycle.set_session_state(
             require_identity(request), request.path_params["session_id"], body.state
         )
-        return JSONResponse(session_json(session))
+        return _json(session_model(session))
 
     @guarded(Resource.SESSION)
     async def start_turn(request: Request) -> Response:
         turn = await lifecycle.start_turn(
             require_identity(request), request.path_params["session_id"]
         )
-        return JSONResponse(turn_json(turn), status_code=201)
+        return _json(turn_model(turn), status_code=201)
 
     @guarded(Resource.SESSION)
     async def complete_turn(request: Request) -> Response:
         detached = await lifecycle.complete_turn(
             require_identity(request), request.path_params["session_id"]
         )
-        return JSONResponse({"detached": detached})
+        return _json(models.Detached(detached))
 
     @guarded(Resource.SESSION)
     async def messages(request: Request) -> Response:
         records = await host.messages(require_identity(request), request.path_params["session_id"])
-        return JSONResponse({"messages": [message_json(record) for record in records]})
+        return _json(models.MessageList([message_model(record) for record in records]))
 
     @guarded(Resource.SESSION)
     async def resumes(request: Request) -> Response:
         records = await host.resumes_for_session(
             require_identity(request), request.path_params["session_id"]
         )
-        return JSONResponse({"resumes": [message_json(record) for record in records]})
+        return _json(models.ResumeList([message_model(record) for record in records]))
 
-    session = f"{API}/sessions/{{session_id}}"
-    return [
-        Route(f"{API}/workspaces", create_workspace, methods=["POST"]),
-        Route(f"{API}/workspaces", list_workspaces, methods=["GET"]),
-        Route(f"{API}/tasks", create_task, methods=["POST"]),
-        Route(f"{API}/tasks", list_tasks, methods=["GET"]),
-        Route(f"{API}/tasks/{{task_id}}/sessions", create_session, methods=["POST"]),
-        Route(session, get_session, methods=["GET"]),
-        Route(session, patch_session, methods=["PATCH"]),
-        Route(f"{session}/turns", start_turn, methods=["POST"]),
-        Route(f"{session}/turns/current/complete", complete_turn, methods=["POST"]),
-        Route(f"{session}/messages", messages, methods=["GET"]),
-        Route(f"{session}/resumes", resumes, methods=["GET"]),
-    ]
+    return {
+        "createWorkspace": create_workspace,
+        "listWorkspaces": list_workspaces,
+        "createTask": create_task,
+        "listTasks": list_tasks,
+        "createSession": create_session,
+        "getSession": get_session,
+        "setSessionState": patch_session,
+        "startTurn": start_turn,
+        "completeTurn": complete_turn,
+        "listMessages": messages,
+        "listResumes": resumes,
+    }

@@ -159,6 +159,9 @@ def test_outcome_parsing_accepts_answers_and_rejections() -> None:
         ({"rejected": "yes"}, "rejected"),
         ({"rejected": 1}, "rejected"),
         ({"reason": "old spelling"}, "reason"),
+        # Read from cattrs' structured exceptions, not its message text: a key holding the
+        # message's own separators still names itself whole.
+        ({"answers": [{"question_id": "q", "x, y @ $.z": 1}]}, "answers[0].x, y @ $.z"),
         ([], "body"),
         (None, "body"),
     ],

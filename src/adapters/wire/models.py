@@ -1,0 +1,485 @@
+"""One attrs class per JSON shape Clarion sends: the wire format's single definition.
+
+The converter in :mod:`clarion.adapters.wire.convert` turns these into JSON and back, and
+:mod:`clarion.adapters.wire.jsonschema` derives their JSON Schemas (OpenAPI components, MCP
+output schemas). A field's ``metadata["schema"]`` adds keywords to the schema its type gives
+(``minimum``, ``minLength``, …) or, under ``"replace"``, states the whole schema where the
+type alone cannot say it; keyed ``"*"`` for every dialect or by a dialect's name (``"mcp"``)
+where the published schemas differ. A class's schema name is its class name.
+
+Always-emit (R12, L4a): every field is written, ``[]``/``""`` when empty. The classes listed
+in :data:`OMIT_EMPTY` keep upstream's omitempty shape instead (``GET /:id/wait``, facts §5.10).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, Literal
+
+import attrs
+
+from clarion.domain.model import SessionState
+
+
+def schema(**keywords: Any) -> dict[str, Any]:
+    """Field metadata: JSON Schema keywords added to what the field's type gives."""
+    return {"schema": {"*": keywords}}
+
+
+def replaced(whole: dict[str, Any], **dialects: dict[str, Any]) -> dict[str, Any]:
+    """Field metadata: the field's whole JSON Schema where its type cannot say it, and per
+    dialect (``mcp=...``) where that dialect's schema says it differently."""
+    return {
+        "schema": {"*": {"replace": whole}}
+        | {name: {"replace": other} for name, other in dialects.items()}
+    }
+
+
+def required(**keywords: Any) -> dict[str, Any]:
+    """Field metadata: the schema requires the field although the parser has a default for it
+    (the domain's validation then names what is missing), plus ``keywords``."""
+    return {"schema": {"*": keywords}, "required": True}
+
+
+_COUNT: Final = schema(minimum=0)
+_NON_BLANK: Final = required(minLength=1)
+
+
+# --- answers and resolutions ------------------------------------------------------------------
+
+
+@attrs.frozen
+class Answer:
+    """One answer in a resolution (R12: every key always present)."""
+
+    question_id: str
+    selected_options: list[str]
+    custom_text: str
+
+
+@attrs.frozen
+class Response:
+    """``SerializeResponse`` (upstream facts §5.9) with R12's always-present keys."""
+
+    pending_id: str
+    answers: list[Answer]
+    rejected: bool
+    reject_reason: str
+    responded_at: datetime
+
+
+_STATUS: Final = {
+    "schema": {"mcp": {"replace": {"type": "string", "enum": ["answered", "rejected"]}}}
+}
+
+
+@attrs.frozen
+class Resolution:
+    """The MCP ``answer_question`` result: ``claimed``, ``status`` and ``response`` (N3, N4)."""
+
+    claimed: bool
+    status: Literal["answered", "rejected"] = attrs.field(metadata=_STATUS)
+    response: Response
+
+
+@attrs.frozen
+class RespondResult:
+    """The REST ``respond`` 200 body (R10, R11): ``success`` plus the MCP result's keys."""
+
+    success: Literal[True]
+    claimed: bool
+    status: Literal["answered", "rejected"] = attrs.field(metadata=_STATUS)
+    response: Response
+
+
+@attrs.frozen(kw_only=True)
+class WaitAnswer:
+    """One answer of ``GET /:id/wait``: empty fields omitted (facts §5.10)."""
+
+    question_id: str
+    selected_options: list[str] = attrs.field(factory=list, metadata=schema(minItems=1))
+    custom_text: str = attrs.field(default="", metadata=schema(minLength=1))
+
+
+@attrs.frozen(kw_only=True)
+class WaitResponse:
+    """What ``GET /:id/wait`` returns: upstream's Response in its omitempty shape (A4)."""
+
+    pending_id: str
+    answers: list[WaitAnswer] = attrs.field(factory=list, metadata=schema(minItems=1))
+    rejected: bool = attrs.field(default=False, metadata=replaced({"const": True}))
+    reject_reason: str = attrs.field(default="", metadata=schema(minLength=1))
+    responded_at: datetime
+
+
+@attrs.frozen
+class AskedAnswer:
+    """One question's entry in the ask tool's result (facts §2.9; §9.25 fixed: every selected
+    option, with the first also as ``selected_option`` for agents written against upstream)."""
+
+    answered: bool
+    selected_option: str
+    selected_options: list[str]
+    custom_text: str
+    rejected: bool
+
+
+# --- the pending listing ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Option:
+    option_id: str
+    label: str
+    description: str
+
+
+@attrs.frozen
+class ListedQuestion:
+    question_id: str
+    title: str
+    prompt: str
+    status: str
+    options: list[Option]
+
+
+@attrs.frozen
+class ListedBundle:
+    """L3/L4 with L4a: every field present; strings default to "", arrays to []."""
+
+    pending_id: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+    age_seconds: int = attrs.field(metadata=_COUNT)
+    context: str
+    questions: list[ListedQuestion]
+
+
+@attrs.frozen
+class PendingPage:
+    """L11: ``{"bundles", "count", "next_cursor"}``; ``count`` equals ``len(bundles)``."""
+
+    bundles: list[ListedBundle]
+    count: int = attrs.field(metadata=_COUNT)
+    next_cursor: str
+
+
+# --- host records -----------------------------------------------------------------------------
+
+_ACTION: Final = replaced(
+    {"type": ["string", "null"], "enum": ["clarification", None]},
+    mcp={"type": ["string", "null"], "enum": ["clarification", "permission", None]},
+)
+
+
+@attrs.frozen
+class Task:
+    """One listed task; both pending-action keys always present, ``null`` when none (T2)."""
+
+    id: str
+    title: str
+    workspace_id: str
+    created_at: datetime
+    task_pending_action: Literal["clarification"] | None = attrs.field(metadata=_ACTION)
+    primary_session_pending_action: Literal["clarification"] | None = attrs.field(metadata=_ACTION)
+
+
+@attrs.frozen
+class TaskList:
+    """``{"tasks": [...], "total"}`` for REST ``GET /tasks`` and ``list_tasks_kandev``."""
+
+    tasks: list[Task]
+    total: int = attrs.field(metadata=_COUNT)
+
+
+# --- the live request (GET /:id) ----------------------------------------------------------
+
+
+@attrs.frozen
+class LiveQuestion:
+    """A question as upstream's Request carries it (facts §2.1): every key always present."""
+
+    id: str
+    title: str
+    prompt: str
+    options: list[Option]
+
+
+@attrs.frozen(kw_only=True)
+class LiveRequest:
+    """Upstream's Request JSON (facts §2.1): ``context`` omitted when empty (A4: unchanged)."""
+
+    pending_id: str
+    session_id: str
+    task_id: str
+    questions: list[LiveQuestion]
+    context: str = attrs.field(default="", metadata=schema(minLength=1))
+    created_at: datetime
+
+
+@attrs.frozen
+class Created:
+    pending_id: str
+
+
+@attrs.frozen
+class Success:
+    success: Literal[True]
+
+
+# --- the reference host's records ---------------------------------------------------------
+
+_SESSION_STATE: Final = replaced({"enum": list(SessionState.ALL)})
+
+
+@attrs.frozen
+class Workspace:
+    id: str
+    name: str
+    owner_id: str
+    created_at: datetime
+
+
+@attrs.frozen
+class WorkspaceList:
+    workspaces: list[Workspace]
+    total: int = attrs.field(metadata=_COUNT)
+
+
+@attrs.frozen
+class Session:
+    id: str
+    task_id: str
+    state: str = attrs.field(metadata=_SESSION_STATE)
+    is_primary: bool
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+@attrs.frozen
+class CreatedSession(Session):
+    """A new session with its first turn; the agent token is shown this once."""
+
+    current_turn_id: str
+    agent_token: str
+
+
+@attrs.frozen
+class Turn:
+    id: str
+    session_id: str
+    started_at: datetime
+    created_at: datetime
+    completed_at: datetime | None
+
+
+@attrs.frozen
+class Detached:
+    detached: int = attrs.field(metadata=_COUNT)
+
+
+@attrs.frozen
+class Message:
+    """A transcript row; ``metadata`` is the stored JSON object as it is."""
+
+    id: str
+    session_id: str
+    task_id: str
+    turn_id: str
+    type: str
+    author_type: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@attrs.frozen
+class MessageList:
+    messages: list[Message]
+
+
+@attrs.frozen
+class ResumeList:
+    resumes: list[Message]
+
+
+# --- identity, health and errors -------------------------------------------------------------
+
+
+@attrs.frozen
+class Me:
+    """Who the caller is, and the CSRF token of a cookie session."""
+
+    user_id: str
+    is_admin: bool
+    auth_enabled: bool
+    authenticated_by: Literal["disabled", "token", "session", "none"]
+    csrf_token: str
+
+
+@attrs.frozen
+class LoggedIn:
+    """The login answer: the caller as a cookie session, and when that session expires."""
+
+    user_id: str
+    is_admin: bool
+    auth_enabled: bool
+    authenticated_by: Literal["session"]
+    csrf_token: str
+    expires_at: datetime
+
+
+@attrs.frozen
+class Health:
+    status: Literal["ok"]
+    database: Literal["ok"]
+
+
+@attrs.frozen
+class Error:
+    """Every REST failure body (R10)."""
+
+    error: str
+
+
+# --- request bodies ---------------------------------------------------------------------------
+# Lenient where the domain validates (it names the offending field in its own words), strict
+# about types and unknown fields (the converter names the JSON path). Not blank (``minLength``
+# 1): the server trims and refuses an empty result (a 400 naming the field); no ``pattern``
+# says so, because JSON Schema's \s and Python's str.strip disagree at the edges.
+
+
+@attrs.frozen
+class AnswerIn:
+    question_id: str = ""
+    selected_options: list[str] | None = None
+    custom_text: str = ""
+
+
+@attrs.frozen
+class RespondRequest:
+    """``POST /:id/respond`` and the MCP answer tool's arguments (``pending_id`` aside)."""
+
+    answers: list[AnswerIn] | None = None
+    rejected: bool = False
+    reject_reason: str = ""
+
+
+@attrs.frozen
+class OptionIn:
+    label: str = attrs.field(default="", metadata=_NON_BLANK)
+    description: str = attrs.field(default="", metadata=_NON_BLANK)
+    option_id: str | None = None
+
+
+@attrs.frozen
+class QuestionIn:
+    prompt: str = attrs.field(default="", metadata=_NON_BLANK)
+    options: list[OptionIn] | None = attrs.field(
+        default=None, metadata=required(type="array", minItems=2, maxItems=6)
+    )
+    id: str | None = None
+    title: str = ""
+
+
+@attrs.frozen
+class CreateRequest:
+    """``POST /request``; ``questions`` is parsed entry by entry as :class:`QuestionIn`."""
+
+    session_id: str
+    questions: list[Any] = attrs.field(
+        metadata=replaced(
+            {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/QuestionIn"},
+                "minItems": 1,
+                "maxItems": 4,
+            }
+        )
+    )
+    task_id: str = ""
+    context: str = ""
+
+
+@attrs.frozen
+class WorkspaceIn:
+    name: str = attrs.field(metadata=schema(minLength=1))
+    owner_id: str | None = None
+
+
+@attrs.frozen
+class TaskIn:
+    title: str = attrs.field(metadata=schema(minLength=1))
+    workspace_id: str = ""
+
+
+@attrs.frozen
+class SessionIn:
+    is_primary: bool = False
+
+
+@attrs.frozen
+class SessionPatch:
+    state: str = attrs.field(metadata=_SESSION_STATE)
+
+
+@attrs.frozen
+class LoginIn:
+    token: str
+
+
+REQUESTS: Final[tuple[type[Any], ...]] = (
+    AnswerIn,
+    RespondRequest,
+    OptionIn,
+    QuestionIn,
+    CreateRequest,
+    WorkspaceIn,
+    TaskIn,
+    SessionIn,
+    SessionPatch,
+    LoginIn,
+)
+"""Every request body the REST routes read (and the MCP answer tool's arguments)."""
+
+OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task})
+"""Shapes whose MCP output schema admits properties it does not name."""
+
+OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse, LiveRequest})
+"""Shapes that leave out fields equal to their default (upstream's omitempty)."""
+
+SHAPES: Final[tuple[type[Any], ...]] = (
+    Answer,
+    Response,
+    Resolution,
+    RespondResult,
+    WaitAnswer,
+    WaitResponse,
+    AskedAnswer,
+    Option,
+    ListedQuestion,
+    ListedBundle,
+    PendingPage,
+    Task,
+    TaskList,
+    LiveQuestion,
+    LiveRequest,
+    Created,
+    Success,
+    Workspace,
+    WorkspaceList,
+    Session,
+    CreatedSession,
+    Turn,
+    Detached,
+    Message,
+    MessageList,
+    ResumeList,
+    Me,
+    LoggedIn,
+    Health,
+    Error,
+)
+"""Every output shape, for the round-trip property test and the schema generator."""
