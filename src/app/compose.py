@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import anyio
 import attrs
@@ -59,7 +60,7 @@ from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
-from clarion.ports.events import EventPublisher
+from clarion.ports.events import EventPublisher, EventSource
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
@@ -293,6 +294,17 @@ def _live_delivery(
     )
 
 
+def _event_source(events: EventPublisher) -> EventSource:
+    """The publisher the use cases write to, as the source the event stream and the inbox read.
+
+    Raises:
+        ValueError: it cannot be subscribed to (it has no ``subscribe``).
+    """
+    if not hasattr(events, "subscribe"):
+        raise ValueError("the event stream needs an EventSource")
+    return cast(EventSource, events)
+
+
 def _allowed_hosts(settings: Settings) -> HostAllowlist:
     """The ``Host`` names served: loopback names, plus ``CLARION_ALLOWED_HOSTS``.
 
@@ -420,6 +432,7 @@ def build_clarion(
         services,
         auth_enabled=settings.auth_enabled,
         authentication=authentication,
+        event_source=_event_source(events),
         database_check=storage.check,
         allowed_hosts=allowed_hosts,
         extra_routes=[*mcp.routes, *web_routes()],

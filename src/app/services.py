@@ -28,8 +28,10 @@ from clarion.ports.waiters import Waiters
 
 @attrs.frozen
 class Services:
-    """The use cases, plus the ports they were built from (for surfaces that need a port
-    directly, e.g. the clock for ``age_seconds`` or the event source for a stream)."""
+    """The use cases, plus the ports they were built from. Driving adapters call the use cases
+    (``listing.may_see_task`` rather than the authorizer, for example); of the rest they read
+    only the clock (``age_seconds``), the runner's worker limiter and the limits. The event
+    source a stream reads is passed to them on its own (``create_rest_app(event_source=...)``)."""
 
     resolver: Resolver
     asking: Asking

@@ -6,8 +6,10 @@ from datetime import datetime
 
 import structlog
 
+from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
+from clarion.domain.errors import NotFound
 from clarion.domain.listing import MAX_LIMIT, ListPage, ListQuery, clamp_limit
 from clarion.domain.model import Identity
 from clarion.ports.authorizer import TaskAuthorizer
@@ -65,6 +67,22 @@ class Listing:
             after,
             clamp_limit(limit, self.max_page_size),
         )
+
+    async def may_see_task(self, identity: Identity, task_id: str) -> bool:
+        """Whether ``identity`` may see the task ``task_id`` (and so its bundles and events):
+        the authorizer's answer, with every kind of "no" — missing, foreign, no task — as
+        ``False``. Unscoped callers see everything.
+
+        Raises:
+            Exception: the authorizer itself failed (the caller decides how to fail closed).
+        """
+        if not identity.is_scoped:
+            return True
+        try:
+            await self._run(authorize_task_id, self._authorizer, identity, task_id)
+        except NotFound:
+            return False
+        return True
 
     def _query(
         self,
