@@ -129,6 +129,7 @@ def build_rest(
         *clarification_routes(
             resolver=services.resolver,
             asking=services.asking,
+            requests=services.requests,
             listing=services.listing,
             now=services.clock.now,
         ),

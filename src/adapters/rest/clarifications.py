@@ -38,8 +38,9 @@ from clarion.adapters.rest.errors import (
     failure,
     guarded,
 )
-from clarion.app.usecases.ask import Asking, LiveRequest
+from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.live import LiveRequest, LiveRequests
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
 from clarion.domain.model import Resolution
@@ -136,6 +137,7 @@ def clarification_routes(
     *,
     resolver: Resolver,
     asking: Asking,
+    requests: LiveRequests,
     listing: Listing,
     now: Callable[[], datetime],
 ) -> list[Route]:
@@ -168,7 +170,7 @@ def clarification_routes(
 
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def get_request(request: Request) -> Response:
-        live = await asking.get_request(
+        live = await requests.get_request(
             require_identity(request), request.path_params["pending_id"]
         )
         return JSONResponse(live_request_json(live))
@@ -177,7 +179,7 @@ def clarification_routes(
     async def wait(request: Request) -> Response:
         identity = require_identity(request)
         pending_id: str = request.path_params["pending_id"]
-        resolution = await until_disconnected(request, lambda: asking.wait(identity, pending_id))
+        resolution = await until_disconnected(request, lambda: requests.wait(identity, pending_id))
         if resolution is None:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
         return JSONResponse(wait_response_json(resolution))
@@ -192,7 +194,7 @@ def clarification_routes(
 
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def cancel(request: Request) -> Response:
-        await asking.cancel(require_identity(request), request.path_params["pending_id"])
+        await requests.cancel(require_identity(request), request.path_params["pending_id"])
         return JSONResponse({"success": True})
 
     return [

@@ -21,7 +21,7 @@ from typing import NoReturn
 import anyio
 import structlog
 
-from clarion.app.usecases.access import load_authorized_bundle
+from clarion.app.usecases.access import authorize_bundle
 from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive, failure_fields
@@ -41,7 +41,6 @@ log = structlog.get_logger(__name__)
 DELIVERY_TIMEOUT_S = 30.0  # a live waiter must take the answer within this
 RESUME_TIMEOUT_S = 30.0  # the bounded wait for a detached resume (facts §4.7)
 
-AUTHORIZE_FAILED = "failed to authorize clarification request"
 CLAIM_FAILED = "failed to update clarification state"
 REREAD_FAILED = "failed to determine clarification outcome"
 LIVE_RETRYABLE = "failed to deliver clarification response; response can be retried"
@@ -92,13 +91,8 @@ class Resolver:
             NotFound: no durable rows, a foreign bundle, or M5a for a scoped caller.
             ClaimError: the store failed (never reported as not-found).
         """
-        return await self._run.guarded(
-            StoreFailure(AUTHORIZE_FAILED, pending_id=pending_id),
-            load_authorized_bundle,
-            self._claims,
-            self._authorizer,
-            identity,
-            pending_id,
+        return await authorize_bundle(
+            self._run, self._claims, self._authorizer, identity, pending_id
         )
 
     async def resolve(self, identity: Identity, pending_id: str, outcome: Outcome) -> Resolution:
