@@ -17,11 +17,10 @@ foreign and a fabricated ``pending_id`` get the same bytes on all four ``{id}`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-import anyio
 import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -30,6 +29,7 @@ from starlette.routing import Route
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_json, read_model
+from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.adapters.rest.errors import (
     AUTHORIZE_FAILED,
     CLAIM_FAILED,
@@ -47,7 +47,6 @@ from clarion.domain.model import Resolution
 from clarion.domain.rows import question_json
 
 PREFIX: Final = "/api/v1/clarification"
-T = TypeVar("T")
 
 
 @attrs.frozen
@@ -92,32 +91,6 @@ def wait_response_json(resolution: Resolution) -> dict[str, Any]:
         body["reject_reason"] = resolution.reject_reason
     body["responded_at"] = wire.format_timestamp(resolution.responded_at)
     return body
-
-
-async def until_disconnected(request: Request, work: Callable[[], Awaitable[T]]) -> T | None:
-    """Run ``work`` unless the client goes away first; then cancel it and return None.
-
-    Cancelling a wait removes its waiter, so an answer arriving later takes the detached path
-    at once instead of blocking on nobody (fixes upstream §9.21).
-    """
-    result: T | None = None
-    failure: Exception | None = None
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            group.cancel_scope.cancel()
-
-        group.start_soon(watch)
-        try:
-            result = await work()
-        except Exception as exc:  # noqa: BLE001 — re-raised below, outside the task group
-            failure = exc  # (which would wrap it in an ExceptionGroup)
-        group.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return result
 
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
@@ -179,8 +152,12 @@ def clarification_routes(
     async def wait(request: Request) -> Response:
         identity = require_identity(request)
         pending_id: str = request.path_params["pending_id"]
-        resolution = await until_disconnected(request, lambda: requests.wait(identity, pending_id))
-        if resolution is None:
+        # A client that leaves cancels its wait, which removes its waiter: an answer arriving
+        # later takes the detached path at once instead of blocking on nobody (upstream §9.21).
+        resolution = await until_disconnected(
+            request.receive, lambda: requests.wait(identity, pending_id)
+        )
+        if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
         return JSONResponse(wait_response_json(resolution))
 
