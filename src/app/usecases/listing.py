@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import attrs
 import structlog
 
 from clarion.app.usecases.access import authorize_task_id
@@ -20,21 +21,14 @@ log = structlog.get_logger(__name__)
 LIST_FAILED = "failed to list pending clarifications"
 
 
+@attrs.define(kw_only=True)
 class Listing:
     """Discovery of the active bundles a caller may see."""
 
-    def __init__(
-        self,
-        *,
-        claims: ClaimRepository,
-        authorizer: TaskAuthorizer,
-        runner: Runner,
-        max_page_size: int = MAX_LIMIT,
-    ) -> None:
-        self.max_page_size = max_page_size
-        self._claims = claims
-        self._authorizer = authorizer
-        self._run = runner
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _run: Runner = attrs.field(alias="runner")
+    max_page_size: int = MAX_LIMIT
 
     async def list_pending(
         self,

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import NoReturn
 
 import anyio
+import attrs
 import structlog
 
 from clarion.app.usecases.access import authorize_bundle
@@ -60,29 +61,18 @@ class ConfirmationFailed(Exception):
     """The durable finalize behind a live delivery did not go through."""
 
 
+@attrs.define(kw_only=True)
 class Resolver:
     """``ResolveBundle``: one instance, shared by REST and MCP (N2)."""
 
-    def __init__(
-        self,
-        *,
-        claims: ClaimRepository,
-        authorizer: TaskAuthorizer,
-        waiters: Waiters,
-        dispatcher: ResumeDispatcher,
-        events: EventPublisher,
-        runner: Runner,
-        delivery_timeout: float = DELIVERY_TIMEOUT_S,
-        resume_timeout: float = RESUME_TIMEOUT_S,
-    ) -> None:
-        self._claims = claims
-        self._authorizer = authorizer
-        self._waiters = waiters
-        self._dispatcher = dispatcher
-        self._events = events
-        self._run = runner
-        self._delivery_timeout = delivery_timeout
-        self._resume_timeout = resume_timeout
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _waiters: Waiters = attrs.field(alias="waiters")
+    _dispatcher: ResumeDispatcher = attrs.field(alias="dispatcher")
+    _events: EventPublisher = attrs.field(alias="events")
+    _run: Runner = attrs.field(alias="runner")
+    _delivery_timeout: float = attrs.field(default=DELIVERY_TIMEOUT_S, alias="delivery_timeout")
+    _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
         """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
