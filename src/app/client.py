@@ -1,12 +1,12 @@
-"""A small HTTP client for the REST API, used by ``clarion questions ...``."""
+"""A small HTTP client (httpx2) for the REST API, used by ``clarion questions ...``."""
 
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
+
+import httpx2
 
 TIMEOUT_S = 60.0
 
@@ -26,27 +26,32 @@ class ClarionClient:
 
     def __init__(self, base_url: str, *, token: str = "") -> None:
         self._base = base_url.rstrip("/")
-        self._token = token
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._headers = headers
 
-    def _request(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self._base + path, data=data, method=method)
-        request.add_header("Accept", "application/json")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        if self._token:
-            request.add_header("Authorization", f"Bearer {self._token}")
+    def _request(
+        self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None
+    ) -> Any:
+        content = None if body is None else json.dumps(body).encode("utf-8")
+        headers = dict(self._headers)
+        if content is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            raise ClientError(
-                f"{exc.code} from {self._base}: {_error_text(exc)}", status=exc.code
-            ) from exc
-        except urllib.error.URLError as exc:
-            raise ClientError(f"cannot reach {self._base}: {exc.reason}") from exc
-        except (TimeoutError, ConnectionError) as exc:
+            with httpx2.Client(timeout=TIMEOUT_S, follow_redirects=True) as http:
+                response = http.request(
+                    method, self._base + path, content=content, params=params, headers=headers
+                )
+        except httpx2.HTTPError as exc:
             raise ClientError(f"cannot reach {self._base}: {exc}") from exc
+        if not response.is_success:
+            raise ClientError(
+                f"{response.status_code} from {self._base}: {_error_text(response)}",
+                status=response.status_code,
+            )
+        try:
+            return json.loads(response.content or b"null")
         except json.JSONDecodeError as exc:
             raise ClientError(f"{self._base} did not answer with JSON") from exc
 
@@ -60,9 +65,7 @@ class ClarionClient:
                 query["workspace_id"] = workspace_id
             if cursor:
                 query["cursor"] = cursor
-            page = self._request(
-                "GET", "/api/v1/clarification/pending?" + urllib.parse.urlencode(query)
-            )
+            page = self._request("GET", "/api/v1/clarification/pending", params=query)
             bundles.extend(page["bundles"])
             cursor = page["next_cursor"]
             if not cursor:
@@ -80,11 +83,11 @@ class ClarionClient:
         return result
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _error_text(response: httpx2.Response) -> str:
     try:
-        body = json.loads(exc.read() or b"null")
+        body = json.loads(response.content or b"null")
     except json.JSONDecodeError:
-        return exc.reason
+        return response.reason_phrase
     if isinstance(body, dict) and isinstance(body.get("error"), str):
         return str(body["error"])
-    return str(exc.reason)
+    return response.reason_phrase

@@ -1,11 +1,14 @@
 """The composition root: the one place that chooses concrete adapters.
 
 ``build_clarion(settings, **overrides)`` wires every port from :class:`Settings`; a host may pass
-any port instead (``claims=``, ``host=``, ``tokens=``, ``authorizer=``, ``waiters=``,
-``dispatcher=``, ``events=``, ``clock=``, ``ids=``). Nothing is built at import time. The ASGI
-application's lifespan owns the MCP session managers, live delivery, recovery, the purge of ended
-browser sessions, the event streams and the database engine's pool; :meth:`Clarion.close`
-releases the engine when no lifespan ran (CLI commands, scripts).
+any of them instead (``storage=`` — claims, host records and tokens as one unit —,
+``authorizer=``, ``waiters=``, ``dispatcher=``, ``events=``, ``clock=``, ``ids=``), and only what
+was not passed is built. Nothing is built at import time, and an injected storage is not touched
+while building. The database ``settings`` names is opened (locked, then migrated) by
+:func:`open_storage`; an injected storage is migrated by the ASGI lifespan, which then owns the
+MCP session managers, live delivery, recovery, the purge of ended browser sessions, the event
+streams and the database engine's pool; :meth:`Clarion.close` releases the engine when no
+lifespan ran (CLI commands, scripts).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import anyio
 import attrs
@@ -56,7 +60,7 @@ from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
-from clarion.ports.events import EventPublisher
+from clarion.ports.events import EventPublisher, EventSource
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
@@ -84,10 +88,21 @@ class Clarion:
     services: Services
     authentication: Authentication
     asgi_app: Starlette
-    database_label: str
-    engine: Engine | None = None
-    sqlite_lock: Path | None = None
-    close_probe: Callable[[], None] | None = None
+    storage: Storage
+    _lock_released: bool = attrs.field(default=False, init=False)
+
+    @property
+    def database_label(self) -> str:
+        return self.storage.label
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.storage.engine
+
+    def upgrade(self) -> None:
+        """Migrate the database to the current schema — what the ASGI lifespan does first.
+        Call it before using :attr:`services` or :attr:`authentication` without a lifespan."""
+        self.storage.upgrade()
 
     @property
     def resolver(self) -> Resolver:
@@ -106,42 +121,80 @@ class Clarion:
         already ended)."""
         if self.engine is not None:
             self.engine.dispose()
-        if self.close_probe is not None:
-            self.close_probe()
-        if self.sqlite_lock is not None:
-            release_sqlite_file(self.sqlite_lock)
-            self.sqlite_lock = None
+        if self.storage.close_probe is not None:
+            self.storage.close_probe()
+        if self.storage.lock is not None and not self._lock_released:
+            release_sqlite_file(self.storage.lock)
+            self._lock_released = True
 
 
 @attrs.frozen
-class _Storage:
+class Storage:
+    """Persistence as one unit: the claims, host records and tokens that share a store.
+
+    Build one with :meth:`in_memory` or :meth:`sql` (on an engine you created and own), or
+    from your own repositories, and pass it as ``build_clarion(storage=...)``; Clarion then
+    opens no database of its own. ``engine`` (when the repositories are SQL) is the database
+    live delivery and start-up recovery look at, and whose schema :meth:`upgrade` migrates.
+    """
+
     claims: ClaimRepository
     host: HostRepository
     tokens: TokenStore
-    label: str
-    engine: Engine | None
-    check: Callable[[], object] | None
+    label: str = "provided by the host"
+    engine: Engine | None = None
+    check: Callable[[], object] | None = None  # the health probe (``/healthz``)
     # Held while this service lives: the SQLite file's lock (one process per file).
     lock: Path | None = None
     close_probe: Callable[[], None] | None = None  # releases the health probe's engine
 
-    @property
-    def recovers_at_once(self) -> bool:
-        """No other process can be delivering: in memory, or SQLite under its file lock."""
-        return self.engine is None or self.lock is not None
-
-
-def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
-    if settings.database_url == MEMORY_URL:
+    @classmethod
+    def in_memory(cls, clock: Clock, ids: IdGenerator) -> Storage:
+        """Everything in one process's memory; nothing is kept."""
         store = InMemoryStore()
-        return _Storage(
+        return cls(
             claims=InMemoryClaimRepository(store, clock, ids),
             host=InMemoryHostRepository(store, clock, ids),
             tokens=InMemoryTokenStore(store, clock, ids),
             label="in memory (nothing is kept)",
-            engine=None,
-            check=None,
         )
+
+    @classmethod
+    def sql(
+        cls, engine: Engine, clock: Clock, ids: IdGenerator, *, lock: Path | None = None
+    ) -> Storage:
+        """Clarion's SQL repositories on ``engine`` (SQLite or PostgreSQL), with a health
+        probe of its own. The schema is migrated by :meth:`upgrade`, not here."""
+        check, close_probe = database_probe(engine)
+        return cls(
+            claims=SqlClaimRepository(engine, clock, ids),
+            host=SqlHostRepository(engine, clock, ids),
+            tokens=SqlTokenStore(engine, clock, ids),
+            label=engine.url.render_as_string(hide_password=True),
+            engine=engine,
+            check=check,
+            lock=lock,
+            close_probe=close_probe,
+        )
+
+    @property
+    def recovers_at_once(self) -> bool:
+        """No other process can be delivering: no shared database, or SQLite under its file
+        lock."""
+        return self.engine is None or self.lock is not None
+
+    def upgrade(self) -> None:
+        """Apply the database migrations (idempotent; nothing to do without an engine). The
+        ASGI lifespan calls it first; call it yourself to use the services without one."""
+        if self.engine is not None:
+            upgrade_database(self.engine)
+
+
+def open_storage(settings: Settings, clock: Clock, ids: IdGenerator) -> Storage:
+    """Open the storage ``settings.database_url`` names, ready to use: on SQLite take the
+    file's lock first (one serving process per file), then migrate the schema."""
+    if settings.database_url == MEMORY_URL:
+        return Storage.in_memory(clock, ids)
     engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     lock = None
     if engine.dialect.name == "sqlite":
@@ -149,23 +202,11 @@ def _storage(settings: Settings, clock: Clock, ids: IdGenerator) -> _Storage:
         lock = hold_sqlite_file(engine.url.database)  # before anything writes to it
     try:
         upgrade_database(engine)
+        return Storage.sql(engine, clock, ids, lock=lock)
     except BaseException:
         if lock is not None:
             release_sqlite_file(lock)
         raise
-
-    check, close_probe = database_probe(engine)
-
-    return _Storage(
-        claims=SqlClaimRepository(engine, clock, ids),
-        host=SqlHostRepository(engine, clock, ids),
-        tokens=SqlTokenStore(engine, clock, ids),
-        label=engine.url.render_as_string(hide_password=True),
-        engine=engine,
-        check=check,
-        lock=lock,
-        close_probe=close_probe,
-    )
 
 
 @contextmanager
@@ -223,7 +264,7 @@ async def _keep_purging_sessions(authentication: Authentication, runner: Runner)
 
 def _live_delivery(
     settings: Settings,
-    storage: _Storage,
+    storage: Storage,
     claims: ClaimRepository,
     waiters: Waiters | None,
     events: EventPublisher | None,
@@ -253,6 +294,17 @@ def _live_delivery(
     )
 
 
+def _event_source(events: EventPublisher) -> EventSource:
+    """The publisher the use cases write to, as the source the event stream and the inbox read.
+
+    Raises:
+        ValueError: it cannot be subscribed to (it has no ``subscribe``).
+    """
+    if not hasattr(events, "subscribe"):
+        raise ValueError("the event stream needs an EventSource")
+    return cast(EventSource, events)
+
+
 def _allowed_hosts(settings: Settings) -> HostAllowlist:
     """The ``Host`` names served: loopback names, plus ``CLARION_ALLOWED_HOSTS``.
 
@@ -268,9 +320,7 @@ def _allowed_hosts(settings: Settings) -> HostAllowlist:
 def build_clarion(
     settings: Settings | None = None,
     *,
-    claims: ClaimRepository | None = None,
-    host: HostRepository | None = None,
-    tokens: TokenStore | None = None,
+    storage: Storage | None = None,
     authorizer: TaskAuthorizer | None = None,
     waiters: Waiters | None = None,
     dispatcher: ResumeDispatcher | None = None,
@@ -280,24 +330,30 @@ def build_clarion(
 ) -> Clarion:
     """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``).
 
-    The database named by ``settings.database_url`` is created and migrated here (``memory://``
-    keeps everything in memory). Repositories passed in replace the ones the database would
-    provide; ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event
-    stream and the web inbox to work.
+    Only what is not passed in is built. Without ``storage``, the database
+    ``settings.database_url`` names is opened with :func:`open_storage` — its one explicit
+    start-up step: on SQLite the file's lock is taken (a second serving process fails at once),
+    then the schema is migrated; ``memory://`` keeps everything in memory. With ``storage``, no
+    database is opened, created or migrated while building; the ASGI lifespan upgrades its
+    schema first thing at start-up (:meth:`Clarion.upgrade` without a lifespan).
+    ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event stream
+    and the web inbox to work.
     """
     settings = settings if settings is not None else Settings.from_env()
     allowed_hosts = _allowed_hosts(settings)
-    clock = clock or SystemClock()
-    ids = ids or UuidIds()
-    storage = _storage(settings, clock, ids)
-    claims = crashing_claims(settings.test_crash_after, claims or storage.claims)
-    host = host or storage.host
-    tokens = tokens or storage.tokens
+    clock = clock if clock is not None else SystemClock()
+    ids = ids if ids is not None else UuidIds()
+    injected = storage is not None
+    if storage is None:
+        storage = open_storage(settings, clock, ids)
+    claims = crashing_claims(settings.test_crash_after, storage.claims)
+    host, tokens = storage.host, storage.tokens
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
     live = _live_delivery(settings, storage, claims, waiters, events, limiter)
     if live is not None:
         waiters, events = live.waiters, live.events
-    events = events or InProcessEventBus()
+    if events is None:
+        events = InProcessEventBus()
     if dispatcher is None:
         dispatcher = (
             WebhookResumeDispatcher(
@@ -312,8 +368,9 @@ def build_clarion(
     services = build_services(
         claims=claims,
         host=host,
-        authorizer=authorizer or HostTaskAuthorizer(host),
-        waiters=waiters or InMemoryWaiters(),
+        authorizer=authorizer if authorizer is not None else HostTaskAuthorizer(host),
+        # Not ``waiters or ...``: an empty InMemoryWaiters is falsy (it has ``__len__``).
+        waiters=waiters if waiters is not None else InMemoryWaiters(),
         dispatcher=dispatcher,
         events=events,
         clock=clock,
@@ -340,6 +397,10 @@ def build_clarion(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            if injected:
+                # Start-up's first step for injected storage (open_storage already migrated
+                # its own): the schema is current before anything reads or writes.
+                await anyio.to_thread.run_sync(storage.upgrade)
             if storage.engine is not None:
                 # The lifespan owns the engine: its pool is released when serving ends (the
                 # engine stays usable, so Clarion.close() afterwards is harmless).
@@ -372,6 +433,7 @@ def build_clarion(
         services,
         auth_enabled=settings.auth_enabled,
         authentication=authentication,
+        event_source=_event_source(events),
         database_check=storage.check,
         allowed_hosts=allowed_hosts,
         extra_routes=[*mcp.routes, *web_routes()],
@@ -382,8 +444,5 @@ def build_clarion(
         services=services,
         authentication=authentication,
         asgi_app=app,
-        database_label=storage.label,
-        engine=storage.engine,
-        sqlite_lock=storage.lock,
-        close_probe=storage.close_probe,
+        storage=storage,
     )

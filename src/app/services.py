@@ -9,10 +9,11 @@ from __future__ import annotations
 import anyio
 import attrs
 
-from clarion.app.usecases.ask import ASK_TIMEOUT_S, WATCH_INTERVAL_S, Asking
+from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.live import ASK_TIMEOUT_S, WATCH_INTERVAL_S, LiveRequests
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
@@ -28,11 +29,14 @@ from clarion.ports.waiters import Waiters
 
 @attrs.frozen
 class Services:
-    """The use cases, plus the ports they were built from (for surfaces that need a port
-    directly, e.g. the clock for ``age_seconds`` or the event source for a stream)."""
+    """The use cases, plus the ports they were built from. Driving adapters call the use cases
+    (``listing.may_see_task`` rather than the authorizer, for example); of the rest they read
+    only the clock (``age_seconds``), the runner's worker limiter and the limits. The event
+    source a stream reads is passed to them on its own (``create_rest_app(event_source=...)``)."""
 
     resolver: Resolver
     asking: Asking
+    requests: LiveRequests
     listing: Listing
     lifecycle: Lifecycle
     host: HostOperations
@@ -88,6 +92,15 @@ def build_services(
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,
     )
+    requests = LiveRequests(
+        claims=claims,
+        authorizer=authorizer,
+        waiters=waiters,
+        events=events,
+        runner=runner,
+        ask_timeout=ask_timeout,
+        watch_interval=watch_interval,
+    )
     return Services(
         resolver=resolver,
         asking=Asking(
@@ -98,11 +111,11 @@ def build_services(
             events=events,
             ids=ids,
             runner=runner,
-            resolver=resolver,
+            live=requests,
             ask_timeout=ask_timeout,
             limits=limits,
-            watch_interval=watch_interval,
         ),
+        requests=requests,
         listing=Listing(
             claims=claims, authorizer=authorizer, runner=runner, max_page_size=limits.max_page_size
         ),

@@ -35,9 +35,9 @@ from clarion.adapters.rest.request_log import RequestLogMiddleware
 from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_routes
 from clarion.adapters.wire import models
 from clarion.app.services import Services
-from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.auth import Authentication
-from clarion.domain.errors import NotFound, failure_fields
+from clarion.app.usecases.listing import Listing
+from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
 from clarion.ports.events import EventSource
 
@@ -64,20 +64,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return failure(exc.status_code, str(exc.detail).lower(), headers=exc.headers)
 
 
-def _visibility(services: Services) -> CanSee:
+def _visibility(listing: Listing) -> CanSee:
     async def can_see(identity: Identity, task_id: str) -> bool:
-        if not identity.is_scoped:
-            return True
         try:
-            await services.runner(authorize_task_id, services.authorizer, identity, task_id)
-        except NotFound:
-            return False
+            return await listing.may_see_task(identity, task_id)
         except (
             Exception  # noqa: BLE001 - logged without driver text
         ) as exc:  # a failing authorizer hides the event (fail closed), never the stream
             log.warning("events.authorize_failed", task_id=task_id, **failure_fields(exc))
             return False
-        return True
 
     return can_see
 
@@ -107,25 +102,20 @@ def build_rest(
     *,
     auth_enabled: bool,
     authentication: Authentication | None,
-    event_source: EventSource | None = None,
+    event_source: EventSource,
     database_check: DatabaseCheck | None = None,
     heartbeat_s: float = 15.0,
     allowed_hosts: HostAllowlist | None = None,
 ) -> RestApi:
     """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
-    JSON 404/405 handler. ``event_source`` defaults to ``services.events`` when that publisher
-    is also a source (the in-process bus is); ``database_check`` raises when the database is
+    JSON 404/405 handler. ``event_source`` feeds the event stream (the in-process bus the
+    use cases publish to, for example); ``database_check`` raises when the database is
     unreachable (``/healthz`` answers 503 then); ``allowed_hosts`` are the ``Host`` names
     served (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only)."""
-    source = event_source
-    if source is None and hasattr(services.events, "subscribe"):
-        source = services.events  # type: ignore[assignment]
-    if source is None:
-        raise ValueError("the event stream needs an EventSource")
     limiter = services.runner.limiter
     events = EventStream(
-        source,
-        _visibility(services),
+        event_source,
+        _visibility(services.listing),
         heartbeat_s=heartbeat_s,
         max_streams=services.limits.max_event_streams,
         limiter=services.runner.limiter,
@@ -145,6 +135,7 @@ def build_rest(
         clarification=clarification_routes(
             resolver=services.resolver,
             asking=services.asking,
+            requests=services.requests,
             listing=services.listing,
             now=services.clock.now,
         ),
@@ -178,7 +169,7 @@ def create_rest_app(
     *,
     auth_enabled: bool,
     authentication: Authentication | None,
-    event_source: EventSource | None = None,
+    event_source: EventSource,
     database_check: DatabaseCheck | None = None,
     heartbeat_s: float = 15.0,
     allowed_hosts: HostAllowlist | None = None,

@@ -17,17 +17,17 @@ foreign and a fabricated ``pending_id`` get the same bytes on all four ``{id}`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_json, read_model
+from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.adapters.rest.errors import (
     AUTHORIZE_FAILED,
     CLAIM_FAILED,
@@ -38,12 +38,11 @@ from clarion.adapters.rest.errors import (
 )
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
-from clarion.app.usecases.ask import Asking, LiveRequest
+from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.live import LiveRequest, LiveRequests
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import InvalidArgument
-
-T = TypeVar("T")
 
 
 def live_request_json(request: LiveRequest) -> dict[str, Any]:
@@ -68,32 +67,6 @@ def live_request_json(request: LiveRequest) -> dict[str, Any]:
     )
 
 
-async def until_disconnected(request: Request, work: Callable[[], Awaitable[T]]) -> T | None:
-    """Run ``work`` unless the client goes away first; then cancel it and return None.
-
-    Cancelling a wait removes its waiter, so an answer arriving later takes the detached path
-    at once instead of blocking on nobody (fixes upstream §9.21).
-    """
-    result: T | None = None
-    failure: Exception | None = None
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            group.cancel_scope.cancel()
-
-        group.start_soon(watch)
-        try:
-            result = await work()
-        except Exception as exc:  # noqa: BLE001 — re-raised below, outside the task group
-            failure = exc  # (which would wrap it in an ExceptionGroup)
-        group.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return result
-
-
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
@@ -111,6 +84,7 @@ def clarification_routes(
     *,
     resolver: Resolver,
     asking: Asking,
+    requests: LiveRequests,
     listing: Listing,
     now: Callable[[], datetime],
 ) -> dict[str, Endpoint]:
@@ -143,7 +117,7 @@ def clarification_routes(
 
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def get_request(request: Request) -> Response:
-        live = await asking.get_request(
+        live = await requests.get_request(
             require_identity(request), request.path_params["pending_id"]
         )
         return JSONResponse(live_request_json(live))
@@ -152,8 +126,12 @@ def clarification_routes(
     async def wait(request: Request) -> Response:
         identity = require_identity(request)
         pending_id: str = request.path_params["pending_id"]
-        resolution = await until_disconnected(request, lambda: asking.wait(identity, pending_id))
-        if resolution is None:
+        # A client that leaves cancels its wait, which removes its waiter: an answer arriving
+        # later takes the detached path at once instead of blocking on nobody (upstream §9.21).
+        resolution = await until_disconnected(
+            request.receive, lambda: requests.wait(identity, pending_id)
+        )
+        if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
         return JSONResponse(wire.wait_response_json(resolution))
 
@@ -167,7 +145,7 @@ def clarification_routes(
 
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def cancel(request: Request) -> Response:
-        await asking.cancel(require_identity(request), request.path_params["pending_id"])
+        await requests.cancel(require_identity(request), request.path_params["pending_id"])
         return JSONResponse(wire.unstructure(models.Success(True)))
 
     return {

@@ -34,6 +34,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from clarion.adapters.rest.auth import Credential, auth_context, require_identity
+from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.adapters.rest.errors import Resource, guarded
 from clarion.domain.errors import LimitExceeded
 from clarion.domain.model import Identity
@@ -77,22 +78,11 @@ class _EventStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        disconnected = False
-        async with anyio.create_task_group() as group:
 
-            async def watch_disconnect() -> None:
-                nonlocal disconnected
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                disconnected = True
-                group.cancel_scope.cancel()
+        async def run() -> None:
+            await self._run(send)
 
-            group.start_soon(watch_disconnect)
-            try:
-                await self._run(send)
-            finally:
-                group.cancel_scope.cancel()
-        if not disconnected:
+        if await until_disconnected(receive, run) is not DISCONNECTED:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -1,11 +1,13 @@
 """Who may see a bundle or a session: the spec's steps 1–2 (M5, M5a, A5, A7–A9, "Permissions").
 
-These run on a worker thread (they call synchronous ports) and raise :class:`NotFound` for every
-kind of "no": missing, foreign, or unresolvable — one answer, so a denial discloses nothing (A3).
+These run on a worker thread (they call synchronous ports; :func:`authorize_bundle` puts one
+there) and raise :class:`NotFound` for every kind of "no": missing, foreign, or unresolvable —
+one answer, so a denial discloses nothing (A3).
 """
 
 from __future__ import annotations
 
+from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound
 from clarion.domain.host import Session
 from clarion.domain.model import Identity
@@ -15,6 +17,7 @@ from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 
 SESSION_NOT_FOUND = "session not found"
+AUTHORIZE_FAILED = "failed to authorize clarification request"
 # A task id no task has. A bundle or session that does not exist is still authorized — against
 # this id — so that refusing it does the same work as refusing a foreign one, and the two take
 # the same time (no timing oracle: issue #14).
@@ -69,3 +72,26 @@ def load_authorized_session(
     if session is None:
         raise NotFound(SESSION_NOT_FOUND)
     return session
+
+
+async def authorize_bundle(
+    run: Runner,
+    claims: ClaimRepository,
+    authorizer: TaskAuthorizer,
+    identity: Identity,
+    pending_id: str,
+) -> Bundle:
+    """Steps 1–2 only (A7–A9), on a worker thread: the bundle, when ``identity`` may see it.
+
+    Raises:
+        NotFound: no durable rows, a foreign bundle, or M5a for a scoped caller.
+        ClaimError: the store failed (never reported as not-found).
+    """
+    return await run.guarded(
+        StoreFailure(AUTHORIZE_FAILED, pending_id=pending_id),
+        load_authorized_bundle,
+        claims,
+        authorizer,
+        identity,
+        pending_id,
+    )

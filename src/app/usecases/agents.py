@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Final
 
 import anyio
+import attrs
 
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.host import HostOperations
@@ -41,26 +42,18 @@ def agent_task_title(client_name: str, client_version: str, at: datetime) -> str
     return f"{label[:MAX_CLIENT_LABEL]} — {at:%Y-%m-%d %H:%M}"
 
 
+@attrs.define(kw_only=True)
 class AgentSessions:
     """Open and end the task sessions of agents that ask without a host."""
 
-    def __init__(
-        self,
-        *,
-        host: HostOperations,
-        lifecycle: Lifecycle,
-        asking: Asking,
-        clock: Clock,
-        workspace_id: str = "",
-    ) -> None:
-        """``workspace_id`` is where every agent's tasks go (``CLARION_AGENT_WORKSPACE``);
-        "" gives each caller its own "Agents" workspace."""
-        self._host = host
-        self._lifecycle = lifecycle
-        self._asking = asking
-        self._clock = clock
-        self.workspace_id = workspace_id
-        self._workspace_lock = anyio.Lock()
+    _host: HostOperations = attrs.field(alias="host")
+    _lifecycle: Lifecycle = attrs.field(alias="lifecycle")
+    _asking: Asking = attrs.field(alias="asking")
+    _clock: Clock = attrs.field(alias="clock")
+    # Where every agent's tasks go (CLARION_AGENT_WORKSPACE); "" gives each caller its own
+    # "Agents" workspace.
+    workspace_id: str = ""
+    _workspace_lock: anyio.Lock = attrs.field(factory=anyio.Lock, init=False)
 
     async def open(
         self,

@@ -1,5 +1,5 @@
-"""Asking and waiting: creating a bundle, the blocking ask, the live request, wait and cancel
-(upstream facts §2.3–§2.8, §3, §4.9; spec A5a, A7, A9).
+"""Asking: creating a bundle and the blocking ask (upstream facts §2.3–§2.8, §3, §4.9). The live
+request, its wait and its cancel are :mod:`clarion.app.usecases.live`.
 
 An asking agent's wait is a suspended task on one event (no thread). The agent starts waiting
 *before* its bundle becomes durable, so no answer can slip past it onto the detached path.
@@ -17,19 +17,17 @@ import anyio
 import attrs
 import structlog
 
-from clarion.app.usecases.access import load_authorized_session
+from clarion.app.usecases.access import authorize_bundle, load_authorized_session
+from clarion.app.usecases.live import ASK_TIMEOUT_S, MCP_ASK, LiveRequests
 from clarion.app.usecases.publishing import (
-    BUNDLE_CANCELLED,
     BUNDLE_CREATED,
     BUNDLE_DETACHED,
     publish,
     publish_bundles,
     session_event,
 )
-from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import (
-    NOT_ACTIVE_MESSAGE,
     NOT_FOUND_MESSAGE,
     ClarionError,
     InvalidArgument,
@@ -60,31 +58,14 @@ from clarion.ports.waiters import WaitEnd, WaitEnded, Waiters
 
 log = structlog.get_logger(__name__)
 
-ASK_TIMEOUT_S = 7200.0  # CLARION_ASK_TIMEOUT_S default (facts §2.8)
 PROGRESS_INTERVAL_S = 15.0
 CREATE_FAILED = "failed to create clarification messages"
-CANCEL_FAILED = "failed to cancel clarification request"
-WATCH_FAILED = "failed to read clarification state"
-WATCH_INTERVAL_S = 1.0  # how often a bystander's wait re-reads the durable rows
-_MCP_ASK = object()  # the asker of a bundle made by an MCP ask: only that call waits live
 REJOIN_FAILED = "failed to load clarification request"
 
 ProgressCallback = Callable[[int], Awaitable[None]]
 # Another surface offering a bundle while its asker waits: called with the pending id and the
 # questions once the bundle is durable; returns what the resolver said to its answer, if any.
 Alongside = Callable[[str, tuple[Question, ...]], Awaitable[Resolution | None]]
-
-
-@attrs.frozen
-class LiveRequest:
-    """``GET /:id``: a bundle an agent is still waiting on (upstream facts §2.1 Request)."""
-
-    pending_id: str
-    session_id: str
-    task_id: str
-    questions: tuple[Question, ...]
-    context: str
-    created_at: datetime
 
 
 @attrs.frozen
@@ -117,49 +98,24 @@ class _Prepared:
     is_new: bool
 
 
+@attrs.define
 class Asking:
-    """Creating bundles and waiting on them."""
+    """Creating bundles and waiting on them: the blocking asks of agents and REST's create.
+    The operations on a bundle an agent waits on (get, wait, cancel) are :class:`LiveRequests`,
+    which also keeps the record of who asked."""
 
-    def __init__(
-        self,
-        *,
-        claims: ClaimRepository,
-        host: HostRepository,
-        authorizer: TaskAuthorizer,
-        waiters: Waiters,
-        events: EventPublisher,
-        ids: IdGenerator,
-        runner: Runner,
-        resolver: Resolver,
-        ask_timeout: float = ASK_TIMEOUT_S,
-        limits: Limits | None = None,
-        watch_interval: float = WATCH_INTERVAL_S,
-    ) -> None:
-        self._claims = claims
-        self._host = host
-        self._authorizer = authorizer
-        self._waiters = waiters
-        self._events = events
-        self._ids = ids
-        self._run = runner
-        self._resolver = resolver
-        self.ask_timeout = ask_timeout
-        self.limits = limits if limits is not None else Limits()
-        self._asking: set[str] = set()  # pending ids of asks blocked in this process
-        self._closing = False
-        self._watch_interval = watch_interval
-        # pending id → who asked (a user id, or _MCP_ASK), for the live entries of this process
-        self._askers: dict[str, object] = {}
-        self._askers_swept_at = 64
-
-    def _remember_asker(self, pending_id: str, asker: object) -> None:
-        """Note the bundle's asker (the first one: a reused bundle keeps its asker). Entries
-        whose live wait ended are forgotten once the map has doubled since the last sweep."""
-        self._askers.setdefault(pending_id, asker)
-        if len(self._askers) > 2 * self._askers_swept_at:
-            for known in [p for p in self._askers if not self._waiters.has_entry(p)]:
-                del self._askers[known]
-            self._askers_swept_at = max(len(self._askers), 64)
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _host: HostRepository = attrs.field(alias="host")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _waiters: Waiters = attrs.field(alias="waiters")
+    _events: EventPublisher = attrs.field(alias="events")
+    _ids: IdGenerator = attrs.field(alias="ids")
+    _run: Runner = attrs.field(alias="runner")
+    _live: LiveRequests = attrs.field(alias="live")
+    ask_timeout: float = ASK_TIMEOUT_S
+    limits: Limits = attrs.field(factory=Limits)
+    _asking: set[str] = attrs.field(factory=set, init=False)  # asks blocked in this process
+    _closing: bool = attrs.field(default=False, init=False)
 
     def begin_shutdown(self) -> None:
         """End every blocked ask now, as a process stopping must: each bundle detaches and
@@ -277,7 +233,7 @@ class Asking:
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
         self._waiters.register(prepared.pending_id, prepared.session.id)
-        self._remember_asker(prepared.pending_id, identity.user_id)
+        self._live.remember_asker(prepared.pending_id, identity.user_id)
         try:
             await self._make_durable(prepared, questions, context)
         except BaseException:
@@ -365,7 +321,7 @@ class Asking:
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
-        self._remember_asker(prepared.pending_id, _MCP_ASK)
+        self._live.remember_asker(prepared.pending_id, MCP_ASK)
         await self._make_durable(prepared, questions, context)
         await self._set_state(
             prepared.session.id,
@@ -399,7 +355,9 @@ class Asking:
             WaitEnded: as :meth:`ask`; CANCELLED also when the bundle is no longer active and
                 nobody answered it (a newer turn, a terminal session, an operator cancel).
         """
-        bundle = await self._resolver.authorize_bundle(identity, pending_id)
+        bundle = await authorize_bundle(
+            self._run, self._claims, self._authorizer, identity, pending_id
+        )
         if bundle.session_id != session_id:
             raise NotFound(NOT_FOUND_MESSAGE)
         session = await self._run.guarded(
@@ -448,7 +406,7 @@ class Asking:
         (:meth:`Waiters.cancel` then returns False and the delivery arrives).
         """
         self._waiters.register(pending_id, session.id)
-        self._remember_asker(pending_id, _MCP_ASK)
+        self._live.remember_asker(pending_id, MCP_ASK)
         if self._closing:
             self._waiters.cancel(pending_id)
         self._asking.add(pending_id)
@@ -547,93 +505,6 @@ class Asking:
             log.warning("clarification.detach_failed", session_id=session.id, **failure_fields(exc))
             return
         publish_bundles(self._events, BUNDLE_DETACHED, rows, session.task_id)
-
-    # -- the live request ------------------------------------------------------------------
-
-    async def get_request(self, identity: Identity, pending_id: str) -> LiveRequest:
-        """``GET /:id``: authorize first (A7), then the live entry.
-
-        Raises:
-            NotFound: not visible to ``identity``, or nobody waits on it any more.
-            ClaimError: the store failed.
-        """
-        bundle = await self._resolver.authorize_bundle(identity, pending_id)
-        if not self._waiters.has_entry(pending_id):
-            raise NotFound("clarification request not found")
-        return LiveRequest(
-            pending_id=pending_id,
-            session_id=bundle.session_id,
-            task_id=bundle.task_id,
-            questions=bundle.questions,
-            context=bundle.context,
-            created_at=bundle.created_at,
-        )
-
-    async def wait(
-        self, identity: Identity, pending_id: str, timeout: float | None = None
-    ) -> Resolution:
-        """``GET /:id/wait``: authorize first (A5a), then wait.
-
-        Only the asker's wait is the live waiter: the identity that created the bundle over
-        REST (the same user, which is also what the session's agent token acts as). It takes
-        the delivery in the same turn. Anyone else who may see the bundle — and any REST caller
-        of a bundle an MCP ask created — only *watches*: the wait returns the winner's
-        resolution once the bundle is resolved and its delivery confirmed, or ends at its own
-        timeout, and it never takes the delivery or keeps the bundle from detaching. With
-        authentication disabled there is one identity, and every wait is the asker's.
-
-        Raises:
-            NotFound: not visible to ``identity`` (same for foreign and fabricated ids, A5a).
-            ClaimError: the store failed.
-            WaitEnded: no live entry (A7), cancelled, timed out or delivery failed (the 504).
-        """
-        await self._resolver.authorize_bundle(identity, pending_id)
-        seconds = self.ask_timeout if timeout is None else timeout
-        if not self._waiters.has_entry(pending_id):
-            raise WaitEnded(WaitEnd.NOT_FOUND, pending_id)
-        if not identity.is_scoped or self._askers.get(pending_id) == identity.user_id:
-            return await self._waiters.wait(pending_id, seconds)
-        return await self._watch(pending_id, seconds)
-
-    async def _watch(self, pending_id: str, timeout: float) -> Resolution:
-        """A bystander's wait: re-read the durable rows until the bundle is resolved and its
-        delivery confirmed (no row still marked), or until ``timeout``."""
-        with anyio.move_on_after(timeout):
-            while True:
-                bundle = await self._run.guarded(
-                    StoreFailure(WATCH_FAILED, pending_id=pending_id),
-                    self._claims.load_bundle,
-                    pending_id,
-                )
-                rows = bundle.rows if bundle is not None else ()
-                winner = replay_winner(pending_id, rows)
-                if winner is not None and not any(row.delivery_pending for row in rows):
-                    return winner
-                await anyio.sleep(self._watch_interval)
-        raise WaitEnded(WaitEnd.TIMEOUT, pending_id)
-
-    async def cancel(self, identity: Identity, pending_id: str) -> None:
-        """``POST /:id/cancel`` (A9): authorize, then cancel the live entry and mark the
-        bundle's pending rows ``cancelled``. Never goes through the claim.
-
-        Raises:
-            NotFound: not visible to ``identity``, or no live entry.
-            NotActive: the live entry was already resolved or cancelled.
-            ClaimError: the store failed.
-        """
-        bundle = await self._resolver.authorize_bundle(identity, pending_id)
-        if not self._waiters.has_entry(pending_id):
-            raise NotFound("clarification request not found")
-        if not self._waiters.cancel(pending_id):
-            raise NotActive(NOT_ACTIVE_MESSAGE)
-        rows = await self._run.guarded(
-            StoreFailure(CANCEL_FAILED, pending_id=pending_id),
-            self._claims.cancel_active_bundle,
-            bundle.session_id,
-            pending_id,
-        )
-        log.info("clarification.cancelled", pending_id=pending_id)
-        publish_bundles(self._events, BUNDLE_CANCELLED, rows, bundle.task_id)
 
 
 async def _ping(on_progress: ProgressCallback, interval: float, pending_id: str) -> None:

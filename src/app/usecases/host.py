@@ -61,25 +61,17 @@ class CreatedSession:
     agent_token: str
 
 
+@attrs.define(kw_only=True)
 class HostOperations:
     """Workspaces, tasks, sessions and transcripts, as seen by one caller."""
 
-    def __init__(
-        self,
-        *,
-        host: HostRepository,
-        claims: ClaimRepository,
-        authorizer: TaskAuthorizer,
-        runner: Runner,
-        users: UserDirectory | None = None,
-    ) -> None:
-        """``users``, when given, is where agent tokens check that the workspace owner they
-        act as is still an active user (the composition root passes its token store)."""
-        self._host = host
-        self._claims = claims
-        self._authorizer = authorizer
-        self._run = runner
-        self._users = users
+    _host: HostRepository = attrs.field(alias="host")
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _run: Runner = attrs.field(alias="runner")
+    # Where agent tokens check that the workspace owner they act as is still an active user
+    # (the composition root passes its token store).
+    _users: UserDirectory | None = attrs.field(default=None, alias="users")
 
     # -- workspaces ------------------------------------------------------------------------
 

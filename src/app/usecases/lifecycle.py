@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import attrs
 import structlog
 
 from clarion.app.usecases.access import SESSION_NOT_FOUND, load_authorized_session
@@ -38,25 +39,16 @@ log = structlog.get_logger(__name__)
 LIFECYCLE_FAILED = "failed to update session lifecycle"
 
 
+@attrs.define(kw_only=True)
 class Lifecycle:
     """Turn and session transitions and their effect on bundles and waiters."""
 
-    def __init__(
-        self,
-        *,
-        claims: ClaimRepository,
-        host: HostRepository,
-        authorizer: TaskAuthorizer,
-        waiters: Waiters,
-        events: EventPublisher,
-        runner: Runner,
-    ) -> None:
-        self._claims = claims
-        self._host = host
-        self._authorizer = authorizer
-        self._waiters = waiters
-        self._events = events
-        self._run = runner
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _host: HostRepository = attrs.field(alias="host")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _waiters: Waiters = attrs.field(alias="waiters")
+    _events: EventPublisher = attrs.field(alias="events")
+    _run: Runner = attrs.field(alias="runner")
 
     async def _session(self, identity: Identity, session_id: str) -> Session:
         return await self._run.guarded(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import attrs
 import structlog
 
+from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
+from clarion.domain.errors import NotFound
 from clarion.domain.listing import MAX_LIMIT, ListPage, ListQuery, clamp_limit
 from clarion.domain.model import Identity
 from clarion.ports.authorizer import TaskAuthorizer
@@ -18,21 +21,14 @@ log = structlog.get_logger(__name__)
 LIST_FAILED = "failed to list pending clarifications"
 
 
+@attrs.define(kw_only=True)
 class Listing:
     """Discovery of the active bundles a caller may see."""
 
-    def __init__(
-        self,
-        *,
-        claims: ClaimRepository,
-        authorizer: TaskAuthorizer,
-        runner: Runner,
-        max_page_size: int = MAX_LIMIT,
-    ) -> None:
-        self.max_page_size = max_page_size
-        self._claims = claims
-        self._authorizer = authorizer
-        self._run = runner
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _run: Runner = attrs.field(alias="runner")
+    max_page_size: int = MAX_LIMIT
 
     async def list_pending(
         self,
@@ -65,6 +61,22 @@ class Listing:
             after,
             clamp_limit(limit, self.max_page_size),
         )
+
+    async def may_see_task(self, identity: Identity, task_id: str) -> bool:
+        """Whether ``identity`` may see the task ``task_id`` (and so its bundles and events):
+        the authorizer's answer, with every kind of "no" — missing, foreign, no task — as
+        ``False``. Unscoped callers see everything.
+
+        Raises:
+            Exception: the authorizer itself failed (the caller decides how to fail closed).
+        """
+        if not identity.is_scoped:
+            return True
+        try:
+            await self._run(authorize_task_id, self._authorizer, identity, task_id)
+        except NotFound:
+            return False
+        return True
 
     def _query(
         self,

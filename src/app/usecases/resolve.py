@@ -19,9 +19,10 @@ from datetime import datetime
 from typing import NoReturn
 
 import anyio
+import attrs
 import structlog
 
-from clarion.app.usecases.access import load_authorized_bundle
+from clarion.app.usecases.access import authorize_bundle
 from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive, failure_fields
@@ -41,7 +42,6 @@ log = structlog.get_logger(__name__)
 DELIVERY_TIMEOUT_S = 30.0  # a live waiter must take the answer within this
 RESUME_TIMEOUT_S = 30.0  # the bounded wait for a detached resume (facts §4.7)
 
-AUTHORIZE_FAILED = "failed to authorize clarification request"
 CLAIM_FAILED = "failed to update clarification state"
 REREAD_FAILED = "failed to determine clarification outcome"
 LIVE_RETRYABLE = "failed to deliver clarification response; response can be retried"
@@ -61,29 +61,18 @@ class ConfirmationFailed(Exception):
     """The durable finalize behind a live delivery did not go through."""
 
 
+@attrs.define(kw_only=True)
 class Resolver:
     """``ResolveBundle``: one instance, shared by REST and MCP (N2)."""
 
-    def __init__(
-        self,
-        *,
-        claims: ClaimRepository,
-        authorizer: TaskAuthorizer,
-        waiters: Waiters,
-        dispatcher: ResumeDispatcher,
-        events: EventPublisher,
-        runner: Runner,
-        delivery_timeout: float = DELIVERY_TIMEOUT_S,
-        resume_timeout: float = RESUME_TIMEOUT_S,
-    ) -> None:
-        self._claims = claims
-        self._authorizer = authorizer
-        self._waiters = waiters
-        self._dispatcher = dispatcher
-        self._events = events
-        self._run = runner
-        self._delivery_timeout = delivery_timeout
-        self._resume_timeout = resume_timeout
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _waiters: Waiters = attrs.field(alias="waiters")
+    _dispatcher: ResumeDispatcher = attrs.field(alias="dispatcher")
+    _events: EventPublisher = attrs.field(alias="events")
+    _run: Runner = attrs.field(alias="runner")
+    _delivery_timeout: float = attrs.field(default=DELIVERY_TIMEOUT_S, alias="delivery_timeout")
+    _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
         """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
@@ -92,13 +81,8 @@ class Resolver:
             NotFound: no durable rows, a foreign bundle, or M5a for a scoped caller.
             ClaimError: the store failed (never reported as not-found).
         """
-        return await self._run.guarded(
-            StoreFailure(AUTHORIZE_FAILED, pending_id=pending_id),
-            load_authorized_bundle,
-            self._claims,
-            self._authorizer,
-            identity,
-            pending_id,
+        return await authorize_bundle(
+            self._run, self._claims, self._authorizer, identity, pending_id
         )
 
     async def resolve(self, identity: Identity, pending_id: str, outcome: Outcome) -> Resolution:

@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from clarion.adapters.memory import InMemoryStore, InMemoryTokenStore
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryHostRepository,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
 from clarion.adapters.system import UuidIds
-from clarion.app.compose import build_clarion
+from clarion.app.compose import Storage, build_clarion
 from clarion.app.settings import Settings
 from clarion.domain.host import LOGIN_SESSION
 from clarion.ports.testing import ManualClock
@@ -68,7 +73,12 @@ async def test_a_failing_purge_is_logged_and_the_application_still_starts() -> N
     store = InMemoryStore()
     clock, ids = ManualClock(), UuidIds()
     tokens = _UnpurgeableTokens(store, clock, ids)
-    clarion = build_clarion(Settings(database_url="memory://"), tokens=tokens, clock=clock)
+    storage = Storage(
+        claims=InMemoryClaimRepository(store, clock, ids),
+        host=InMemoryHostRepository(store, clock, ids),
+        tokens=tokens,
+    )
+    clarion = build_clarion(Settings(database_url="memory://"), storage=storage, clock=clock)
     app = clarion.asgi_app
     with capture_logs() as logs:
         async with app.router.lifespan_context(app):

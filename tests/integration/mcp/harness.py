@@ -199,6 +199,7 @@ class McpWorld:
             services,
             auth_enabled=auth_enabled,
             authentication=authentication,
+            event_source=bus,
             extra_routes=surfaces.routes,
             lifespan=lambda _app: surfaces.lifespan(),
         )

@@ -260,8 +260,8 @@ async def test_get_request_authorizes_before_reading_the_live_entry(world: AppWo
     session = world.session(owner_id="alice")
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(2), "context")
     with pytest.raises(NotFound):
-        await world.services.asking.get_request(BOB, pending_id)
-    request = await world.services.asking.get_request(ALICE, pending_id)
+        await world.services.requests.get_request(BOB, pending_id)
+    request = await world.services.requests.get_request(ALICE, pending_id)
     assert (request.session_id, request.task_id, request.context) == (
         session.id,
         session.task_id,
@@ -270,7 +270,7 @@ async def test_get_request_authorizes_before_reading_the_live_entry(world: AppWo
     assert [q.id for q in request.questions] == ["q1", "q2"]
     restarted = world.restarted()
     with pytest.raises(NotFound):
-        await restarted.services.asking.get_request(ALICE, pending_id)
+        await restarted.services.requests.get_request(ALICE, pending_id)
 
 
 async def test_wait_answers_foreign_and_fabricated_ids_alike(world: AppWorld) -> None:
@@ -278,9 +278,9 @@ async def test_wait_answers_foreign_and_fabricated_ids_alike(world: AppWorld) ->
     session = world.session(owner_id="alice")
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     with pytest.raises(NotFound) as foreign:
-        await world.services.asking.wait(BOB, pending_id, 5)
+        await world.services.requests.wait(BOB, pending_id, 5)
     with pytest.raises(NotFound) as fabricated:
-        await world.services.asking.wait(BOB, "fabricated", 5)
+        await world.services.requests.wait(BOB, "fabricated", 5)
     assert type(foreign.value) is type(fabricated.value)
     assert foreign.value.message == fabricated.value.message
 
@@ -292,7 +292,7 @@ async def test_create_then_wait_receives_the_answer(world: AppWorld) -> None:
     results: list[Resolution] = []
 
     async def wait() -> None:
-        results.append(await world.services.asking.wait(ALICE, pending_id))
+        results.append(await world.services.requests.wait(ALICE, pending_id))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(wait)
@@ -309,7 +309,7 @@ async def test_wait_without_a_live_entry_ends_at_once(world: AppWorld) -> None:
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     restarted = world.restarted()
     with pytest.raises(WaitEnded) as ended:
-        await restarted.services.asking.wait(ALICE, pending_id, 5)
+        await restarted.services.requests.wait(ALICE, pending_id, 5)
     assert ended.value.reason is WaitEnd.NOT_FOUND
 
 
@@ -318,7 +318,7 @@ async def test_abandoned_wait_does_not_block_the_next_answer(world: AppWorld) ->
     session = world.session()
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(world.services.asking.wait, ALICE, pending_id)
+        tasks.start_soon(world.services.requests.wait, ALICE, pending_id)
         while world.waiters._entries[pending_id].waiting == 0:
             await anyio.lowlevel.checkpoint()
         tasks.cancel_scope.cancel()
@@ -336,8 +336,8 @@ async def test_cancel_is_authorized_and_ends_the_wait_and_the_bundle(world: AppW
         tasks.start_soon(_ask, world, session.id, box, 2)
         pending_id = await _live_pending_id(world, session.id)
         with pytest.raises(NotFound):
-            await world.services.asking.cancel(BOB, pending_id)
-        await world.services.asking.cancel(ALICE, pending_id)
+            await world.services.requests.cancel(BOB, pending_id)
+        await world.services.requests.cancel(ALICE, pending_id)
     [ended] = box
     assert isinstance(ended, WaitEnded)
     assert ended.reason is WaitEnd.CANCELLED
@@ -346,7 +346,7 @@ async def test_cancel_is_authorized_and_ends_the_wait_and_the_bundle(world: AppW
     with pytest.raises(NotActive):
         await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject())
     with pytest.raises(NotFound):
-        await world.services.asking.cancel(ALICE, pending_id)
+        await world.services.requests.cancel(ALICE, pending_id)
 
 
 async def test_cancel_needs_a_live_entry(world: AppWorld) -> None:
@@ -355,7 +355,7 @@ async def test_cancel_needs_a_live_entry(world: AppWorld) -> None:
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     restarted = world.restarted()
     with pytest.raises(NotFound):
-        await restarted.services.asking.cancel(ALICE, pending_id)
+        await restarted.services.requests.cancel(ALICE, pending_id)
     assert world.statuses(pending_id) == ["pending"]
 
 
@@ -372,7 +372,7 @@ async def _watch(
     world: AppWorld, identity: Identity, pending_id: str, box: list[Resolution | WaitEnded]
 ) -> None:
     try:
-        box.append(await world.services.asking.wait(identity, pending_id, 30))
+        box.append(await world.services.requests.wait(identity, pending_id, 30))
     except WaitEnded as ended:
         box.append(ended)
 
@@ -436,12 +436,12 @@ async def test_the_askers_own_wait_is_live_and_a_bystanders_ends_at_its_timeout(
     session = world.session(owner_id="")
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     with pytest.raises(WaitEnded) as ended:
-        await world.services.asking.wait(BOB, pending_id, 0.05)
+        await world.services.requests.wait(BOB, pending_id, 0.05)
     assert ended.value.reason is WaitEnd.TIMEOUT
     results: list[Resolution] = []
 
     async def asker() -> None:
-        results.append(await world.services.asking.wait(ALICE, pending_id, 30))
+        results.append(await world.services.requests.wait(ALICE, pending_id, 30))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(asker)

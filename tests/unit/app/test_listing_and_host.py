@@ -193,3 +193,17 @@ async def test_with_a_user_directory_an_agent_acts_only_for_an_active_known_owne
     )
     with pytest.raises(NotFound):
         await host.authenticate_agent(loose.session.id, loose.agent_token)
+
+
+async def test_may_see_task_answers_the_authorizers_question_with_every_no_as_false(
+    world: AppWorld,
+) -> None:
+    """The event stream's filter: a use-case method, not the authorizer port in an adapter."""
+    mine, theirs = world.task("alice"), world.task("bob")
+    may_see = world.services.listing.may_see_task
+    assert await may_see(ALICE, mine.id)
+    assert not await may_see(ALICE, theirs.id)
+    assert not await may_see(ALICE, "no-such-task")
+    assert not await may_see(ALICE, "")  # a bundle without a task (M5a)
+    assert await may_see(UNSCOPED, theirs.id)
+    assert await may_see(UNSCOPED, "")

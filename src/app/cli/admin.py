@@ -1,0 +1,174 @@
+"""The administrative commands: ``clarion db upgrade``, ``users`` and ``tokens``. They write to
+the database directly and serve nothing, so they may run next to the serving process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from clarion.app.cli.common import CliError, database_flag, settings_of
+from clarion.app.usecases.auth import Authentication
+from clarion.domain.host import LOGIN_SESSION, AccessToken
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    upgrade = db_commands.add_parser("upgrade", help="apply migrations (serve also does this)")
+    database_flag(upgrade)
+    upgrade.set_defaults(handler=_db_upgrade)
+
+    users = commands.add_parser("users", help="manage users")
+    user_commands = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    create_user = user_commands.add_parser("create", help="create a user; prints its id")
+    create_user.add_argument("name", help="display name")
+    create_user.add_argument("--admin", action="store_true", help="make the user an admin")
+    database_flag(create_user)
+    create_user.set_defaults(handler=_users_create)
+    deactivate_user = user_commands.add_parser(
+        "deactivate",
+        help="deactivate a user: their tokens, browser sessions and agent tokens stop working",
+    )
+    deactivate_user.add_argument("user_id", help="the user's id (as `users create` printed it)")
+    database_flag(deactivate_user)
+    deactivate_user.set_defaults(handler=_users_deactivate)
+
+    tokens = commands.add_parser("tokens", help="manage personal access tokens")
+    token_commands = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
+    create_token = token_commands.add_parser(
+        "create", help="issue a personal access token; prints it once"
+    )
+    create_token.add_argument("user_id", help="the user the token acts as")
+    create_token.add_argument("--name", default="", help="a label for the token")
+    create_token.add_argument(
+        "--expires-in-days", type=float, help="expire the token after this many days"
+    )
+    database_flag(create_token)
+    create_token.set_defaults(handler=_tokens_create)
+    list_tokens = token_commands.add_parser(
+        "list", help="list a user's tokens and browser sessions (never their text)"
+    )
+    list_tokens.add_argument("user_id", help="the user whose tokens to list")
+    list_tokens.add_argument("--json", action="store_true", help="print JSON")
+    database_flag(list_tokens)
+    list_tokens.set_defaults(handler=_tokens_list)
+    revoke_token = token_commands.add_parser(
+        "revoke", help="revoke a token (its browser sessions end with it) or end one session"
+    )
+    revoke_token.add_argument("token_id", help="the token's id (see `tokens list`)")
+    database_flag(revoke_token)
+    revoke_token.set_defaults(handler=_tokens_revoke)
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from clarion.adapters.sql import upgrade_database
+
+    settings = settings_of(args)
+    revision = upgrade_database(settings.database_url)
+    print(f"database at revision {revision}")
+    return 0
+
+
+@contextmanager
+def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
+    """Users and tokens in the database of ``args`` (admin commands write there directly).
+    Nothing is served or recovered, so no SQLite file lock is taken: these commands may run
+    next to the serving process."""
+    from clarion.app.compose import administration
+
+    with administration(settings_of(args)) as authentication:
+        yield authentication
+
+
+def _users_create(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        user = authentication.create_user(args.name, is_admin=args.admin)
+    print(user.id)
+    return 0
+
+
+def _tokens_create(args: argparse.Namespace) -> int:
+    if args.expires_in_days is not None and args.expires_in_days <= 0:
+        raise CliError("--expires-in-days must be a positive number")
+    with _authentication(args) as authentication:
+        expires_at = (
+            None
+            if args.expires_in_days is None
+            else datetime.now(UTC) + timedelta(days=args.expires_in_days)
+        )
+        issued = authentication.issue_token(args.user_id, name=args.name, expires_at=expires_at)
+    print(issued.token)
+    return 0
+
+
+def _users_deactivate(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        changed = authentication.deactivate_user(args.user_id)
+    print(f"deactivated {args.user_id}" if changed else f"{args.user_id} was already deactivated")
+    return 0
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _token_status(token: AccessToken, now: datetime) -> str:
+    if token.revoked_at is not None:
+        return "revoked"
+    return "active" if token.usable_at(now) else "expired"
+
+
+def _tokens_list(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        user = authentication.get_user(args.user_id)
+        listed = authentication.list_tokens(args.user_id)
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "id": token.id,
+            "kind": token.kind,
+            "name": token.name,
+            "status": _token_status(token, now),
+            "created_at": _stamp(token.created_at),
+            "expires_at": _stamp(token.expires_at),
+            "last_used_at": _stamp(token.last_used_at),
+            "revoked_at": _stamp(token.revoked_at),
+            "parent_id": token.parent_id,
+        }
+        for token in listed
+    ]
+    active = user is not None and user.active
+    if args.json:
+        body = {"user_id": args.user_id, "user_active": active, "tokens": rows}
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+        return 0
+    name = user.name if user is not None else ""
+    print(f"user {args.user_id} ({name}): {'active' if active else 'deactivated'}")
+    if not rows:
+        print("No tokens.")
+    for row in rows:
+        label = f"of token {row['parent_id']}" if row["kind"] == LOGIN_SESSION else row["name"]
+        print(
+            f"{row['id']}  {row['kind']}  {row['status']}  created {row['created_at']}  "
+            f"expires {row['expires_at'] or 'never'}  last used {row['last_used_at'] or 'never'}"
+            + (f"  {label}" if label else "")
+        )
+    return 0
+
+
+def _tokens_revoke(args: argparse.Namespace) -> int:
+    with _authentication(args) as authentication:
+        token = authentication.get_token(args.token_id)
+        if token is None:
+            raise CliError(f"token not found: {args.token_id}")
+        revoked = authentication.revoke_token(token.id)
+    if not revoked:
+        print(f"{token.id} was already revoked")
+    elif token.kind == LOGIN_SESSION:
+        print(f"ended browser session {token.id}")
+    else:
+        print(f"revoked {token.id} (browser sessions opened with it end too)")
+    return 0

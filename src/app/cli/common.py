@@ -1,0 +1,42 @@
+"""What every ``clarion`` command shares: the one-line error, settings from flags and the
+environment, and the flags naming a database or a server."""
+
+from __future__ import annotations
+
+import argparse
+
+from clarion.app.settings import DEFAULT_DATABASE_URL, Settings
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr."""
+
+
+def database_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        help=f"database URL (env CLARION_DATABASE_URL; default {DEFAULT_DATABASE_URL})",
+    )
+
+
+def server_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url", help=f"Clarion server URL (env CLARION_URL; default {DEFAULT_URL})"
+    )
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token",
+        help="personal access token; visible to other local users (ps), so prefer "
+        "CLARION_TOKEN or --ask-token",
+    )
+    token.add_argument(
+        "--ask-token",
+        action="store_true",
+        help="prompt for the personal access token without echoing it (needs a terminal)",
+    )
+
+
+def settings_of(args: argparse.Namespace, **flags: object) -> Settings:
+    return Settings.from_env(database_url=getattr(args, "database_url", None), **flags)

@@ -1,0 +1,178 @@
+"""``clarion questions list`` and ``answer``: a person at a shell, over the REST API."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from clarion.app.cli.common import DEFAULT_URL, CliError, server_flags
+from clarion.app.client import ClarionClient, ClientError
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    questions = commands.add_parser("questions", help="list and answer questions from a shell")
+    question_commands = questions.add_subparsers(
+        dest="questions_command", required=True, metavar="COMMAND"
+    )
+    list_questions = question_commands.add_parser(
+        "list", help="list the pending questions you may see"
+    )
+    list_questions.add_argument("--workspace", default="", help="only this workspace's questions")
+    list_questions.add_argument("--json", action="store_true", help="print the raw JSON envelope")
+    server_flags(list_questions)
+    list_questions.set_defaults(handler=_questions_list)
+    answer = question_commands.add_parser("answer", help="answer or reject a pending bundle")
+    answer.add_argument("pending_id", help="the bundle's pending_id (see `questions list`)")
+    answer.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="QUESTION=OPTION[,OPTION]",
+        help="select options (by option id or label) for a question; repeatable",
+    )
+    answer.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        metavar="QUESTION=TEXT",
+        help="free-text answer for a question; repeatable",
+    )
+    answer.add_argument("--reject", action="store_true", help="reject the whole bundle")
+    answer.add_argument("--reason", default="", help="reason shown with a rejection")
+    answer.add_argument("--json", action="store_true", help="print the raw JSON response")
+    server_flags(answer)
+    answer.set_defaults(handler=_questions_answer)
+
+
+def _token(args: argparse.Namespace) -> str:
+    """``--token``, else a hidden prompt when ``--ask-token`` asks for one, else
+    ``CLARION_TOKEN``, else none."""
+    if args.token:
+        return str(args.token)
+    if args.ask_token:
+        if not sys.stdin.isatty():
+            raise CliError("--ask-token needs an interactive terminal; set CLARION_TOKEN instead")
+        entered = getpass.getpass("Clarion token: ").strip()
+        if not entered:
+            raise CliError("no token entered")
+        return entered
+    return os.environ.get("CLARION_TOKEN") or ""
+
+
+def _client(args: argparse.Namespace) -> ClarionClient:
+    url = args.url or os.environ.get("CLARION_URL") or DEFAULT_URL
+    return ClarionClient(url, token=_token(args))
+
+
+def _questions_list(args: argparse.Namespace) -> int:
+    bundles = _client(args).pending(workspace_id=args.workspace)
+    if args.json:
+        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
+        return 0
+    if not bundles:
+        print("No pending questions.")
+        return 0
+    for bundle in bundles:
+        print(
+            f"{bundle['pending_id']}  task {bundle['task_id']}  session {bundle['session_id']}  "
+            f"waiting {bundle['age_seconds']}s"
+        )
+        if bundle["context"]:
+            print(f"  context: {bundle['context']}")
+        for question in bundle["questions"]:
+            title = f"[{question['title']}] " if question["title"] else ""
+            print(
+                f"  {question['question_id']}: {title}{question['prompt']} ({question['status']})"
+            )
+            for option in question["options"]:
+                print(f"      {option['option_id']}: {option['label']} — {option['description']}")
+    return 0
+
+
+def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise CliError(f"{flag} expects QUESTION=VALUE, got {value!r}")
+        pairs.append((key, rest))
+    return pairs
+
+
+def _answers_body(args: argparse.Namespace, client: ClarionClient) -> tuple[dict[str, Any], bool]:
+    """The respond body, and whether the bundle was found pending (labels resolved)."""
+    selections = _pairs(args.select, "--select")
+    texts = _pairs(args.text, "--text")
+    if args.reject:
+        if selections or texts:
+            raise CliError("--reject cannot be combined with --select or --text")
+        return {"rejected": True, "reject_reason": args.reason}, False
+    if args.reason:
+        raise CliError("--reason only goes with --reject")
+    if not selections and not texts:
+        raise CliError("give --select and/or --text for each question, or --reject")
+    bundle = client.find_pending(args.pending_id)
+    questions = {q["question_id"]: q for q in bundle["questions"]} if bundle else {}
+    answers: dict[str, dict[str, Any]] = {}
+    for question_id, value in selections:
+        entry = answers.setdefault(question_id, {"question_id": question_id})
+        wanted = [part.strip() for part in value.split(",") if part.strip()]
+        entry["selected_options"] = [
+            _option_id(questions.get(question_id), question_id, part) for part in wanted
+        ]
+    for question_id, value in texts:
+        answers.setdefault(question_id, {"question_id": question_id})["custom_text"] = value
+    if questions:
+        # N6: one entry per question; unanswered questions are sent as empty entries (N7).
+        for question_id in questions:
+            answers.setdefault(question_id, {"question_id": question_id})
+    return {"answers": list(answers.values())}, bundle is not None
+
+
+def _option_id(question: dict[str, Any] | None, question_id: str, wanted: str) -> str:
+    if question is None:
+        return wanted
+    for option in question["options"]:
+        if wanted == option["option_id"]:
+            return wanted
+    matches = [o["option_id"] for o in question["options"] if o["label"].lower() == wanted.lower()]
+    if len(matches) == 1:
+        return str(matches[0])
+    raise CliError(f"question {question_id} has no option with id or label {wanted!r}")
+
+
+def _questions_answer(args: argparse.Namespace) -> int:
+    client = _client(args)
+    body, found = _answers_body(args, client)
+    try:
+        result = client.respond(args.pending_id, body)
+    except ClientError as exc:
+        if not found and not args.reject and exc.status == 400:
+            # Labels and the question list come from the pending list; a settled (or
+            # invisible) bundle is not in it, so nothing could be filled in.
+            raise CliError(
+                f"{exc} (the bundle is not pending, so labels could not be looked up: "
+                "give option ids and an entry for every question)"
+            ) from exc
+        raise
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    response = result["response"]
+    who = "you answered it" if result["claimed"] else "it was already settled; this is the winner's"
+    print(f"{args.pending_id}: {result['status']} ({who})")
+    if response["rejected"]:
+        print(
+            "  rejected" + (f": {response['reject_reason']}" if response["reject_reason"] else "")
+        )
+    for answer in response["answers"]:
+        parts = [*answer["selected_options"]]
+        if answer["custom_text"]:
+            parts.append(json.dumps(answer["custom_text"], ensure_ascii=False))
+        print(f"  {answer['question_id']}: {', '.join(parts) or '(no answer)'}")
+    return 0

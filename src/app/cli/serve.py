@@ -1,0 +1,154 @@
+"""``clarion serve``: build Clarion from the settings and run it under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from types import FrameType
+
+from clarion.app.cli.common import database_flag, settings_of
+from clarion.app.logging_setup import configure_logging
+from clarion.app.settings import (
+    parse_auth,
+    parse_elicitation,
+    parse_live_delivery,
+    parse_log_format,
+    parse_positive_float,
+    parse_positive_int,
+)
+
+SHUTDOWN_GRACE_S = 5
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser("serve", help="run the service (REST, MCP and the web inbox)")
+    database_flag(serve)
+    serve.add_argument("--host", help="bind address (env CLARION_HOST; default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="bind port (env CLARION_PORT; default 8765)")
+    serve.add_argument(
+        "--auth", choices=("enabled", "disabled"), help="authentication (env CLARION_AUTH)"
+    )
+    serve.add_argument(
+        "--resume-webhook", help="POST detached resumes to this URL (env CLARION_RESUME_WEBHOOK)"
+    )
+    serve.add_argument(
+        "--ask-timeout", type=float, help="seconds an agent waits (env CLARION_ASK_TIMEOUT_S)"
+    )
+    serve.add_argument(
+        "--log-format", choices=("json", "console"), help="log format (env CLARION_LOG_FORMAT)"
+    )
+    serve.add_argument(
+        "--live-delivery",
+        choices=("auto", "postgres", "memory"),
+        help="how answers reach waiting agents: postgres (several processes), memory (one), "
+        "auto = postgres on a PostgreSQL database (env CLARION_LIVE_DELIVERY)",
+    )
+    serve.add_argument(
+        "--elicitation",
+        choices=("auto", "off"),
+        help="offer asks as a form in MCP clients that support elicitation, or not "
+        "(env CLARION_ELICITATION)",
+    )
+    serve.add_argument(
+        "--allowed-hosts",
+        help="comma-separated Host names served besides loopback: name (any port) or name:port "
+        "(env CLARION_ALLOWED_HOSTS)",
+    )
+    serve.add_argument(
+        "--limit-concurrency",
+        help="open connections and running requests before new requests get 503 "
+        "(env CLARION_LIMIT_CONCURRENCY; default 1000)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        help="seconds a connection may take to send a request head, from when it opens or "
+        "its last response ended (env CLARION_HEADER_TIMEOUT_S; default 10)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        help="seconds a connection may stay idle between requests "
+        "(env CLARION_KEEP_ALIVE_TIMEOUT_S; default 5)",
+    )
+    serve.add_argument(
+        "--agent-workspace",
+        help="the workspace id /mcp/agent creates agents' tasks in; default: each caller's own "
+        '"Agents" workspace (env CLARION_AGENT_WORKSPACE)',
+    )
+
+    serve.set_defaults(handler=serve_command)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        """uvicorn that ends Clarion's event streams as soon as shutdown starts; otherwise
+        every open stream would hold the graceful shutdown for its whole grace period."""
+
+        def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+            super().__init__(config)
+            self._on_exit = on_exit
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            self._on_exit()
+            super().handle_exit(sig, frame)
+
+    from clarion.adapters.resume import is_plain_http_to_another_host
+    from clarion.app.compose import build_clarion
+    from clarion.app.serving import ensure_open_files, uvicorn_config
+
+    settings = settings_of(
+        args,
+        host=args.host,
+        port=args.port,
+        auth_enabled=None if args.auth is None else parse_auth(args.auth, "--auth"),
+        resume_webhook=args.resume_webhook,
+        ask_timeout_s=args.ask_timeout,
+        live_delivery=None
+        if args.live_delivery is None
+        else parse_live_delivery(args.live_delivery, "--live-delivery"),
+        elicitation=None
+        if args.elicitation is None
+        else parse_elicitation(args.elicitation, "--elicitation"),
+        allowed_hosts=None
+        if args.allowed_hosts is None
+        else tuple(h.strip() for h in args.allowed_hosts.split(",") if h.strip()),
+        agent_workspace=args.agent_workspace,
+        log_format=None
+        if args.log_format is None
+        else parse_log_format(args.log_format, "--log-format"),
+        limit_concurrency=None
+        if args.limit_concurrency is None
+        else parse_positive_int(args.limit_concurrency, "--limit-concurrency"),
+        header_timeout_s=None
+        if args.header_timeout is None
+        else parse_positive_float(args.header_timeout, "--header-timeout"),
+        keep_alive_timeout_s=None
+        if args.keep_alive_timeout is None
+        else parse_positive_float(args.keep_alive_timeout, "--keep-alive-timeout"),
+    )
+    configure_logging(settings.log_format)
+    clarion = build_clarion(settings)
+    if is_plain_http_to_another_host(settings.resume_webhook):
+        print(
+            "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host; "
+            "resumes (with the answers) cross the network unencrypted — use https://",
+            file=sys.stderr,
+            flush=True,
+        )
+    auth = "enabled" if settings.auth_enabled else "disabled"
+    print(
+        f"Clarion on http://{settings.host}:{settings.port}/ "
+        f"(database {clarion.database_label}, auth {auth})",
+        file=sys.stderr,
+        flush=True,
+    )
+    if warning := ensure_open_files(settings.limit_concurrency):
+        print(f"clarion: warning: {warning}", file=sys.stderr, flush=True)
+    config = uvicorn_config(clarion.asgi_app, settings, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+    try:
+        _Server(config, on_exit=clarion.begin_shutdown).run()
+    finally:
+        clarion.close()
+    return 0
