@@ -10,7 +10,7 @@ import attrs
 
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import Answer, Question
-from clarion.domain.rows import Bundle, ClarificationRow
+from clarion.domain.rows import Asker, Bundle, ClarificationRow
 
 
 @attrs.frozen
@@ -82,9 +82,11 @@ class ClaimRepository(Protocol):
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         """Write one pending row per question on the session's current turn (starting a turn
-        when the session has none). Raises :class:`NotFound` when the session does not exist."""
+        when the session has none), each carrying ``asker`` (read back as ``row.asker`` and
+        ``Bundle.asker``). Raises :class:`NotFound` when the session does not exist."""
         ...
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
@@ -162,6 +164,13 @@ class ClaimRepository(Protocol):
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         """The workflow guard: ``bool(active_pending_ids(session_id))``."""
+        ...
+
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        """The per-identity limit's count: how many active bundles (D4) were asked by the user
+        ``asker_id`` (their stored ``Asker.user_id``), or by anyone when ``asker_id`` is None,
+        counting no further than ``limit`` (the result is ``min(count, limit)``). A database
+        implementation reads an index and stops after ``limit`` bundles."""
         ...
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:

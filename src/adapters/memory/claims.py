@@ -40,6 +40,7 @@ from clarion.domain.model import (
 )
 from clarion.domain.questions import same_questions
 from clarion.domain.rows import (
+    Asker,
     Bundle,
     ClarificationRow,
     MessageRecord,
@@ -110,6 +111,7 @@ class InMemoryClaimRepository:
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         with self._store.lock:
             session = self._store.sessions.get(session_id)
@@ -140,6 +142,7 @@ class InMemoryClaimRepository:
                     updated_at=now,
                     author_type="agent",
                     content=question.prompt,
+                    asker=asker,
                 )
                 self._store.put_message(record)
                 rows.append(parse_row(record))
@@ -331,6 +334,17 @@ class InMemoryClaimRepository:
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
+
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        with self._store.lock:
+            asked = {
+                row.pending_id
+                for row in map(parse_row, self._store.clarification_records())
+                if row.pending_id
+                and (asker_id is None or (row.asker is not None and row.asker.user_id == asker_id))
+                and self._store.row_is_active(row)
+            }
+        return min(len(asked), max(limit, 0))
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         for pending_id in self.active_pending_ids(session_id):

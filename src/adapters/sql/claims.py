@@ -48,6 +48,7 @@ from clarion.domain.model import (
 )
 from clarion.domain.questions import questions_digest, same_questions
 from clarion.domain.rows import (
+    Asker,
     Bundle,
     ClarificationRow,
     MessageRecord,
@@ -148,6 +149,16 @@ class SqlClaimRepository:
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
 
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        if limit <= 0:
+            return 0
+        params: dict[str, Any] = {"limit": limit}
+        if asker_id is not None:
+            params["asker_id"] = asker_id
+        statement = statements.active_asked(scoped=asker_id is not None)
+        with read_transaction(self._engine) as connection:
+            return int(connection.execute(statement, params).scalar_one())
+
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         """One probe of ``ix_task_session_messages_pending_rows`` (session, current turn,
         digest) for the session's active rows carrying the questions' digest; a candidate is
@@ -190,6 +201,7 @@ class SqlClaimRepository:
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         with self._writes.begin() as connection:
             lock_sessions(connection, [session_id])
@@ -221,6 +233,7 @@ class SqlClaimRepository:
                         updated_at=now,
                         author_type="agent",
                         content=question.prompt,
+                        asker=asker,
                     )
                 )
             insert_messages(connection, records)

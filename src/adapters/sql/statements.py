@@ -155,6 +155,30 @@ def sessions_with_active_rows() -> sa.Select[Any]:
 
 
 @cache
+def active_asked(*, scoped: bool) -> sa.Select[Any]:
+    """The per-identity limit's bounded count: the number of distinct active bundles (D4, live
+    session) — asked by ``asker_id`` when ``scoped`` — stopping after ``limit`` of them. Walks
+    ``ix_task_session_messages_pending_asker`` (scoped) or ``…_pending_order`` (not)."""
+    terms = [
+        is_clarification(m),
+        is_pendingish(m),
+        m.c.bundle_pending_id.is_not(None),
+        on_current_turn(m),
+        in_live_session(m),
+    ]
+    if scoped:
+        terms.insert(0, m.c.asker_id == sa.bindparam("asker_id", type_=m.c.asker_id.type))
+    bundles = (
+        sa.select(m.c.bundle_pending_id)
+        .where(*terms)
+        .distinct()
+        .limit(sa.bindparam("limit", type_=sa.Integer()))
+        .subquery("asked")
+    )
+    return sa.select(sa.func.count()).select_from(bundles)
+
+
+@cache
 def marked_rows() -> sa.Select[Any]:
     """Every clarification row still marked ``response_delivery_pending`` (startup)."""
     return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))

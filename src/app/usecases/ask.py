@@ -40,7 +40,6 @@ from clarion.domain.errors import (
 )
 from clarion.domain.host import Session
 from clarion.domain.limits import Limits, validate_context
-from clarion.domain.listing import ListQuery
 from clarion.domain.model import (
     Answer,
     Identity,
@@ -51,6 +50,7 @@ from clarion.domain.model import (
 )
 from clarion.domain.questions import QuestionDraft, validate_questions
 from clarion.domain.replay import replay_winner
+from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker, is_askers_wait
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -66,7 +66,6 @@ CREATE_FAILED = "failed to create clarification messages"
 CANCEL_FAILED = "failed to cancel clarification request"
 WATCH_FAILED = "failed to read clarification state"
 WATCH_INTERVAL_S = 1.0  # how often a bystander's wait re-reads the durable rows
-_MCP_ASK = object()  # the asker of a bundle made by an MCP ask: only that call waits live
 REJOIN_FAILED = "failed to load clarification request"
 
 ProgressCallback = Callable[[int], Awaitable[None]]
@@ -148,18 +147,6 @@ class Asking:
         self._asking: set[str] = set()  # pending ids of asks blocked in this process
         self._closing = False
         self._watch_interval = watch_interval
-        # pending id → who asked (a user id, or _MCP_ASK), for the live entries of this process
-        self._askers: dict[str, object] = {}
-        self._askers_swept_at = 64
-
-    def _remember_asker(self, pending_id: str, asker: object) -> None:
-        """Note the bundle's asker (the first one: a reused bundle keeps its asker). Entries
-        whose live wait ended are forgotten once the map has doubled since the last sweep."""
-        self._askers.setdefault(pending_id, asker)
-        if len(self._askers) > 2 * self._askers_swept_at:
-            for known in [p for p in self._askers if not self._waiters.has_entry(p)]:
-                del self._askers[known]
-            self._askers_swept_at = max(len(self._askers), 64)
 
     def begin_shutdown(self) -> None:
         """End every blocked ask now, as a process stopping must: each bundle detaches and
@@ -191,9 +178,9 @@ class Asking:
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
 
     def _check_room(self, identity: Identity, active_in_session: int) -> None:
-        """Refuse a new bundle when the session, or the bundles ``identity`` may see, already
-        hold as many active bundles as the limits allow (checked before anything is written).
-        """
+        """Refuse a new bundle when the session, or the active bundles ``identity`` asked (every
+        active bundle when it is unscoped), already number as many as the limits allow (checked
+        before anything is written; a bounded count, issue #14)."""
         per_session = self.limits.max_active_bundles_per_session
         if active_in_session >= per_session:
             raise LimitExceeded(
@@ -202,8 +189,8 @@ class Asking:
                 limit="CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
             )
         per_identity = self.limits.max_active_bundles_per_identity
-        query = ListQuery(visibility=self._authorizer.visibility(identity), limit=per_identity)
-        if len(self._claims.list_active_bundles(query).bundles) >= per_identity:
+        asker_id = identity.user_id if identity.is_scoped else None
+        if self._claims.count_active_asked(asker_id, per_identity) >= per_identity:
             raise LimitExceeded(
                 "too many active clarification requests for this identity: the limit is "
                 f"{per_identity} (CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY)",
@@ -233,7 +220,7 @@ class Asking:
         await self._run.guarded(CREATE_FAILED, self._check_room, identity, 0)
 
     async def _make_durable(
-        self, prepared: _Prepared, questions: Sequence[Question], context: str
+        self, prepared: _Prepared, questions: Sequence[Question], context: str, asker: Asker
     ) -> None:
         if not prepared.is_new:
             return
@@ -245,6 +232,7 @@ class Asking:
             task_id=prepared.session.task_id,
             questions=questions,
             context=context,
+            asker=asker,
         )
         log.info("clarification.created", pending_id=prepared.pending_id)
         publish_bundles(self._events, BUNDLE_CREATED, bundle.rows, prepared.session.task_id)
@@ -277,9 +265,10 @@ class Asking:
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
         self._waiters.register(prepared.pending_id, prepared.session.id)
-        self._remember_asker(prepared.pending_id, identity.user_id)
         try:
-            await self._make_durable(prepared, questions, context)
+            await self._make_durable(
+                prepared, questions, context, _asker(identity, ASKED_BY_REQUEST)
+            )
         except BaseException:
             self._waiters.cancel(prepared.pending_id)
             raise
@@ -321,7 +310,7 @@ class Asking:
         )
 
         async def make_visible() -> bool:
-            await self._make_durable(prepared, questions, context)
+            await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
             await self._set_state(
                 prepared.session.id,
                 SessionState.WAITING_FOR_INPUT,
@@ -365,8 +354,7 @@ class Asking:
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
-        self._remember_asker(prepared.pending_id, _MCP_ASK)
-        await self._make_durable(prepared, questions, context)
+        await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
         await self._set_state(
             prepared.session.id,
             SessionState.WAITING_FOR_INPUT,
@@ -448,7 +436,6 @@ class Asking:
         (:meth:`Waiters.cancel` then returns False and the delivery arrives).
         """
         self._waiters.register(pending_id, session.id)
-        self._remember_asker(pending_id, _MCP_ASK)
         if self._closing:
             self._waiters.cancel(pending_id)
         self._asking.add(pending_id)
@@ -587,11 +574,11 @@ class Asking:
             ClaimError: the store failed.
             WaitEnded: no live entry (A7), cancelled, timed out or delivery failed (the 504).
         """
-        await self._resolver.authorize_bundle(identity, pending_id)
+        bundle = await self._resolver.authorize_bundle(identity, pending_id)
         seconds = self.ask_timeout if timeout is None else timeout
         if not self._waiters.has_entry(pending_id):
             raise WaitEnded(WaitEnd.NOT_FOUND, pending_id)
-        if not identity.is_scoped or self._askers.get(pending_id) == identity.user_id:
+        if is_askers_wait(bundle.asker, identity):  # read from the store: any replica knows
             return await self._waiters.wait(pending_id, seconds)
         return await self._watch(pending_id, seconds)
 
@@ -634,6 +621,11 @@ class Asking:
         )
         log.info("clarification.cancelled", pending_id=pending_id)
         publish_bundles(self._events, BUNDLE_CANCELLED, rows, bundle.task_id)
+
+
+def _asker(identity: Identity, via: str) -> Asker:
+    """Who asks, as stored with a new bundle (an internal caller's user id is "")."""
+    return Asker(user_id=identity.user_id or "", via=via)
 
 
 async def _ping(on_progress: ProgressCallback, interval: float, pending_id: str) -> None:
