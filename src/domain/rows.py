@@ -291,6 +291,17 @@ def make_bundle(
     return Bundle(pending_id=pending_id, rows=order_rows(rows), session_task_id=session_task_id)
 
 
+def pending_ids_in_creation_order(rows: Iterable[ClarificationRow]) -> tuple[str, ...]:
+    """The distinct non-empty pending ids of ``rows``, ordered by each one's first row
+    (``created_at``, then ``id``; ties by pending id): the order of ``active_pending_ids``."""
+    first_seen: dict[str, tuple[datetime, str]] = {}
+    for row in rows:
+        if row.pending_id:
+            key = (row.created_at, row.id)
+            first_seen[row.pending_id] = min(first_seen.get(row.pending_id, key), key)
+    return tuple(sorted(first_seen, key=lambda pid: (first_seen[pid], pid)))
+
+
 def question_json(question: Question) -> dict[str, Any]:
     """A question as stored in ``metadata.question`` and sent on the wire (facts §2.1): every
     key always present."""
@@ -355,6 +366,7 @@ __all__ = [
     "make_bundle",
     "order_rows",
     "parse_row",
+    "pending_ids_in_creation_order",
     "question_id_from_metadata",
     "question_json",
     "resolve_task_id",

@@ -9,8 +9,9 @@ from typing import Any, Protocol
 import attrs
 
 from clarion.domain.listing import ListPage, ListQuery
-from clarion.domain.model import Answer, Question
-from clarion.domain.rows import Asker, Bundle, ClarificationRow
+from clarion.domain.model import RESUME, Answer, Question
+from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
+from clarion.domain.transitions import new_message
 
 
 @attrs.frozen
@@ -48,6 +49,23 @@ class ResumeRecord:
     task_id: str | None  # None: the session's task
     prompt: str
     metadata: Mapping[str, Any]  # must carry the bundle's ``pending_id``
+
+    def message(
+        self, session_task_id: str, turn_id: str, message_id: str, now: datetime
+    ) -> MessageRecord:
+        """The resume message as every implementation stores it: type ``resume``, author
+        ``user``, on ``turn_id``, with the session's task unless ``task_id`` names one."""
+        return new_message(
+            message_id=message_id,
+            session_id=self.session_id,
+            task_id=session_task_id if self.task_id is None else self.task_id,
+            turn_id=turn_id,
+            now=now,
+            content=self.prompt,
+            author_type="user",
+            type=RESUME,
+            metadata=self.metadata,
+        )
 
 
 class ClaimRepository(Protocol):

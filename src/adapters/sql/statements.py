@@ -38,6 +38,7 @@ from clarion.adapters.sql.records import MESSAGE_COLUMNS
 from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import task_sessions
 from clarion.domain.model import ANSWERED, RESUME
+from clarion.domain.transitions import DELIVERY_PENDING, RESPONSE, STATUS
 
 Guard = Literal[
     "bundle",  # the bundle's clarification rows (lookups ignore other types, §9.17)
@@ -201,8 +202,8 @@ def claim(terminal: str, answers: int) -> sa.Update:
     answered only — the response bound for its question id (``question_<n>`` →
     ``response_<n>``, JSON text; NULL when none was given, which the caller refuses)."""
     values: dict[str, Any] = {
-        "status": _param("terminal"),
-        "response_delivery_pending": AsJson(const("true")),
+        STATUS: _param("terminal"),
+        DELIVERY_PENDING: AsJson(const("true")),
     }
     if terminal == ANSWERED:
         by_question = sa.case(
@@ -212,7 +213,7 @@ def claim(terminal: str, answers: int) -> sa.Update:
             ],
             else_=sa.null(),
         )
-        values["response"] = AsJson(by_question) if answers else AsJson(sa.null())
+        values[RESPONSE] = AsJson(by_question) if answers else AsJson(sa.null())
     return (
         sa.update(m)
         .where(guard("claimable"))
