@@ -69,6 +69,7 @@ from clarion.adapters.sql.schema import (
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.services import build_services
+from clarion.domain.limits import Limits
 from clarion.domain.listing import ListQuery
 from clarion.domain.model import (
     ANSWERED,
@@ -481,6 +482,13 @@ def bench_create(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
         events=InProcessEventBus(),
         clock=SystemClock(),
         ids=UuidIds(),
+        # The limits are raised only as far as the bundles measured need (the per-identity one,
+        # a whole-server bound for this unscoped caller, keeps its default of 200 up to
+        # --session-active 100): the check it costs is part of the figure.
+        limits=Limits(
+            max_active_bundles_per_session=max(10, args.session_active + args.create_repeats),
+            max_active_bundles_per_identity=max(200, args.session_active + 2 * args.create_repeats),
+        ),
     )
     task = host.create_task("bench", "")
     counter = iter(range(10**9))

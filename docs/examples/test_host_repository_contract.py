@@ -28,6 +28,7 @@ from clarion.adapters.memory import (
 from clarion.adapters.system import UuidIds
 from clarion.domain import (
     Answer,
+    Asker,
     Bundle,
     ClarificationRow,
     ListPage,
@@ -71,6 +72,7 @@ class AuditedClaimRepository:
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         return self._inner.create_bundle(
             pending_id=pending_id,
@@ -78,6 +80,7 @@ class AuditedClaimRepository:
             task_id=task_id,
             questions=questions,
             context=context,
+            asker=asker,
         )
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
@@ -128,6 +131,9 @@ class AuditedClaimRepository:
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return self._inner.session_has_active_bundle(session_id)
+
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        return self._inner.count_active_asked(asker_id, limit)
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         return self._inner.find_active_duplicate(session_id, questions)

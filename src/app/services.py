@@ -111,7 +111,6 @@ def build_services(
             events=events,
             ids=ids,
             runner=runner,
-            live=requests,
             ask_timeout=ask_timeout,
             limits=limits,
         ),

@@ -66,6 +66,9 @@ from clarion.domain.prompts import answer_summary, question_summary, resume_prom
 from clarion.domain.questions import OptionDraft, QuestionDraft, same_questions, validate_questions
 from clarion.domain.replay import replay_winner
 from clarion.domain.rows import (
+    ASKED_BY_ASK,
+    ASKED_BY_REQUEST,
+    Asker,
     Bundle,
     ClarificationRow,
     MessageRecord,
@@ -81,6 +84,8 @@ from clarion.domain.rows import (
 
 __all__ = [
     "ANSWERED",
+    "ASKED_BY_ASK",
+    "ASKED_BY_REQUEST",
     "CANCELLED",
     "CLARIFICATION_REQUEST",
     "DEFAULT_LIMIT",
@@ -93,6 +98,7 @@ __all__ = [
     "REJECTED",
     "AccessToken",
     "Answer",
+    "Asker",
     "Bundle",
     "ClaimError",
     "ClarificationRow",

@@ -19,15 +19,43 @@ from clarion.domain.model import (
     PENDING,
     REJECTED,
     Answer,
+    Identity,
     Option,
     Question,
     is_pendingish,
 )
 
+ASKED_BY_REQUEST = "request"  # created by a request that returns at once (REST ``POST /request``)
+ASKED_BY_ASK = "ask"  # created by a blocking ask (MCP): only that ask call waits live
+
+
+@attrs.frozen
+class Asker:
+    """Who asked a bundle, stored with its rows when it is created (issue #13).
+
+    ``user_id`` is the asking identity's user id ("" for an internal caller); ``via`` says how
+    it asked: :data:`ASKED_BY_REQUEST` (its later ``wait`` is the live waiter) or
+    :data:`ASKED_BY_ASK` (only the blocking ask itself waits live)."""
+
+    user_id: str
+    via: str
+
+
+def is_askers_wait(asker: Asker | None, identity: Identity) -> bool:
+    """Issue #13: whether ``identity``'s wait on a bundle asked by ``asker`` is the live
+    waiter. With an unscoped identity (auth disabled, internal) every wait is; otherwise only
+    the wait of the user who created the bundle by a request. A bundle without a stored asker
+    (created before the asker was stored) has no live waiter among scoped callers."""
+    if not identity.is_scoped:
+        return True
+    return asker is not None and asker.via == ASKED_BY_REQUEST and asker.user_id == identity.user_id
+
 
 @attrs.frozen
 class MessageRecord:
-    """A stored ``task_session_messages`` row as repositories hold it (metadata kept raw)."""
+    """A stored ``task_session_messages`` row as repositories hold it (metadata kept raw;
+    ``asker`` on clarification rows only, None on other rows and on rows stored before it
+    was)."""
 
     id: str
     session_id: str
@@ -39,6 +67,7 @@ class MessageRecord:
     updated_at: datetime
     author_type: str = "agent"
     content: str = ""
+    asker: Asker | None = None
 
 
 @attrs.frozen
@@ -60,6 +89,7 @@ class ClarificationRow:
     updated_at: datetime
     detached: bool
     delivery_pending: bool
+    asker: Asker | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -181,6 +211,7 @@ def parse_row(record: MessageRecord) -> ClarificationRow:
         updated_at=record.updated_at,
         detached=is_truthy(metadata.get("agent_disconnected")),
         delivery_pending=is_truthy(metadata.get("response_delivery_pending")),
+        asker=record.asker,
     )
 
 
@@ -230,6 +261,11 @@ class Bundle:
         return first_context(self.rows)
 
     @property
+    def asker(self) -> Asker | None:
+        """Who asked the bundle (every row of it carries the same); None when not stored."""
+        return next((row.asker for row in self.rows if row.asker is not None), None)
+
+    @property
     def created_at(self) -> datetime:
         """D1: the minimum ``created_at`` of the bundle's rows."""
         return min(row.created_at for row in self.rows)
@@ -253,6 +289,17 @@ def make_bundle(
     pending_id: str, rows: Iterable[ClarificationRow], session_task_id: str | None
 ) -> Bundle:
     return Bundle(pending_id=pending_id, rows=order_rows(rows), session_task_id=session_task_id)
+
+
+def pending_ids_in_creation_order(rows: Iterable[ClarificationRow]) -> tuple[str, ...]:
+    """The distinct non-empty pending ids of ``rows``, ordered by each one's first row
+    (``created_at``, then ``id``; ties by pending id): the order of ``active_pending_ids``."""
+    first_seen: dict[str, tuple[datetime, str]] = {}
+    for row in rows:
+        if row.pending_id:
+            key = (row.created_at, row.id)
+            first_seen[row.pending_id] = min(first_seen.get(row.pending_id, key), key)
+    return tuple(sorted(first_seen, key=lambda pid: (first_seen[pid], pid)))
 
 
 def question_json(question: Question) -> dict[str, Any]:
@@ -303,7 +350,10 @@ def response_metadata(answer: Answer) -> dict[str, Any]:
 
 
 __all__ = [
+    "ASKED_BY_ASK",
+    "ASKED_BY_REQUEST",
     "CLARIFICATION_REQUEST",
+    "Asker",
     "Bundle",
     "ClarificationRow",
     "MessageRecord",
@@ -311,10 +361,12 @@ __all__ = [
     "clarification_metadata",
     "d2_key",
     "first_context",
+    "is_askers_wait",
     "is_truthy",
     "make_bundle",
     "order_rows",
     "parse_row",
+    "pending_ids_in_creation_order",
     "question_id_from_metadata",
     "question_json",
     "resolve_task_id",

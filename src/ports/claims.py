@@ -9,8 +9,9 @@ from typing import Any, Protocol
 import attrs
 
 from clarion.domain.listing import ListPage, ListQuery
-from clarion.domain.model import Answer, Question
-from clarion.domain.rows import Bundle, ClarificationRow
+from clarion.domain.model import RESUME, Answer, Question
+from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
+from clarion.domain.transitions import new_message
 
 
 @attrs.frozen
@@ -49,6 +50,23 @@ class ResumeRecord:
     prompt: str
     metadata: Mapping[str, Any]  # must carry the bundle's ``pending_id``
 
+    def message(
+        self, session_task_id: str, turn_id: str, message_id: str, now: datetime
+    ) -> MessageRecord:
+        """The resume message as every implementation stores it: type ``resume``, author
+        ``user``, on ``turn_id``, with the session's task unless ``task_id`` names one."""
+        return new_message(
+            message_id=message_id,
+            session_id=self.session_id,
+            task_id=session_task_id if self.task_id is None else self.task_id,
+            turn_id=turn_id,
+            now=now,
+            content=self.prompt,
+            author_type="user",
+            type=RESUME,
+            metadata=self.metadata,
+        )
+
 
 class ClaimRepository(Protocol):
     """Durable clarification rows and every transition on them.
@@ -82,9 +100,11 @@ class ClaimRepository(Protocol):
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         """Write one pending row per question on the session's current turn (starting a turn
-        when the session has none). Raises :class:`NotFound` when the session does not exist."""
+        when the session has none), each carrying ``asker`` (read back as ``row.asker`` and
+        ``Bundle.asker``). Raises :class:`NotFound` when the session does not exist."""
         ...
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
@@ -162,6 +182,13 @@ class ClaimRepository(Protocol):
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         """The workflow guard: ``bool(active_pending_ids(session_id))``."""
+        ...
+
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        """The per-identity limit's count: how many active bundles (D4) were asked by the user
+        ``asker_id`` (their stored ``Asker.user_id``), or by anyone when ``asker_id`` is None,
+        counting no further than ``limit`` (the result is ``min(count, limit)``). A database
+        implementation reads an index and stops after ``limit`` bundles."""
         ...
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:

@@ -3,13 +3,16 @@ claim (upstream facts §4.5), finalize/restore (§4.6), expire/detach (§4.2, §
 query (§7, L1–L16 with the §9.13/§9.14 fixes) and the pending-action projection (§4.11).
 
 It reads every row through :func:`clarion.domain.rows.parse_row` and decides membership with
-the domain functions, so it is also the oracle the SQL repository is tested against.
+the domain functions, so it is also the oracle the SQL repository is tested against. What each
+transition writes, and how a new bundle's rows are built, comes from
+:mod:`clarion.domain.transitions`, which the SQL repository uses too: the two differ only in
+which rows they pick, which is what the differential test compares.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,17 +21,17 @@ import structlog
 
 from clarion.adapters.memory.listing import list_active_bundles
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
+from clarion.domain import transitions
 from clarion.domain.activeness import (
     pending_action_for_session,
 )
-from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.errors import NotFound
 from clarion.domain.host import Turn
 from clarion.domain.listing import (
     ListPage,
     ListQuery,
 )
 from clarion.domain.model import (
-    ANSWERED,
     CANCELLED,
     CLARIFICATION_REQUEST,
     EXPIRED,
@@ -40,22 +43,19 @@ from clarion.domain.model import (
 )
 from clarion.domain.questions import same_questions
 from clarion.domain.rows import (
+    Asker,
     Bundle,
     ClarificationRow,
     MessageRecord,
-    clarification_metadata,
     make_bundle,
     order_rows,
     parse_row,
-    response_metadata,
+    pending_ids_in_creation_order,
 )
 from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
-
-DELIVERY_PENDING = "response_delivery_pending"
-DETACHED = "agent_disconnected"
 
 
 class InMemoryClaimRepository:
@@ -89,16 +89,11 @@ class InMemoryClaimRepository:
     def _write(
         self,
         record: MessageRecord,
-        change: Callable[[dict[str, Any]], None],
+        change: Callable[[Mapping[str, Any]], dict[str, Any]],
         updated_at: datetime | None,
     ) -> ClarificationRow:
-        metadata = copy.deepcopy(dict(record.metadata))
-        change(metadata)
-        new = attrs.evolve(
-            record,
-            metadata=frozen_metadata(metadata),
-            updated_at=record.updated_at if updated_at is None else updated_at,
-        )
+        metadata = change(copy.deepcopy(dict(record.metadata)))
+        new = transitions.rewritten(record, frozen_metadata(metadata), updated_at)
         self._store.put_message(new)
         return parse_row(new)
 
@@ -110,6 +105,7 @@ class InMemoryClaimRepository:
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         with self._store.lock:
             session = self._store.sessions.get(session_id)
@@ -118,31 +114,22 @@ class InMemoryClaimRepository:
             turn_id = self._store.current_turn_id(session_id)
             if turn_id is None:
                 turn_id = self._start_turn(session_id)
+            records = transitions.new_bundle_records(
+                pending_id=pending_id,
+                session_id=session_id,
+                task_id=task_id,
+                turn_id=turn_id,
+                questions=questions,
+                context=context,
+                asker=asker,
+                new_id=self._ids.new_id,
+                now=self._clock.now,
+            )
             rows = []
-            for index, question in enumerate(questions):
-                now = self._clock.now()
-                record = MessageRecord(
-                    id=self._ids.new_id(),
-                    session_id=session_id,
-                    task_id=task_id,
-                    turn_id=turn_id,
-                    type=CLARIFICATION_REQUEST,
-                    metadata=frozen_metadata(
-                        clarification_metadata(
-                            pending_id=pending_id,
-                            question=question,
-                            index=index,
-                            total=len(questions),
-                            context=context,
-                        )
-                    ),
-                    created_at=now,
-                    updated_at=now,
-                    author_type="agent",
-                    content=question.prompt,
-                )
-                self._store.put_message(record)
-                rows.append(parse_row(record))
+            for record in records:
+                frozen = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
+                self._store.put_message(frozen)
+                rows.append(parse_row(frozen))
             return make_bundle(pending_id, rows, session.task_id)
 
     def _start_turn(self, session_id: str) -> str:
@@ -174,23 +161,10 @@ class InMemoryClaimRepository:
     @staticmethod
     def _claim_change(
         row: ClarificationRow, terminal: str, responses: Mapping[str, Answer] | None
-    ) -> Callable[[dict[str, Any]], None]:
+    ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
         """Check one row before anything is written (any failure aborts the whole claim)."""
-        if not row.question_id:
-            raise ClaimError(f"clarification message {row.id} is missing question_id")
-        answer: Answer | None = None
-        if terminal == ANSWERED:
-            answer = (responses or {}).get(row.question_id)
-            if answer is None:
-                raise ClaimError(f"missing response for clarification question {row.question_id}")
-
-        def change(metadata: dict[str, Any]) -> None:
-            metadata["status"] = terminal
-            metadata[DELIVERY_PENDING] = True
-            if answer is not None:
-                metadata["response"] = response_metadata(answer)
-
-        return change
+        answer = transitions.claimed_answer(row.id, row.question_id, terminal, responses)
+        return lambda metadata: transitions.claimed(metadata, terminal, answer)
 
     def _delivery_rows(self, pending_id: str) -> list[tuple[MessageRecord, ClarificationRow]]:
         return [(rec, row) for rec, row in self._rows(pending_id) if row.delivery_pending]
@@ -201,10 +175,10 @@ class InMemoryClaimRepository:
         wanted = list(claimed_ids)
         with self._store.lock:
             marked = self._delivery_rows(pending_id)
-            if not _exact_claim(wanted, marked, terminal):
+            if not transitions.is_exact_claim(wanted, [row for _, row in marked], terminal):
                 return None
             # updated_at stays the claim's, so winner and loser report one responded_at.
-            rows = [self._write(rec, _drop(DELIVERY_PENDING), None) for rec, _ in marked]
+            rows = [self._write(rec, transitions.delivered, None) for rec, _ in marked]
             return order_rows(rows)
 
     def record_resume(
@@ -217,28 +191,18 @@ class InMemoryClaimRepository:
         wanted = list(claimed_ids)
         with self._store.lock:
             marked = self._delivery_rows(pending_id)
-            if not _exact_claim(wanted, marked, terminal):
+            if not transitions.is_exact_claim(wanted, [row for _, row in marked], terminal):
                 return None
             session = self._store.sessions.get(resume.session_id)
             if session is None:
                 raise NotFound(f"session not found: {resume.session_id}")
             turn_id = self._start_turn(session.id)
             now = self._clock.now()
+            message = resume.message(session.task_id, turn_id, self._ids.new_id(), now)
             self._store.put_message(
-                MessageRecord(
-                    id=self._ids.new_id(),
-                    session_id=session.id,
-                    task_id=session.task_id if resume.task_id is None else resume.task_id,
-                    turn_id=turn_id,
-                    type=RESUME,
-                    metadata=frozen_metadata(resume.metadata),
-                    created_at=now,
-                    updated_at=now,
-                    author_type="user",
-                    content=resume.prompt,
-                )
+                attrs.evolve(message, metadata=frozen_metadata(message.metadata))
             )
-            rows = [self._write(rec, _drop(DELIVERY_PENDING), None) for rec, _ in marked]
+            rows = [self._write(rec, transitions.delivered, None) for rec, _ in marked]
             return order_rows(rows)
 
     def _has_resume_record(self, pending_id: str) -> bool:
@@ -264,7 +228,11 @@ class InMemoryClaimRepository:
             if any(item is None or item[1].status != terminal for item in picked):
                 return None
             now = self._clock.now()
-            rows = [self._write(item[0], _restore, now) for item in picked if item is not None]
+            rows = [
+                self._write(item[0], transitions.restored, now)
+                for item in picked
+                if item is not None
+            ]
             return order_rows(rows)
 
     def _is_active_claimed(self, row: ClarificationRow) -> bool:
@@ -286,11 +254,7 @@ class InMemoryClaimRepository:
     ) -> tuple[ClarificationRow, ...]:
         """Expire or cancel: pending current-turn rows of the bundle in ``session_id`` (any
         session state) become ``status`` and detached; terminal siblings are left alone."""
-
-        def change(metadata: dict[str, Any]) -> None:
-            metadata["status"] = status
-            metadata[DETACHED] = True
-
+        change = transitions.ended(status)
         with self._store.lock:
             targets = [
                 rec
@@ -310,7 +274,7 @@ class InMemoryClaimRepository:
                 if not row.detached and self._store.row_is_active(row, live_session=False)
             ]
             now = self._clock.now() if targets else None
-            rows = [self._write(rec, _detach, now) for rec in targets]
+            rows = [self._write(rec, transitions.detached, now) for rec in targets]
         return order_rows(rows)
 
     def _session_rows(self, session_id: str) -> list[tuple[MessageRecord, ClarificationRow]]:
@@ -322,15 +286,25 @@ class InMemoryClaimRepository:
 
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
         with self._store.lock:
-            first_seen: dict[str, tuple[datetime, str]] = {}
-            for _, row in self._session_rows(session_id):
-                if row.pending_id and self._store.row_is_active(row, live_session=False):
-                    key = (row.created_at, row.id)
-                    first_seen[row.pending_id] = min(first_seen.get(row.pending_id, key), key)
-        return tuple(sorted(first_seen, key=lambda pid: (first_seen[pid], pid)))
+            return pending_ids_in_creation_order(
+                row
+                for _, row in self._session_rows(session_id)
+                if self._store.row_is_active(row, live_session=False)
+            )
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
+
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        with self._store.lock:
+            asked = {
+                row.pending_id
+                for row in map(parse_row, self._store.clarification_records())
+                if row.pending_id
+                and (asker_id is None or (row.asker is not None and row.asker.user_id == asker_id))
+                and self._store.row_is_active(row)
+            }
+        return min(len(asked), max(limit, 0))
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         for pending_id in self.active_pending_ids(session_id):
@@ -368,45 +342,14 @@ class InMemoryClaimRepository:
                     continue  # a delivery that may still be in flight elsewhere
                 if self._has_resume_record(pending_id):
                     for rec, _ in marked:
-                        self._write(rec, _drop(DELIVERY_PENDING), None)
+                        self._write(rec, transitions.delivered, None)
                     finalized.append(pending_id)
                     continue
                 now = self._clock.now()
                 for rec, _ in marked:
-                    self._write(rec, _restore, now)
+                    self._write(rec, transitions.restored, now)
                 restored.append(pending_id)
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return list_active_bundles(self._store, query)
-
-
-def _exact_claim(
-    wanted: Iterable[str], marked: Sequence[tuple[MessageRecord, ClarificationRow]], terminal: str
-) -> bool:
-    """The marked rows are exactly the claimed ids and all still carry ``terminal``."""
-    wanted_ids = list(wanted)
-    marked_ids = {rec.id for rec, _ in marked}
-    return (
-        bool(wanted_ids)
-        and len(set(wanted_ids)) == len(wanted_ids)
-        and set(wanted_ids) == marked_ids
-        and all(row.status == terminal for _, row in marked)
-    )
-
-
-def _drop(key: str) -> Callable[[dict[str, Any]], None]:
-    def change(metadata: dict[str, Any]) -> None:
-        metadata.pop(key, None)
-
-    return change
-
-
-def _restore(metadata: dict[str, Any]) -> None:
-    metadata["status"] = PENDING
-    metadata.pop("response", None)
-    metadata.pop(DELIVERY_PENDING, None)
-
-
-def _detach(metadata: dict[str, Any]) -> None:
-    metadata[DETACHED] = True

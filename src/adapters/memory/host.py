@@ -12,6 +12,7 @@ from clarion.domain.errors import NotFound
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.model import SessionState
 from clarion.domain.rows import MessageRecord
+from clarion.domain.transitions import new_message
 from clarion.ports.system import Clock, IdGenerator
 
 
@@ -167,19 +168,18 @@ class InMemoryHostRepository:
             turn = self._store.turns.get(turn_id)
             if turn is None or turn.session_id != session_id:
                 raise NotFound(f"turn not found: {turn_id}")
-            now = self._clock.now()
-            record = MessageRecord(
-                id=self._ids.new_id(),
+            record = new_message(
+                message_id=self._ids.new_id(),
                 session_id=session_id,
                 task_id=session.task_id if task_id is None else task_id,
                 turn_id=turn_id,
-                type=type,
-                metadata=frozen_metadata(metadata or {}),
-                created_at=now,
-                updated_at=now,
-                author_type=author_type,
+                now=self._clock.now(),
                 content=content,
+                author_type=author_type,
+                type=type,
+                metadata=metadata or {},
             )
+            record = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
             self._store.put_message(record)
             return record
 

@@ -9,9 +9,10 @@ Every transition is one write transaction that first takes the bundle's session 
   marker and ``updated_at``. The returned rows decide: none means the claim was lost; a row
   without a question id or without a response rolls the whole claim back (facts §4.5, R4a).
 - Finalize, restore, expire, cancel and detach read the rows they may touch, compute their
-  new metadata in Python (the changes the in-memory reference makes), and write them with
-  one conditional ``UPDATE`` repeating the transition's whole guard; fewer affected rows than
-  rows read rolls the transaction back (facts §4.2–§4.6).
+  new metadata with :mod:`clarion.domain.transitions` (as the in-memory reference does), and
+  write them with one conditional ``UPDATE`` repeating the transition's whole guard; fewer
+  affected rows than rows read rolls the transaction back (facts §4.2–§4.6). The claim's
+  keys and its response shape come from there too.
 """
 
 from __future__ import annotations
@@ -35,27 +36,27 @@ from clarion.adapters.sql.records import (
     message_record,
 )
 from clarion.adapters.sql.statements import Guard
+from clarion.domain import transitions
 from clarion.domain.errors import ClaimError, NotFound
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import (
     CANCELLED,
-    CLARIFICATION_REQUEST,
     EXPIRED,
-    RESUME,
     TERMINAL_OUTCOMES,
     Answer,
     Question,
 )
 from clarion.domain.questions import questions_digest, same_questions
 from clarion.domain.rows import (
+    Asker,
     Bundle,
     ClarificationRow,
     MessageRecord,
     bundle_questions,
-    clarification_metadata,
     make_bundle,
     order_rows,
     parse_row,
+    pending_ids_in_creation_order,
 )
 from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
@@ -91,7 +92,11 @@ def _rewrite(
     statement = statements.rewrite(kind, len(changed), touch=updated_at is not None)
     if connection.execute(statement, values).rowcount != len(changed):
         raise _GuardLost
-    return [changes.evolve_record(record, value, updated_at) for record, value in changed]
+    return [transitions.rewritten(record, value, updated_at) for record, value in changed]
+
+
+def _rows(records: Sequence[MessageRecord]) -> list[ClarificationRow]:
+    return [parse_row(record) for record in records]
 
 
 def _select(connection: Connection, kind: Guard, params: dict[str, Any]) -> list[MessageRecord]:
@@ -137,16 +142,20 @@ class SqlClaimRepository:
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
         with read_transaction(self._engine) as connection:
             records = _select(connection, "session_active", {"session_id": session_id})
-        first_seen: dict[str, tuple[datetime, str]] = {}
-        for record in records:
-            row = parse_row(record)
-            if row.pending_id:
-                key = (row.created_at, row.id)
-                first_seen[row.pending_id] = min(first_seen.get(row.pending_id, key), key)
-        return tuple(sorted(first_seen, key=lambda pid: (first_seen[pid], pid)))
+        return pending_ids_in_creation_order(_rows(records))
 
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
+
+    def count_active_asked(self, asker_id: str | None, limit: int) -> int:
+        if limit <= 0:
+            return 0
+        params: dict[str, Any] = {"limit": limit}
+        if asker_id is not None:
+            params["asker_id"] = asker_id
+        statement = statements.active_asked(scoped=asker_id is not None)
+        with read_transaction(self._engine) as connection:
+            return int(connection.execute(statement, params).scalar_one())
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         """One probe of ``ix_task_session_messages_pending_rows`` (session, current turn,
@@ -190,6 +199,7 @@ class SqlClaimRepository:
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         with self._writes.begin() as connection:
             lock_sessions(connection, [session_id])
@@ -200,29 +210,17 @@ class SqlClaimRepository:
             if turn is None:
                 now = self._clock.now()
                 turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
-            records = []
-            for index, question in enumerate(questions):
-                now = self._clock.now()
-                records.append(
-                    MessageRecord(
-                        id=self._ids.new_id(),
-                        session_id=session_id,
-                        task_id=task_id,
-                        turn_id=turn.id,
-                        type=CLARIFICATION_REQUEST,
-                        metadata=clarification_metadata(
-                            pending_id=pending_id,
-                            question=question,
-                            index=index,
-                            total=len(questions),
-                            context=context,
-                        ),
-                        created_at=now,
-                        updated_at=now,
-                        author_type="agent",
-                        content=question.prompt,
-                    )
-                )
+            records = transitions.new_bundle_records(
+                pending_id=pending_id,
+                session_id=session_id,
+                task_id=task_id,
+                turn_id=turn.id,
+                questions=questions,
+                context=context,
+                asker=asker,
+                new_id=self._ids.new_id,
+                now=self._clock.now,
+            )
             insert_messages(connection, records)
         return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
 
@@ -246,8 +244,8 @@ class SqlClaimRepository:
             if not written:
                 return ClaimResult(claimed=False)
             # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
-            for record in written:
-                changes.check_claimed(record, terminal, responses)
+            for row in map(parse_row, written):
+                transitions.claimed_answer(row.id, row.question_id, terminal, responses)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(
             claimed=True, rows=order_rows(parse_row(r) for r in written), responded_at=now
@@ -264,10 +262,10 @@ class SqlClaimRepository:
             with self._writes.begin() as connection:
                 lock_bundle(connection, pending_id)
                 marked = _select(connection, "marked", params)
-                if not changes.is_exact_claim(wanted, marked, terminal):
+                if not transitions.is_exact_claim(wanted, _rows(marked), terminal):
                     return None
                 # updated_at stays the claim's, so winner and loser report one responded_at.
-                changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                changed = [(r, transitions.delivered(r.metadata)) for r in marked]
                 written = _rewrite(connection, "finalizable", params, changed, None)
         except _GuardLost:
             return None
@@ -289,28 +287,17 @@ class SqlClaimRepository:
                 lock_bundle(connection, pending_id)
                 lock_sessions(connection, [resume.session_id])
                 marked = _select(connection, "marked", params)
-                if not changes.is_exact_claim(wanted, marked, terminal):
+                if not transitions.is_exact_claim(wanted, _rows(marked), terminal):
                     return None
                 session = load_session(connection, resume.session_id)
                 if session is None:
                     raise NotFound(f"session not found: {resume.session_id}")
                 now = self._clock.now()
                 turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
-                message = MessageRecord(
-                    id=self._ids.new_id(),
-                    session_id=session.id,
-                    task_id=session.task_id if resume.task_id is None else resume.task_id,
-                    turn_id=turn.id,
-                    type=RESUME,
-                    metadata=dict(resume.metadata),
-                    created_at=now,
-                    updated_at=now,
-                    author_type="user",
-                    content=resume.prompt,
-                )
+                message = resume.message(session.task_id, turn.id, self._ids.new_id(), now)
                 insert_messages(connection, [message])
                 # updated_at stays the claim's, so winner and loser report one responded_at.
-                changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                changed = [(r, transitions.delivered(r.metadata)) for r in marked]
                 written = _rewrite(connection, "finalizable", params, changed, None)
         except _GuardLost:
             return None
@@ -340,7 +327,7 @@ class SqlClaimRepository:
         if len(chosen) != len(picked) or any(parse_row(r).status != terminal for r in chosen):
             return None
         now = self._clock.now()
-        changed = [(r, changes.restore(r)) for r in chosen]
+        changed = [(r, transitions.restored(r.metadata)) for r in chosen]
         return _rewrite(connection, "restorable_terminal", params, changed, now)
 
     def expire_active_bundle(
@@ -361,18 +348,18 @@ class SqlClaimRepository:
         if not pending_id:
             return ()
         params = {"session_id": session_id, "pending_id": pending_id}
-        return self._session_transition(session_id, "ending", params, changes.end(status))
+        return self._session_transition(session_id, "ending", params, transitions.ended(status))
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
         params = {"session_id": session_id}
-        return self._session_transition(session_id, "detachable", params, changes.detach)
+        return self._session_transition(session_id, "detachable", params, transitions.detached)
 
     def _session_transition(
         self,
         session_id: str,
         kind: Guard,
         params: dict[str, Any],
-        change: Callable[[MessageRecord], dict[str, Any]],
+        change: Callable[[Mapping[str, Any]], dict[str, Any]],
     ) -> tuple[ClarificationRow, ...]:
         try:
             with self._writes.begin() as connection:
@@ -381,7 +368,7 @@ class SqlClaimRepository:
                 if not targets:
                     return ()
                 now = self._clock.now()
-                changed = [(r, change(r)) for r in targets]
+                changed = [(r, change(r.metadata)) for r in targets]
                 written = _rewrite(connection, kind, params, changed, now)
         except _GuardLost as exc:
             raise ClaimError(f"session {session_id} changed during a transition") from exc
@@ -417,11 +404,11 @@ class SqlClaimRepository:
                     return None  # a delivery that may still be in flight elsewhere
                 delivered = connection.execute(statements.resume_records(), params).first()
                 if delivered is not None:
-                    changed = [(r, changes.drop_delivery_marker(r)) for r in marked]
+                    changed = [(r, transitions.delivered(r.metadata)) for r in marked]
                     _rewrite(connection, "marked", params, changed, None)
                     return False
                 now = self._clock.now()
-                changed = [(r, changes.restore(r)) for r in marked]
+                changed = [(r, transitions.restored(r.metadata)) for r in marked]
                 _rewrite(connection, "marked", params, changed, now)
         except _GuardLost as exc:
             raise ClaimError(f"clarification bundle {pending_id} changed in recovery") from exc

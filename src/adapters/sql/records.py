@@ -18,7 +18,7 @@ from clarion.adapters.sql.schema import messages, task_session_turns, task_sessi
 from clarion.domain.host import Session, Turn
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.questions import questions_digest
-from clarion.domain.rows import MessageRecord, bundle_questions, parse_row
+from clarion.domain.rows import Asker, MessageRecord, bundle_questions, parse_row
 
 MESSAGE_COLUMNS = (
     messages.c.id,
@@ -31,6 +31,8 @@ MESSAGE_COLUMNS = (
     messages.c.updated_at,
     messages.c.author_type,
     messages.c.content,
+    messages.c.asker_id,
+    messages.c.asker_via,
 )
 
 
@@ -48,7 +50,17 @@ def message_record(row: RowMapping) -> MessageRecord:
         updated_at=row["updated_at"],
         author_type=row["author_type"],
         content=row["content"],
+        asker=_asker(row),
     )
+
+
+def _asker(row: RowMapping) -> Asker | None:
+    """The stored asker; None when absent (rows stored before migration 0004, other rows, or
+    a reader of the table as an older migration knew it)."""
+    user_id, via = row.get("asker_id"), row.get("asker_via")
+    if user_id is None or via is None:
+        return None
+    return Asker(user_id=user_id, via=via)
 
 
 def select_messages(connection: Connection, *where: ColumnElement[bool]) -> list[MessageRecord]:
@@ -71,6 +83,8 @@ def message_values(record: MessageRecord) -> dict[str, Any]:
         "metadata": dict(record.metadata),
         "created_at": record.created_at,
         "updated_at": record.updated_at,
+        "asker_id": None if record.asker is None else record.asker.user_id,
+        "asker_via": None if record.asker is None else record.asker.via,
     }
 
 

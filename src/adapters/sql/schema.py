@@ -128,6 +128,10 @@ task_session_messages = sa.Table(
     sa.Column("bundle_created_at", UtcDateTime, nullable=True),
     sa.Column("bundle_pending_id", Key, nullable=True),
     sa.Column("bundle_digest", sa.Text, nullable=True),
+    # Who asked the bundle (domain.rows.Asker), on clarification rows written since migration
+    # 0004 (NULL on other rows and older ones): the asking user's id and how it asked.
+    sa.Column("asker_id", Key, nullable=True),
+    sa.Column("asker_via", sa.Text, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
 )
@@ -155,6 +159,16 @@ sa.Index(
 sa.Index(
     "ix_task_session_messages_pending_order",
     messages.c.bundle_created_at,
+    messages.c.bundle_pending_id,
+    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+)
+
+# The per-identity active-bundle limit counts one asker's pending bundles on this index and
+# stops after the limit (ClaimRepository.count_active_asked).
+sa.Index(
+    "ix_task_session_messages_pending_asker",
+    messages.c.asker_id,
     messages.c.bundle_pending_id,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),

@@ -38,6 +38,7 @@ from clarion.adapters.sql.records import MESSAGE_COLUMNS
 from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import task_sessions
 from clarion.domain.model import ANSWERED, RESUME
+from clarion.domain.transitions import DELIVERY_PENDING, RESPONSE, STATUS
 
 Guard = Literal[
     "bundle",  # the bundle's clarification rows (lookups ignore other types, §9.17)
@@ -155,6 +156,30 @@ def sessions_with_active_rows() -> sa.Select[Any]:
 
 
 @cache
+def active_asked(*, scoped: bool) -> sa.Select[Any]:
+    """The per-identity limit's bounded count: the number of distinct active bundles (D4, live
+    session) — asked by ``asker_id`` when ``scoped`` — stopping after ``limit`` of them. Walks
+    ``ix_task_session_messages_pending_asker`` (scoped) or ``…_pending_order`` (not)."""
+    terms = [
+        is_clarification(m),
+        is_pendingish(m),
+        m.c.bundle_pending_id.is_not(None),
+        on_current_turn(m),
+        in_live_session(m),
+    ]
+    if scoped:
+        terms.insert(0, m.c.asker_id == sa.bindparam("asker_id", type_=m.c.asker_id.type))
+    bundles = (
+        sa.select(m.c.bundle_pending_id)
+        .where(*terms)
+        .distinct()
+        .limit(sa.bindparam("limit", type_=sa.Integer()))
+        .subquery("asked")
+    )
+    return sa.select(sa.func.count()).select_from(bundles)
+
+
+@cache
 def marked_rows() -> sa.Select[Any]:
     """Every clarification row still marked ``response_delivery_pending`` (startup)."""
     return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))
@@ -177,8 +202,8 @@ def claim(terminal: str, answers: int) -> sa.Update:
     answered only — the response bound for its question id (``question_<n>`` →
     ``response_<n>``, JSON text; NULL when none was given, which the caller refuses)."""
     values: dict[str, Any] = {
-        "status": _param("terminal"),
-        "response_delivery_pending": AsJson(const("true")),
+        STATUS: _param("terminal"),
+        DELIVERY_PENDING: AsJson(const("true")),
     }
     if terminal == ANSWERED:
         by_question = sa.case(
@@ -188,7 +213,7 @@ def claim(terminal: str, answers: int) -> sa.Update:
             ],
             else_=sa.null(),
         )
-        values["response"] = AsJson(by_question) if answers else AsJson(sa.null())
+        values[RESPONSE] = AsJson(by_question) if answers else AsJson(sa.null())
     return (
         sa.update(m)
         .where(guard("claimable"))

@@ -18,7 +18,7 @@ import attrs
 import structlog
 
 from clarion.app.usecases.access import authorize_bundle, load_authorized_session
-from clarion.app.usecases.live import ASK_TIMEOUT_S, MCP_ASK, LiveRequests
+from clarion.app.usecases.live import ASK_TIMEOUT_S
 from clarion.app.usecases.publishing import (
     BUNDLE_CREATED,
     BUNDLE_DETACHED,
@@ -38,7 +38,6 @@ from clarion.domain.errors import (
 )
 from clarion.domain.host import Session
 from clarion.domain.limits import Limits, validate_context
-from clarion.domain.listing import ListQuery
 from clarion.domain.model import (
     Answer,
     Identity,
@@ -49,6 +48,7 @@ from clarion.domain.model import (
 )
 from clarion.domain.questions import QuestionDraft, validate_questions
 from clarion.domain.replay import replay_winner
+from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -101,8 +101,8 @@ class _Prepared:
 @attrs.define
 class Asking:
     """Creating bundles and waiting on them: the blocking asks of agents and REST's create.
-    The operations on a bundle an agent waits on (get, wait, cancel) are :class:`LiveRequests`,
-    which also keeps the record of who asked."""
+    The operations on a bundle an agent waits on (get, wait, cancel) are :class:`LiveRequests`;
+    who asked is stored with the bundle (:class:`~clarion.domain.rows.Asker`)."""
 
     _claims: ClaimRepository = attrs.field(alias="claims")
     _host: HostRepository = attrs.field(alias="host")
@@ -111,7 +111,6 @@ class Asking:
     _events: EventPublisher = attrs.field(alias="events")
     _ids: IdGenerator = attrs.field(alias="ids")
     _run: Runner = attrs.field(alias="runner")
-    _live: LiveRequests = attrs.field(alias="live")
     ask_timeout: float = ASK_TIMEOUT_S
     limits: Limits = attrs.field(factory=Limits)
     _asking: set[str] = attrs.field(factory=set, init=False)  # asks blocked in this process
@@ -147,9 +146,9 @@ class Asking:
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
 
     def _check_room(self, identity: Identity, active_in_session: int) -> None:
-        """Refuse a new bundle when the session, or the bundles ``identity`` may see, already
-        hold as many active bundles as the limits allow (checked before anything is written).
-        """
+        """Refuse a new bundle when the session, or the active bundles ``identity`` asked (every
+        active bundle when it is unscoped), already number as many as the limits allow (checked
+        before anything is written; a bounded count, issue #14)."""
         per_session = self.limits.max_active_bundles_per_session
         if active_in_session >= per_session:
             raise LimitExceeded(
@@ -158,8 +157,8 @@ class Asking:
                 limit="CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
             )
         per_identity = self.limits.max_active_bundles_per_identity
-        query = ListQuery(visibility=self._authorizer.visibility(identity), limit=per_identity)
-        if len(self._claims.list_active_bundles(query).bundles) >= per_identity:
+        asker_id = identity.user_id if identity.is_scoped else None
+        if self._claims.count_active_asked(asker_id, per_identity) >= per_identity:
             raise LimitExceeded(
                 "too many active clarification requests for this identity: the limit is "
                 f"{per_identity} (CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY)",
@@ -189,7 +188,7 @@ class Asking:
         await self._run.guarded(CREATE_FAILED, self._check_room, identity, 0)
 
     async def _make_durable(
-        self, prepared: _Prepared, questions: Sequence[Question], context: str
+        self, prepared: _Prepared, questions: Sequence[Question], context: str, asker: Asker
     ) -> None:
         if not prepared.is_new:
             return
@@ -201,6 +200,7 @@ class Asking:
             task_id=prepared.session.task_id,
             questions=questions,
             context=context,
+            asker=asker,
         )
         log.info("clarification.created", pending_id=prepared.pending_id)
         publish_bundles(self._events, BUNDLE_CREATED, bundle.rows, prepared.session.task_id)
@@ -233,9 +233,10 @@ class Asking:
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
         self._waiters.register(prepared.pending_id, prepared.session.id)
-        self._live.remember_asker(prepared.pending_id, identity.user_id)
         try:
-            await self._make_durable(prepared, questions, context)
+            await self._make_durable(
+                prepared, questions, context, _asker(identity, ASKED_BY_REQUEST)
+            )
         except BaseException:
             self._waiters.cancel(prepared.pending_id)
             raise
@@ -277,7 +278,7 @@ class Asking:
         )
 
         async def make_visible() -> bool:
-            await self._make_durable(prepared, questions, context)
+            await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
             await self._set_state(
                 prepared.session.id,
                 SessionState.WAITING_FOR_INPUT,
@@ -321,8 +322,7 @@ class Asking:
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
-        self._live.remember_asker(prepared.pending_id, MCP_ASK)
-        await self._make_durable(prepared, questions, context)
+        await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
         await self._set_state(
             prepared.session.id,
             SessionState.WAITING_FOR_INPUT,
@@ -406,7 +406,6 @@ class Asking:
         (:meth:`Waiters.cancel` then returns False and the delivery arrives).
         """
         self._waiters.register(pending_id, session.id)
-        self._live.remember_asker(pending_id, MCP_ASK)
         if self._closing:
             self._waiters.cancel(pending_id)
         self._asking.add(pending_id)
@@ -505,6 +504,11 @@ class Asking:
             log.warning("clarification.detach_failed", session_id=session.id, **failure_fields(exc))
             return
         publish_bundles(self._events, BUNDLE_DETACHED, rows, session.task_id)
+
+
+def _asker(identity: Identity, via: str) -> Asker:
+    """Who asks, as stored with a new bundle (an internal caller's user id is "")."""
+    return Asker(user_id=identity.user_id or "", via=via)
 
 
 async def _ping(on_progress: ProgressCallback, interval: float, pending_id: str) -> None:

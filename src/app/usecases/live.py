@@ -16,6 +16,7 @@ from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_ACTIVE_MESSAGE, NotActive, NotFound
 from clarion.domain.model import Identity, Question, Resolution
 from clarion.domain.replay import replay_winner
+from clarion.domain.rows import is_askers_wait
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -27,7 +28,6 @@ ASK_TIMEOUT_S = 7200.0  # CLARION_ASK_TIMEOUT_S default (facts §2.8)
 CANCEL_FAILED = "failed to cancel clarification request"
 WATCH_FAILED = "failed to read clarification state"
 WATCH_INTERVAL_S = 1.0  # how often a bystander's wait re-reads the durable rows
-MCP_ASK = object()  # the asker of a bundle made by an MCP ask: only that call waits live
 
 
 @attrs.frozen
@@ -53,18 +53,6 @@ class LiveRequests:
     _run: Runner = attrs.field(alias="runner")
     ask_timeout: float = ASK_TIMEOUT_S
     _watch_interval: float = attrs.field(default=WATCH_INTERVAL_S, alias="watch_interval")
-    # pending id → who asked (a user id, or MCP_ASK), for the live entries of this process
-    _askers: dict[str, object] = attrs.field(factory=dict, init=False)
-    _askers_swept_at: int = attrs.field(default=64, init=False)
-
-    def remember_asker(self, pending_id: str, asker: object) -> None:
-        """Note the bundle's asker (the first one: a reused bundle keeps its asker). Entries
-        whose live wait ended are forgotten once the map has doubled since the last sweep."""
-        self._askers.setdefault(pending_id, asker)
-        if len(self._askers) > 2 * self._askers_swept_at:
-            for known in [p for p in self._askers if not self._waiters.has_entry(p)]:
-                del self._askers[known]
-            self._askers_swept_at = max(len(self._askers), 64)
 
     async def get_request(self, identity: Identity, pending_id: str) -> LiveRequest:
         """``GET /:id``: authorize first (A7), then the live entry.
@@ -105,11 +93,13 @@ class LiveRequests:
             ClaimError: the store failed.
             WaitEnded: no live entry (A7), cancelled, timed out or delivery failed (the 504).
         """
-        await authorize_bundle(self._run, self._claims, self._authorizer, identity, pending_id)
+        bundle = await authorize_bundle(
+            self._run, self._claims, self._authorizer, identity, pending_id
+        )
         seconds = self.ask_timeout if timeout is None else timeout
         if not self._waiters.has_entry(pending_id):
             raise WaitEnded(WaitEnd.NOT_FOUND, pending_id)
-        if not identity.is_scoped or self._askers.get(pending_id) == identity.user_id:
+        if is_askers_wait(bundle.asker, identity):  # read from the store: any replica knows
             return await self._waiters.wait(pending_id, seconds)
         return await self._watch(pending_id, seconds)
 

@@ -20,7 +20,7 @@ from clarion.domain.model import (
     SessionState,
 )
 from clarion.domain.replay import replay_winner
-from clarion.domain.rows import Bundle, question_json
+from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker, Bundle, question_json
 from clarion.ports.claims import ClaimResult
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
@@ -101,6 +101,55 @@ class ClaimTransitionsContract:
                 questions=sample_questions(1),
                 context="",
             )
+
+    def test_create_bundle_stores_its_asker_on_every_row_and_transitions_keep_it(
+        self, world: ContractWorld
+    ) -> None:
+        """Issue #13: who asked is durable, so every replica reads it from the store."""
+        session = world.session()
+        alice = Asker(user_id="alice", via=ASKED_BY_REQUEST)
+        world.ask(session.id, "asked", questions=2, asker=alice)
+        world.ask(session.id, "by-ask", asker=Asker(user_id="bob", via=ASKED_BY_ASK))
+        world.ask(session.id, "unknown")
+        loaded = world.bundle("asked")
+        assert loaded.asker == alice
+        assert [row.asker for row in loaded.rows] == [alice, alice]
+        assert world.bundle("by-ask").asker == Asker(user_id="bob", via=ASKED_BY_ASK)
+        assert world.bundle("unknown").asker is None
+        assert claim(world, "asked").claimed
+        assert world.bundle("asked").asker == alice
+        world.claims.detach_active_bundles(session.id)
+        assert world.bundle("by-ask").asker == Asker(user_id="bob", via=ASKED_BY_ASK)
+
+    def test_count_active_asked_counts_one_askers_active_bundles_up_to_the_limit(
+        self, world: ContractWorld
+    ) -> None:
+        """Issue #14: the per-identity limit counts the active bundles that identity asked
+        (anyone's with ``None``), bundles not rows, and stops at ``limit``."""
+        alice = Asker(user_id="alice", via=ASKED_BY_REQUEST)
+        session = world.session()
+        world.ask(session.id, "a1", questions=3, asker=alice)
+        world.ask(session.id, "a2", asker=Asker(user_id="alice", via=ASKED_BY_ASK))
+        world.ask(session.id, "b1", asker=Asker(user_id="bob", via=ASKED_BY_REQUEST))
+        world.ask(session.id, "legacy")
+        world.ask(session.id, "answered", asker=alice)
+        assert claim(world, "answered").claimed
+        superseded = world.session()
+        world.ask(superseded.id, "old", asker=alice)
+        world.host.start_turn(superseded.id)
+        ended = world.session()
+        world.ask(ended.id, "ended", asker=alice)
+        world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        assert world.claims.count_active_asked("alice", 10) == 2
+        assert world.claims.count_active_asked("alice", 2) == 2
+        assert world.claims.count_active_asked("alice", 1) == 1
+        assert world.claims.count_active_asked("alice", 0) == 0
+        assert world.claims.count_active_asked("bob", 10) == 1
+        assert world.claims.count_active_asked("carol", 10) == 0
+        assert world.claims.count_active_asked(None, 10) == 4
+        assert world.claims.count_active_asked(None, 3) == 3
+        world.claims.expire_active_bundle(session.id, "a1")
+        assert world.claims.count_active_asked("alice", 10) == 1
 
     def test_find_active_duplicate_finds_the_first_active_bundle_with_equal_questions(
         self, world: ContractWorld

@@ -12,7 +12,7 @@ import attrs
 
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST, PENDING, Answer, Option, Question
-from clarion.domain.rows import Bundle, MessageRecord, clarification_metadata
+from clarion.domain.rows import Asker, Bundle, MessageRecord, clarification_metadata
 from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.host import HostRepository
 from clarion.ports.tokens import TokenStore
@@ -194,6 +194,7 @@ class ContractWorld:
         questions: int = 1,
         context: str = "",
         task_id: str | None = None,
+        asker: Asker | None = None,
     ) -> Bundle:
         """Create a bundle through the claim repository (the ordinary path)."""
         session = self.host.get_session(session_id)
@@ -204,6 +205,7 @@ class ContractWorld:
             task_id=session.task_id if task_id is None else task_id,
             questions=sample_questions(questions),
             context=context,
+            asker=asker,
         )
 
     def bundle_in_new_session(

@@ -333,6 +333,33 @@ async def test_active_bundles_per_identity_are_capped_across_sessions(database_u
 
 
 @pytest.mark.anyio
+async def test_the_identity_limit_counts_what_the_identity_asked_not_what_it_may_see(
+    database_url: str,
+) -> None:
+    """Issue #14: bundles another identity asked in a workspace everyone sees are listed for
+    Bob but do not count against him; his own asks do."""
+    async with _served(database_url, Limits(max_active_bundles_per_identity=2)) as world:
+        bob = world.person("bob")
+        user = world.authentication.create_user("carol", is_admin=True)
+        issued = world.authentication.issue_token(user.id, name="carol-token")
+        carol = Person(identity=Identity.user(user.id, is_admin=True), token=issued.token)
+        shared = await world.services.host.create_workspace(carol.identity, "shared", "")
+        for prefix in ("First", "Second"):
+            await world.bundle(carol, await world.agent(carol, shared), prefix=prefix)
+        assert await _pending_count(world, bob) == 2
+        url = f"{world.base_url}/api/v1/clarification/request"
+        async with http_client(bob.token) as http:
+            for _ in range(2):
+                agent = await world.agent(bob)
+                created = await http.post(url, json=_bundle_body(agent, question_args(), {}))
+                assert created.status_code == 200
+            agent = await world.agent(bob)
+            refused = await http.post(url, json=_bundle_body(agent, question_args(), {}))
+            assert refused.status_code == 429
+        assert await _pending_count(world, bob) == 4
+
+
+@pytest.mark.anyio
 async def test_every_page_is_at_most_the_configured_page_size_on_rest_and_mcp(
     sqlite_url: str,
 ) -> None:

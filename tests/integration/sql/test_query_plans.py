@@ -25,6 +25,7 @@ HISTORY_BUNDLES = 3000
 PARTIAL_INDEXES = (
     "ix_task_session_messages_pending_rows",
     "ix_task_session_messages_pending_order",
+    "ix_task_session_messages_pending_asker",
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(
@@ -145,6 +146,21 @@ def test_session_reads_never_scan_the_messages(engine: Engine, world: ContractWo
         world.claims.detach_active_bundles(session_id)
 
     assert _full_scans(engine, _captured(engine, session_reads)) == []
+
+
+def test_the_per_identity_count_never_scans_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #14: the limit's count reads pending rows by index (by asker when scoped) and
+    stops at the limit; it is one statement."""
+
+    def counts() -> None:
+        world.claims.count_active_asked("alice", 200)
+        world.claims.count_active_asked(None, 200)
+
+    statements = _captured(engine, counts)
+    assert len(statements) == 2
+    assert _full_scans(engine, statements) == []
 
 
 def test_the_list_walks_the_pending_order_index_and_sorts_no_backlog(

@@ -112,6 +112,22 @@ async def test_an_ask_that_would_be_refused_creates_nothing() -> None:
     assert len(world.host.list_tasks()) == 1
 
 
+async def test_with_auth_disabled_the_identity_limit_bounds_the_whole_server() -> None:
+    """Issue #14: the unscoped identity counts every active bundle, whoever asked it."""
+    world = make_world()
+    world.services.asking.limits = attrs.evolve(
+        world.services.asking.limits, max_active_bundles_per_identity=2
+    )
+    await world.services.asking.create(ALICE, world.session().id, drafts(), "")
+    await world.services.asking.create(BOB, world.session(owner_id="").id, drafts(), "")
+    with pytest.raises(LimitExceeded):
+        await world.services.asking.create(UNSCOPED, world.session().id, drafts(), "")
+    # A scoped identity counts only what it asked: Alice has asked one of her two.
+    await world.services.asking.create(ALICE, world.session().id, drafts(), "")
+    with pytest.raises(LimitExceeded):
+        await world.services.asking.create(ALICE, world.session().id, drafts(), "")
+
+
 async def test_ending_the_session_completes_its_turn_and_detaches_its_bundles() -> None:
     world = make_world()
     agents = _agents(world)

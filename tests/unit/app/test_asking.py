@@ -7,6 +7,8 @@ import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
 
+from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.services import build_services
 from clarion.app.usecases.ask import AskResult
 from clarion.domain.errors import (
     InvalidArgument,
@@ -23,7 +25,7 @@ from clarion.domain.model import (
     Resolution,
     SessionState,
 )
-from clarion.domain.rows import Bundle
+from clarion.domain.rows import ASKED_BY_REQUEST, Asker, Bundle
 from clarion.ports.waiters import WaitEnd, WaitEnded
 from tests.unit.app.world import ALICE, BOB, UNSCOPED, AppWorld, answer_all, drafts, make_world
 
@@ -450,3 +452,39 @@ async def test_the_askers_own_wait_is_live_and_a_bystanders_ends_at_its_timeout(
         winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
     assert results == [winner]
     assert world.dispatcher.requests == []
+
+
+async def test_the_asker_is_recognised_by_a_replica_that_did_not_create_the_bundle(
+    world: AppWorld,
+) -> None:
+    """Issue #13, two replicas: the asker is stored with the bundle, so a LiveRequests
+    instance that did not create it (another replica over the same store and waiters) still
+    makes the asker's wait the live waiter and a bystander's only a watch."""
+    other = build_services(
+        claims=world.claims,
+        host=world.host,
+        authorizer=HostTaskAuthorizer(world.host),
+        waiters=world.waiters,
+        dispatcher=world.dispatcher,
+        events=world.events,
+        clock=world.clock,
+        ids=world.ids,
+        watch_interval=0.01,
+    ).requests
+    session = world.session(owner_id="")
+    pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
+    assert world.claims.load_bundle(pending_id).asker == Asker("alice", ASKED_BY_REQUEST)
+    with pytest.raises(WaitEnded) as ended:
+        await other.wait(BOB, pending_id, 0.05)
+    assert ended.value.reason is WaitEnd.TIMEOUT
+    results: list[Resolution] = []
+
+    async def asker() -> None:
+        results.append(await other.wait(ALICE, pending_id, 30))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(asker)
+        await wait_all_tasks_blocked()
+        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+    assert results == [winner]
+    assert world.dispatcher.requests == [], "the asker's wait took the delivery in the turn"

@@ -18,7 +18,7 @@ from clarion.app.services import Services, build_services
 from clarion.domain.host import Session, Task, Workspace
 from clarion.domain.model import Answer, Identity, Outcome, Question
 from clarion.domain.questions import OptionDraft, QuestionDraft
-from clarion.domain.rows import Bundle, ClarificationRow
+from clarion.domain.rows import Asker, Bundle, ClarificationRow
 from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.events import Event, EventPublisher
 from clarion.ports.resume import ResumeRefused, ResumeRequest
@@ -99,6 +99,7 @@ class FlakyClaims:
         task_id: str,
         questions: Sequence[Question],
         context: str,
+        asker: Asker | None = None,
     ) -> Bundle:
         bundle = self.inner.create_bundle(
             pending_id=pending_id,
@@ -106,6 +107,7 @@ class FlakyClaims:
             task_id=task_id,
             questions=questions,
             context=context,
+            asker=asker,
         )
         if self.after_create is not None:
             self.after_create(bundle)

@@ -13,6 +13,8 @@ DOMAIN_DIR = Path(clarion.domain.__file__).parent
 PUBLIC_API = frozenset(
     {
         "ANSWERED",
+        "ASKED_BY_ASK",
+        "ASKED_BY_REQUEST",
         "CANCELLED",
         "CLARIFICATION_REQUEST",
         "DEFAULT_LIMIT",
@@ -25,6 +27,7 @@ PUBLIC_API = frozenset(
         "REJECTED",
         "AccessToken",
         "Answer",
+        "Asker",
         "Bundle",
         "ClaimError",
         "ClarificationRow",
