@@ -124,8 +124,20 @@ def fixture_postgres_server_url() -> Iterator[str]:
 
 
 @pytest.fixture(name="make_postgres_database")
-def fixture_make_postgres_database(postgres_server_url: str) -> Iterator[Callable[[], str]]:
-    """A factory of fresh, empty PostgreSQL databases, each dropped after the test."""
+def fixture_make_postgres_database(
+    request: pytest.FixtureRequest, postgres_server_url: str
+) -> Iterator[Callable[[], str]]:
+    """A factory of fresh, empty PostgreSQL databases, each dropped after the test.
+
+    The test must carry the ``postgres`` marker (automatic when it names this fixture; a
+    parameter that reaches it through ``request.getfixturevalue`` must be a
+    ``pytest.param(..., marks=pytest.mark.postgres)``): the marker is how ``make quick``
+    leaves PostgreSQL out and how CI counts the PostgreSQL tests that ran."""
+    if request.node.get_closest_marker("postgres") is None:
+        pytest.fail(
+            f"{request.node.nodeid} uses PostgreSQL without the postgres marker; mark its "
+            "PostgreSQL parameter with pytest.mark.postgres"
+        )
     admin = make_url(postgres_server_url)
     created: list[str] = []
 

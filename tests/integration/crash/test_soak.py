@@ -182,7 +182,9 @@ def _check(
         figures.anomalies.append(f"resume differs from the stored answer: {pending_id}")
 
 
-@pytest.fixture(name="soak_url", params=["sqlite", "postgresql"])
+@pytest.fixture(
+    name="soak_url", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def fixture_soak_url(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, int]:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'soak.db'}", 1
@@ -190,6 +192,7 @@ def fixture_soak_url(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[st
     return make(), 2
 
 
+@pytest.mark.slow
 def test_randomized_kill_9_soak_loses_nothing_and_delivers_each_answer_once(
     soak_url: tuple[str, int], tmp_path: Path
 ) -> None:

@@ -36,7 +36,9 @@ def _clarion_logs(caplog: pytest.LogCaptureFixture) -> str:
     )
 
 
-@pytest.fixture(name="database_url", params=["sqlite", "postgresql"])
+@pytest.fixture(
+    name="database_url", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def fixture_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'clarion.db'}"
