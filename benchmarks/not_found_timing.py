@@ -33,8 +33,8 @@ import structlog
 from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
-from clarion.app.compose import build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 
 BASE_URL = "http://127.0.0.1:8765"
 TARGET_MS = 0.2

@@ -67,8 +67,8 @@ from clarion.adapters.sql.schema import (
     workspaces,
 )
 from clarion.adapters.system import SystemClock, UuidIds
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import build_services
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import build_services
 from clarion.domain.limits import Limits
 from clarion.domain.listing import ListQuery
 from clarion.domain.model import (

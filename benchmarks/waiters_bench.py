@@ -40,8 +40,8 @@ from clarion.adapters.sql import (
     upgrade_database,
 )
 from clarion.adapters.system import SystemClock, UuidIds
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import Services, build_services
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import Services, build_services
 from clarion.domain.model import Answer, Identity, Outcome
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.ports.claims import ClaimRepository

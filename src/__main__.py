@@ -1,5 +1,5 @@
 """``python -m clarion`` runs the ``clarion`` command."""
 
-from clarion.app.cli import main
+from clarion.app.root.cli import main
 
 raise SystemExit(main())

@@ -28,8 +28,8 @@ from starlette.routing import Mount, Route
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.events.fanout import Subscription
 from clarion.adapters.resume import CallableResumeDispatcher
-from clarion.app.compose import Clarion, build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import Clarion, build_clarion
+from clarion.app.root.settings import Settings
 from clarion.app.usecases.ask import AskResult
 from clarion.domain import (
     NOT_FOUND_MESSAGE,

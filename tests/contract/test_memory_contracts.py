@@ -14,7 +14,7 @@ from clarion.adapters.memory import (
     InMemoryTokenStore,
 )
 from clarion.adapters.system import UuidIds
-from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.ports import TaskAuthorizer
 from clarion.ports.testing import (
     ClaimRepositoryContract,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.ports import TaskAuthorizer
 from clarion.ports.testing import (
     ClaimRepositoryContract,

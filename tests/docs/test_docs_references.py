@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 from starlette.routing import BaseRoute, Match, Mount, Route
 
-from clarion.app.cli import build_parser
-from clarion.app.compose import build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.cli import build_parser
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 from tests.docs.extract import (
     Document,
     PathMention,

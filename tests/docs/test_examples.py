@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
 
-from clarion.app.compose import Clarion
+from clarion.app.root.compose import Clarion
 from clarion.domain import OptionDraft, QuestionDraft
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

@@ -15,8 +15,8 @@ import attrs
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.app.compose import build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 from clarion.app.usecases.auth import Authentication
 
 STARTUP_TIMEOUT_S = 30.0

@@ -27,8 +27,8 @@ import uvicorn
 from mcp.types import CallToolResult, Tool
 
 from clarion.adapters.memory.waiters import InMemoryWaiters
-from clarion.app.compose import Clarion, build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import Clarion, build_clarion
+from clarion.app.root.settings import Settings
 from clarion.domain.model import Resolution
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

@@ -65,7 +65,7 @@ def test_the_wheel_ships_the_layers_typing_marker_migrations_and_inbox_assets(
         "clarion/adapters/sql/migrations/env.py",
         "clarion/adapters/sql/migrations/versions/0001_initial.py",
         "clarion/adapters/web/static/index.html",
-        "clarion/app/cli/__init__.py",
+        "clarion/app/root/cli/__init__.py",
         "clarion/__main__.py",
     ):
         assert required in names, required
@@ -75,4 +75,4 @@ def test_the_wheel_ships_the_layers_typing_marker_migrations_and_inbox_assets(
 def test_the_console_script_is_declared(wheel: zipfile.ZipFile) -> None:
     (entry_points,) = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
     text = wheel.read(entry_points).decode()
-    assert "clarion = clarion.app.cli:main" in text
+    assert "clarion = clarion.app.root.cli:main" in text

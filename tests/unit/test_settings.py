@@ -7,7 +7,7 @@ import base64
 import attrs
 import pytest
 
-from clarion.app.settings import DEFAULT_DATABASE_URL, LIMIT_VARIABLES, Settings
+from clarion.app.root.settings import DEFAULT_DATABASE_URL, LIMIT_VARIABLES, Settings
 from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
 

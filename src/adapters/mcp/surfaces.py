@@ -60,9 +60,9 @@ from clarion.adapters.mcp.server import (
     build_server,
     is_legacy_request,
 )
-from clarion.app.services import Services
 from clarion.app.usecases.agents import AgentSessions
 from clarion.app.usecases.auth import Authentication, hash_credential
+from clarion.app.usecases.services import Services
 from clarion.domain.errors import NotFound
 from clarion.domain.limits import Limits
 from clarion.domain.model import Identity

@@ -34,9 +34,9 @@ from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
 from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_routes
 from clarion.adapters.wire import models
-from clarion.app.services import Services
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.services import Services
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
 from clarion.ports.events import EventSource

@@ -1,5 +1,6 @@
 """Use cases: the application operations every surface (REST, MCP, web, CLI) calls.
 
-They import ports and the domain only, never an adapter; :func:`clarion.app.services.build_services`
-wires one instance of each.
+This sub-package is the application ring: its modules import ports and the domain only, never an
+adapter or :mod:`clarion.app.root`; :func:`clarion.app.usecases.services.build_services` wires one
+instance of each.
 """

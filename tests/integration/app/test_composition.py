@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.sql import create_engine
 from clarion.adapters.system import UuidIds
-from clarion.app.compose import Storage, build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import Storage, build_clarion
+from clarion.app.root.settings import Settings
 from clarion.ports.testing import ManualClock
 
 

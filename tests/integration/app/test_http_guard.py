@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from clarion.app.compose import build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 from clarion.domain.errors import ValidationError
 
 LOCAL = "127.0.0.1:8765"

@@ -22,8 +22,8 @@ from clarion.adapters.sql import (
     upgrade_database,
 )
 from clarion.adapters.system import SystemClock, UuidIds
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import Services, build_services
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import Services, build_services
 from clarion.domain.model import ANSWERED, Answer, Identity, Outcome, Resolution
 from clarion.domain.questions import OptionDraft, QuestionDraft
 

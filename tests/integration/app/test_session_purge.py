@@ -17,8 +17,8 @@ from clarion.adapters.memory import (
     InMemoryTokenStore,
 )
 from clarion.adapters.system import UuidIds
-from clarion.app.compose import Storage, build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import Storage, build_clarion
+from clarion.app.root.settings import Settings
 from clarion.domain.host import LOGIN_SESSION
 from clarion.ports.testing import ManualClock
 

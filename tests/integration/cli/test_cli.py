@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from clarion.app.cli import main
-from clarion.app.compose import Clarion, build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.cli import main
+from clarion.app.root.compose import Clarion, build_clarion
+from clarion.app.root.settings import Settings
 
 COMMANDS = [
     [],

@@ -1,7 +1,7 @@
 """Connections under ``clarion serve``'s uvicorn configuration (issue #14): idle and slow
 connections are closed, and connections beyond the concurrency limit are refused with 503.
 
-The server runs in a thread with :func:`clarion.app.serving.uvicorn_config`; the socket
+The server runs in a thread with :func:`clarion.app.root.serving.uvicorn_config`; the socket
 timeouts below only stop a broken test from hanging, they assert nothing about timing."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from clarion.app.serving import uvicorn_config
-from clarion.app.settings import Settings
+from clarion.app.root.serving import uvicorn_config
+from clarion.app.root.settings import Settings
 
 GUARD_S = 20.0  # a socket that neither closes nor answers within this is a failure
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
@@ -168,7 +168,7 @@ def test_connections_beyond_the_concurrency_limit_get_503() -> None:
 def test_serve_raises_the_open_file_limit_to_fit_the_connections_or_says_why_not() -> None:
     import resource
 
-    from clarion.app.serving import RESERVED_FILES, ensure_open_files
+    from clarion.app.root.serving import RESERVED_FILES, ensure_open_files
 
     original = resource.getrlimit(resource.RLIMIT_NOFILE)
     soft, hard = original

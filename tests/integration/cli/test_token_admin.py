@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from clarion.app.cli import main
-from clarion.app.compose import Clarion, build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.cli import main
+from clarion.app.root.compose import Clarion, build_clarion
+from clarion.app.root.settings import Settings
 from clarion.domain.errors import NotFound
 
 

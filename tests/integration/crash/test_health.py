@@ -11,8 +11,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import QueuePool
 from starlette.testclient import TestClient
 
-from clarion.app.compose import build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 
 
 def test_healthz_answers_ok_while_every_pooled_connection_and_worker_is_taken(

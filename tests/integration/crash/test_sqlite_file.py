@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from clarion.adapters.sql import create_engine
-from clarion.app.compose import build_clarion
-from clarion.app.settings import Settings
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 from clarion.domain.errors import ValidationError
 from tests.integration.crash.serving import serving, start_serve, wait_ready
 from tests.integration.multiprocess.cluster import ROOT, STARTUP_TIMEOUT_S
@@ -52,8 +52,8 @@ def test_build_clarion_refuses_a_file_another_process_holds_and_shares_it_within
     holder = wait_ready(start_serve(settings.database_url, "holder", tmp_path))
     try:
         script = (
-            "from clarion.app.compose import build_clarion\n"
-            "from clarion.app.settings import Settings\n"
+            "from clarion.app.root.compose import build_clarion\n"
+            "from clarion.app.root.settings import Settings\n"
             f"build_clarion(Settings(database_url={settings.database_url!r}))\n"
         )
         refused = subprocess.run(

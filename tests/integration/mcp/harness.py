@@ -40,9 +40,9 @@ from clarion.adapters.sql import (
     upgrade_database,
 )
 from clarion.adapters.system import SystemClock, UuidIds
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import Services, build_services
 from clarion.app.usecases.auth import Authentication
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import Services, build_services
 from clarion.domain.host import Session, Task, Workspace
 from clarion.domain.limits import Limits
 from clarion.domain.model import Identity

@@ -32,9 +32,9 @@ from clarion.adapters.rest import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher
 from clarion.adapters.sql import SqlClaimRepository, SqlHostRepository, SqlTokenStore
 from clarion.adapters.system import SystemClock, UuidIds
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import Services, build_services
 from clarion.app.usecases.auth import Authentication
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import Services, build_services
 from clarion.domain.limits import Limits
 from clarion.domain.model import Resolution
 from clarion.ports.claims import ClaimRepository

@@ -7,9 +7,9 @@ import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
 
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import build_services
 from clarion.app.usecases.ask import AskResult
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import build_services
 from clarion.domain.errors import (
     InvalidArgument,
     InvalidQuestions,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clarion.adapters.memory import InMemoryTokenStore
-from clarion.app.authorization import HostTaskAuthorizer
+from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.host import AGENT_TOKEN_PREFIX, UNOWNED_WORKSPACE_USER, HostOperations
 from clarion.domain.errors import InvalidArgument, NotFound
 from clarion.domain.model import Identity, SessionState

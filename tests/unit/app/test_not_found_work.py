@@ -10,8 +10,8 @@ import pytest
 
 from clarion.adapters.memory import InMemoryClaimRepository, InMemoryHostRepository, InMemoryStore
 from clarion.adapters.system import SystemClock
-from clarion.app.authorization import HostTaskAuthorizer
 from clarion.app.usecases.access import load_authorized_bundle, load_authorized_session
+from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.domain.errors import NotFound
 from clarion.domain.model import Identity, Option, Question
 from tests.unit.app.world import CountingIds

@@ -13,8 +13,8 @@ import attrs
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory import InMemoryClaimRepository, InMemoryHostRepository, InMemoryStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.services import Services, build_services
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.services import Services, build_services
 from clarion.domain.host import Session, Task, Workspace
 from clarion.domain.model import Answer, Identity, Outcome, Question
 from clarion.domain.questions import OptionDraft, QuestionDraft

@@ -7,7 +7,7 @@ import sys
 
 import structlog
 
-from clarion.app.settings import LogFormat
+from clarion.app.root.settings import LogFormat
 
 
 def configure_logging(log_format: LogFormat, *, level: int = logging.INFO) -> None:

@@ -22,9 +22,9 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from clarion.app.compose import build_clarion
-from clarion.app.logging_setup import configure_logging
-from clarion.app.settings import Settings
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.logging_setup import configure_logging
+from clarion.app.root.settings import Settings
 
 QUESTIONS = [
     {

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
-from clarion.app.cli.common import database_flag, settings_of
-from clarion.app.logging_setup import configure_logging
-from clarion.app.settings import (
+from clarion.app.root.cli.common import database_flag, settings_of
+from clarion.app.root.logging_setup import configure_logging
+from clarion.app.root.settings import (
     parse_auth,
     parse_elicitation,
     parse_live_delivery,
@@ -95,8 +95,8 @@ def serve_command(args: argparse.Namespace) -> int:
             super().handle_exit(sig, frame)
 
     from clarion.adapters.resume import is_plain_http_to_another_host
-    from clarion.app.compose import build_clarion
-    from clarion.app.serving import ensure_open_files, uvicorn_config
+    from clarion.app.root.compose import build_clarion
+    from clarion.app.root.serving import ensure_open_files, uvicorn_config
 
     settings = settings_of(
         args,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from clarion.app.cli.common import CliError, database_flag, settings_of
+from clarion.app.root.cli.common import CliError, database_flag, settings_of
 from clarion.app.usecases.auth import Authentication
 from clarion.domain.host import LOGIN_SESSION, AccessToken
 
@@ -77,7 +77,7 @@ def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
     """Users and tokens in the database of ``args`` (admin commands write there directly).
     Nothing is served or recovered, so no SQLite file lock is taken: these commands may run
     next to the serving process."""
-    from clarion.app.compose import administration
+    from clarion.app.root.compose import administration
 
     with administration(settings_of(args)) as authentication:
         yield authentication

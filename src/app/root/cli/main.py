@@ -14,11 +14,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from clarion.app.cli import admin, questions, serve
-from clarion.app.cli.common import CliError
-from clarion.app.client import ClientError
-from clarion.app.logging_setup import configure_logging
-from clarion.app.settings import LogFormat, parse_log_format
+from clarion.app.root.cli import admin, questions, serve
+from clarion.app.root.cli.common import CliError
+from clarion.app.root.client import ClientError
+from clarion.app.root.logging_setup import configure_logging
+from clarion.app.root.settings import LogFormat, parse_log_format
 from clarion.domain.errors import ClarionError
 
 
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from clarion.app.demo import run_demo
+    from clarion.app.root.demo import run_demo
 
     return run_demo()
 

@@ -50,13 +50,13 @@ from clarion.adapters.sql import (
 )
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.adapters.web import web_routes
-from clarion.app.authorization import HostTaskAuthorizer
-from clarion.app.crashpoints import crashing_claims, crashing_dispatcher
-from clarion.app.services import Services, build_services
-from clarion.app.settings import Settings
+from clarion.app.root.crashpoints import crashing_claims, crashing_dispatcher
+from clarion.app.root.settings import Settings
 from clarion.app.usecases.auth import Authentication
+from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
+from clarion.app.usecases.services import Services, build_services
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository

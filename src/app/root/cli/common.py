@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from clarion.app.settings import DEFAULT_DATABASE_URL, Settings
+from clarion.app.root.settings import DEFAULT_DATABASE_URL, Settings
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 

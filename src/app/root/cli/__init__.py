@@ -1,7 +1,7 @@
-"""The ``clarion`` command (``clarion.app.cli:main`` is the console script): the parser and
+"""The ``clarion`` command (``clarion.app.root.cli:main`` is the console script): the parser and
 ``main`` in :mod:`.main`, ``serve`` in :mod:`.serve`, the database, user and token commands in
 :mod:`.admin`, and the REST client commands in :mod:`.questions`."""
 
-from clarion.app.cli.main import build_parser, main
+from clarion.app.root.cli.main import build_parser, main
 
 __all__ = ["build_parser", "main"]

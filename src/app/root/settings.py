@@ -14,7 +14,7 @@ from typing import Final, Literal
 
 import attrs
 
-from clarion.app.crashpoints import parse_crash_point
+from clarion.app.root.crashpoints import parse_crash_point
 from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
 
@@ -48,7 +48,7 @@ class Settings:
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names served besides loopback
-    # Connections (clarion.app.serving): beyond limit_concurrency open connections or running
+    # Connections (clarion.app.root.serving): beyond limit_concurrency open connections or running
     # requests uvicorn answers 503; a connection waiting for a request head longer than
     # header_timeout_s, or idle between requests longer than keep_alive_timeout_s, is closed.
     limit_concurrency: int = 1000
@@ -64,7 +64,7 @@ class Settings:
     # than any delivery can take), every interval.
     recovery_grace_s: float = 120.0
     recovery_interval_s: float = 60.0
-    # Crash tests only (clarion.app.crashpoints): SIGKILL this process right after the named
+    # Crash tests only (clarion.app.root.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
     test_crash_after: str = ""
     # "auto": the ask tool also offers its bundle as a form to an MCP client that declared form

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from clarion.app.cli.common import DEFAULT_URL, CliError, server_flags
-from clarion.app.client import ClarionClient, ClientError
+from clarion.app.root.cli.common import DEFAULT_URL, CliError, server_flags
+from clarion.app.root.client import ClarionClient, ClientError
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

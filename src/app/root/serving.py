@@ -27,7 +27,7 @@ from typing import Any, Final
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from clarion.app.settings import Settings
+from clarion.app.root.settings import Settings
 
 # File descriptors kept free for everything but client connections: the database, logs,
 # live delivery, and the listening socket.
