@@ -1,5 +1,6 @@
 """Ports: the protocols adapters implement. Contract suites live in :mod:`clarion.ports.testing`."""
 
+from clarion.ports.answer_links import AnswerLinkStore, LinkUse
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.events import Event, EventPublisher, EventSource
@@ -10,6 +11,7 @@ from clarion.ports.tokens import TokenStore, UserDirectory
 from clarion.ports.waiters import Confirm, Delivery, DeliveryResult, WaitEnd, WaitEnded, Waiters
 
 __all__ = [
+    "AnswerLinkStore",
     "ClaimRepository",
     "ClaimResult",
     "Clock",
@@ -21,6 +23,7 @@ __all__ = [
     "EventSource",
     "HostRepository",
     "IdGenerator",
+    "LinkUse",
     "ReconcileReport",
     "ResumeDispatcher",
     "ResumeRecord",

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from clarion.adapters.memory import (
+    InMemoryAnswerLinkStore,
     InMemoryClaimRepository,
     InMemoryHostRepository,
     InMemoryStore,
@@ -15,8 +16,9 @@ from clarion.adapters.memory import (
 )
 from clarion.adapters.system import UuidIds
 from clarion.app.usecases.authorization import HostTaskAuthorizer
-from clarion.ports import TaskAuthorizer
+from clarion.ports import AnswerLinkStore, TaskAuthorizer
 from clarion.ports.testing import (
+    AnswerLinkStoreContract,
     ClaimRepositoryContract,
     ContractWorld,
     HostRepositoryContract,
@@ -63,6 +65,12 @@ class TestHostTaskAuthorizer(TaskAuthorizerContract):
     @pytest.fixture(name="authorizer")
     def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
         return HostTaskAuthorizer(world.host)
+
+
+class TestInMemoryAnswerLinkStore(AnswerLinkStoreContract):
+    @pytest.fixture(name="store")
+    def fixture_store(self) -> AnswerLinkStore:
+        return InMemoryAnswerLinkStore()
 
 
 def test_importing_the_ports_and_memory_adapters_does_not_import_pytest() -> None:

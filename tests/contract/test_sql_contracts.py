@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
+from clarion.adapters.sql import SqlAnswerLinkStore
 from clarion.app.usecases.authorization import HostTaskAuthorizer
-from clarion.ports import TaskAuthorizer
+from clarion.ports import AnswerLinkStore, TaskAuthorizer
 from clarion.ports.testing import (
+    AnswerLinkStoreContract,
     ClaimRepositoryContract,
     ContractWorld,
     HostRepositoryContract,
@@ -101,3 +103,16 @@ class TestPostgresHostTaskAuthorizer(TaskAuthorizerContract):
     @pytest.fixture(name="authorizer")
     def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
         return HostTaskAuthorizer(world.host)
+
+
+class TestSqliteAnswerLinkStore(AnswerLinkStoreContract):
+    @pytest.fixture(name="store")
+    def fixture_store(self, sqlite_engine: Engine) -> AnswerLinkStore:
+        return SqlAnswerLinkStore(sqlite_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresAnswerLinkStore(AnswerLinkStoreContract):
+    @pytest.fixture(name="store")
+    def fixture_store(self, postgres_engine: Engine) -> AnswerLinkStore:
+        return SqlAnswerLinkStore(postgres_engine)

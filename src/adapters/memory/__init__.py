@@ -1,11 +1,13 @@
 """Reference in-memory adapters: shipped product code, and the oracle SQL is tested against."""
 
+from clarion.adapters.memory.answer_links import InMemoryAnswerLinkStore
 from clarion.adapters.memory.claims import InMemoryClaimRepository
 from clarion.adapters.memory.host import InMemoryHostRepository
 from clarion.adapters.memory.store import InMemoryStore
 from clarion.adapters.memory.tokens import InMemoryTokenStore
 
 __all__ = [
+    "InMemoryAnswerLinkStore",
     "InMemoryClaimRepository",
     "InMemoryHostRepository",
     "InMemoryStore",

@@ -6,6 +6,7 @@ PostgreSQL, with Alembic migrations shipped in the package.
     claims = SqlClaimRepository(engine, clock, ids)
 """
 
+from clarion.adapters.sql.answer_links import SqlAnswerLinkStore
 from clarion.adapters.sql.claims import SqlClaimRepository
 from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
 from clarion.adapters.sql.filelock import DatabaseInUse
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "TABLE_NAMES",
     "DatabaseInUse",
+    "SqlAnswerLinkStore",
     "SqlClaimRepository",
     "SqlHostRepository",
     "SqlTokenStore",

@@ -208,4 +208,17 @@ access_tokens = sa.Table(
     sa.Index("ix_access_tokens_user_id", "user_id"),
 )
 
+# Used signed answer links (issue #17): the link's nonce, what it was bound to, when it was used
+# and when its token expires (rows past that are purged; the token no longer verifies).
+answer_link_uses = sa.Table(
+    "answer_link_uses",
+    metadata,
+    sa.Column("link_id", Key, primary_key=True),
+    sa.Column("pending_id", Key, nullable=False),
+    sa.Column("user_id", Key, nullable=False),
+    sa.Column("used_at", UtcDateTime, nullable=False),
+    sa.Column("expires_at", UtcDateTime, nullable=False),
+    sa.Index("ix_answer_link_uses_expires_at", "expires_at"),
+)
+
 TABLE_NAMES = tuple(metadata.tables)

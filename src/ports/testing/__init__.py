@@ -36,7 +36,8 @@ Usage — subclass each suite in your own test module and provide a fresh world 
         def fixture_authorizer(self, world: ContractWorld) -> TaskAuthorizer:
             return HostTaskAuthorizer(world.host)
 
-``HostRepositoryContract`` and ``TokenStoreContract`` are subclassed the same way.
+``HostRepositoryContract`` and ``TokenStoreContract`` are subclassed the same way;
+``AnswerLinkStoreContract`` needs a ``store`` fixture (a fresh answer-link store) instead.
 ``WaitersContract`` (async, anyio) needs a ``waiters`` fixture instead of a world, and an
 implementation spanning processes also overrides ``responder`` (see its module). The world's
 implementations must read ``world.clock`` (a :class:`ManualClock`) for every timestamp they
@@ -45,6 +46,7 @@ Suites seed data only through the ports (:class:`ContractWorld` helpers, includi
 ``raw_row`` for legacy and malformed clarification rows), so no suite knows how you store it.
 """
 
+from clarion.ports.testing.answer_links import AnswerLinkStoreContract
 from clarion.ports.testing.authorizer import TaskAuthorizerContract
 from clarion.ports.testing.claims import ClaimRepositoryContract, ClaimTransitionsContract
 from clarion.ports.testing.host import HostRepositoryContract
@@ -64,6 +66,7 @@ from clarion.ports.testing.world import (
 )
 
 __all__ = [
+    "AnswerLinkStoreContract",
     "ClaimLifecycleContract",
     "ClaimRepositoryContract",
     "ClaimTransitionsContract",

@@ -1,0 +1,71 @@
+"""The SQL :class:`clarion.ports.answer_links.AnswerLinkStore`: one row per used answer link
+in ``answer_link_uses``, keyed by the link's nonce. The primary key makes :meth:`consume`
+atomic on SQLite and PostgreSQL alike: a second insert of the same nonce fails."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.schema import answer_link_uses
+from clarion.ports.answer_links import LinkUse
+
+
+class SqlAnswerLinkStore:
+    """See the module docstring."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = check_engine(engine)
+        self._writes = for_writes(engine)
+
+    def consume(self, use: LinkUse) -> bool:
+        try:
+            with self._writes.begin() as connection:
+                connection.execute(
+                    sa.insert(answer_link_uses).values(
+                        link_id=use.link_id,
+                        pending_id=use.pending_id,
+                        user_id=use.user_id,
+                        used_at=use.used_at,
+                        expires_at=use.expires_at,
+                    )
+                )
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def find(self, link_id: str) -> LinkUse | None:
+        with read_transaction(self._engine) as connection:
+            row = (
+                connection.execute(
+                    sa.select(answer_link_uses).where(answer_link_uses.c.link_id == link_id)
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            return None
+        return LinkUse(
+            link_id=row["link_id"],
+            pending_id=row["pending_id"],
+            user_id=row["user_id"],
+            used_at=row["used_at"],
+            expires_at=row["expires_at"],
+        )
+
+    def release(self, link_id: str) -> bool:
+        with self._writes.begin() as connection:
+            result = connection.execute(
+                sa.delete(answer_link_uses).where(answer_link_uses.c.link_id == link_id)
+            )
+        return result.rowcount > 0
+
+    def purge(self, now: datetime) -> int:
+        with self._writes.begin() as connection:
+            result = connection.execute(
+                sa.delete(answer_link_uses).where(answer_link_uses.c.expires_at < now)
+            )
+        return result.rowcount
