@@ -1,4 +1,5 @@
-"""The one HTTP gate in front of every route: Host and Origin checks, JSON-only bodies.
+"""The one HTTP gate in front of every route: Host and Origin checks, JSON-only bodies (HTML
+forms on the answer-link route only).
 
 Shared by the REST surface (its middleware covers everything the composition root mounts
 behind it: REST, the event stream, the web inbox and the MCP endpoints) and by the MCP
@@ -21,8 +22,18 @@ request without ``Origin`` (curl, SDKs, agents) is judged by ``Host`` alone.
 
 **JSON only.** A write (any method but GET, HEAD and OPTIONS) that carries a body or a
 ``Content-Type`` must say ``application/json``, optionally with ``charset=utf-8``; anything
-else is 415 ``{"error": "unsupported media type: …"}``. A cross-site page can send
-``text/plain`` or a form without a CORS preflight, never ``application/json``.
+else is 415 ``{"error": "unsupported media type: …"}`` (the one exception follows). A
+cross-site page can send ``text/plain`` or a form without a CORS preflight, never
+``application/json``.
+
+**Forms on one route only.** The answer-link page (``/answer/<token>``, issue #17) must work
+without JavaScript, so its ``POST`` is an HTML form: on the paths under ``form_paths`` (that
+prefix by default) a write must say ``application/x-www-form-urlencoded`` (optionally with
+``charset=utf-8``) instead, else 415. Nowhere else is a form body accepted, and JSON is not
+accepted there. The exception is safe because that route's credential is the signed token in
+its own path — no cookie or bearer token is read there (the authentication middleware skips
+the same prefix) — and the Host and Origin checks above still apply: a cross-site form
+carries its own ``Origin`` and is refused with 403.
 
 **No caching.** Every response that does not choose its own ``Cache-Control`` (the inbox page
 and its assets do) gets ``Cache-Control: no-store``: API answers carry questions, answers and
@@ -47,6 +58,8 @@ LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 JSON_MEDIA_TYPE: Final = "application/json"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_PATHS: Final = ("/healthz",)
+FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
+FORM_PATHS: Final = ("/answer/",)  # path prefixes whose writes are HTML forms, not JSON
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _NO_STORE: Final = (b"cache-control", b"no-store")
 _SHOWN: Final = 100  # characters of a refused header value echoed in the error
@@ -57,6 +70,14 @@ UNSUPPORTED_MEDIA_TYPE: Final = 415
 UNSUPPORTED_MEDIA_TYPE_MESSAGE: Final = (
     "unsupported media type: Content-Type must be application/json (optionally charset=utf-8)"
 )
+UNSUPPORTED_FORM_TYPE_MESSAGE: Final = (
+    "unsupported media type: Content-Type must be application/x-www-form-urlencoded"
+)
+
+
+def is_form_path(path: str, prefixes: Collection[str] = FORM_PATHS) -> bool:
+    """True for a path (below ``root_path``) under one of the form-posting prefixes."""
+    return any(path.startswith(prefix) for prefix in prefixes)
 
 
 def _split_authority(authority: str) -> tuple[str, int | None] | None:
@@ -132,9 +153,9 @@ class HostAllowlist:
         return self.allows(authority, default_port=default_port)
 
 
-def _media_type_is_json(content_type: str) -> bool:
+def _media_type_is(content_type: str, expected: str) -> bool:
     media_type, *parameters = (part.strip().lower() for part in content_type.split(";"))
-    if media_type != JSON_MEDIA_TYPE:
+    if media_type != expected:
         return False
     for parameter in parameters:
         key, _, value = parameter.partition("=")
@@ -177,7 +198,8 @@ def _shown(value: str) -> str:
 
 
 class HttpGuard:
-    """Pure ASGI middleware: the Host, Origin and JSON-only checks (see the module)."""
+    """Pure ASGI middleware: the Host, Origin and JSON-only checks (see the module);
+    ``form_paths`` are the path prefixes whose writes are HTML forms instead."""
 
     def __init__(
         self,
@@ -185,10 +207,12 @@ class HttpGuard:
         *,
         allowed_hosts: HostAllowlist | None = None,
         open_paths: Collection[str] = OPEN_PATHS,
+        form_paths: Collection[str] = FORM_PATHS,
     ) -> None:
         self.app = app
         self._allowed = allowed_hosts if allowed_hosts is not None else HostAllowlist.of()
         self._open = frozenset(open_paths)
+        self._form = tuple(form_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get(GUARD_SCOPE_KEY):
@@ -210,7 +234,8 @@ class HttpGuard:
         await self.app(scope, receive, send_no_store)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
-        if _relative_path(scope) in self._open:
+        path = _relative_path(scope)
+        if path in self._open:
             return None
         headers = Headers(scope=scope)
         host = headers.get("host", "")
@@ -221,10 +246,16 @@ class HttpGuard:
         if origin is not None and not self._allowed.allows_origin(origin):
             return FORBIDDEN, f"origin not allowed: {_shown(origin)!r}"
         if scope.get("method", "GET") not in SAFE_METHODS:
+            # The one exception to JSON only: HTML forms on the form paths (module docstring).
+            expected, message = (
+                (FORM_MEDIA_TYPE, UNSUPPORTED_FORM_TYPE_MESSAGE)
+                if is_form_path(path, self._form)
+                else (JSON_MEDIA_TYPE, UNSUPPORTED_MEDIA_TYPE_MESSAGE)
+            )
             content_type = headers.get("content-type")
             if content_type is None:
                 if _carries_body(headers):
-                    return UNSUPPORTED_MEDIA_TYPE, UNSUPPORTED_MEDIA_TYPE_MESSAGE
-            elif not _media_type_is_json(content_type):
-                return UNSUPPORTED_MEDIA_TYPE, UNSUPPORTED_MEDIA_TYPE_MESSAGE
+                    return UNSUPPORTED_MEDIA_TYPE, message
+            elif not _media_type_is(content_type, expected):
+                return UNSUPPORTED_MEDIA_TYPE, message
         return None

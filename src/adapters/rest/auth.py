@@ -22,6 +22,11 @@ credentials it presents. Auth enabled, in this order:
    like every write, accepts only ``Content-Type: application/json``
    (:mod:`clarion.adapters.http_guard`), which a cross-site form cannot send.
 
+The answer-link page (``/answer/<token>``, :data:`clarion.adapters.http_guard.FORM_PATHS`)
+is not authenticated at all: its credential is the signed token in its path, so neither a
+cookie (nor its CSRF check) nor a bearer token is read there, and the request carries no
+identity.
+
 Paths under ``/api/`` (except login and logout) need an identity: without one the answer is
 401 ``{"error": "authentication required"}`` with ``WWW-Authenticate: Bearer``. Every other
 path (``/healthz``, ``/openapi.json``, the web inbox, the MCP endpoints) is served with
@@ -49,6 +54,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters import wire
+from clarion.adapters.http_guard import is_form_path
 from clarion.adapters.rest.bodies import read_model
 from clarion.adapters.rest.errors import (
     CSRF_FAILED,
@@ -161,7 +167,10 @@ class AuthMiddleware:
             return
         connection = HTTPConnection(scope)
         path = _route_path(scope)
-        if not self._enabled:
+        if is_form_path(path):
+            # The answer-link page: the token in the path is the credential (module docstring).
+            context = AuthContext(identity=None, via="none")
+        elif not self._enabled:
             context = AuthContext(identity=Identity.synthetic_admin(), via="disabled")
         else:
             try:

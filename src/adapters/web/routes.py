@@ -15,6 +15,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clarion.adapters.web.answer import answer_routes
+from clarion.app.usecases.answer_links import AnswerLinks
+
 STATIC_PATH = "/static"
 _PACKAGE = "clarion.adapters.web"
 _ASSETS = "static"
@@ -68,11 +71,12 @@ def _read_page() -> str:
     return (resources.files(_PACKAGE) / _ASSETS / "index.html").read_text(encoding="utf-8")
 
 
-def web_routes() -> list[BaseRoute]:
-    """The inbox routes: ``GET /`` (the page) and ``/static/...`` (its assets).
+def web_routes(answer_links: AnswerLinks | None = None) -> list[BaseRoute]:
+    """The inbox routes: ``GET /`` (the page) and ``/static/...`` (its assets), plus, with
+    ``answer_links``, the answer-link page ``/answer/{token}`` (:mod:`.answer`).
 
-    Mount them after the API routes; they claim only ``/`` and :data:`STATIC_PATH`. The page
-    is read once here, when the routes are built, never at import time.
+    Mount them after the API routes; they claim only ``/``, :data:`STATIC_PATH` and
+    ``/answer/``. The page is read once here, when the routes are built, never at import time.
     """
     page = _read_page()
 
@@ -83,4 +87,5 @@ def web_routes() -> list[BaseRoute]:
     return [
         Route("/", inbox, methods=["GET"], name="web_inbox"),
         Mount(STATIC_PATH, app=_AddHeaders(assets, _ASSET_HEADERS), name="web_static"),
+        *(answer_routes(answer_links) if answer_links is not None else ()),
     ]

@@ -29,6 +29,7 @@ from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.mcp import build_mcp
 from clarion.adapters.memory import (
+    InMemoryAnswerLinkStore,
     InMemoryClaimRepository,
     InMemoryHostRepository,
     InMemoryStore,
@@ -39,6 +40,7 @@ from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_wait
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
+    SqlAnswerLinkStore,
     SqlClaimRepository,
     SqlHostRepository,
     SqlTokenStore,
@@ -52,12 +54,14 @@ from clarion.adapters.system import SystemClock, UuidIds
 from clarion.adapters.web import web_routes
 from clarion.app.root.crashpoints import crashing_claims, crashing_dispatcher
 from clarion.app.root.settings import Settings
+from clarion.app.usecases.answer_links import AnswerLinks
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
+from clarion.ports.answer_links import AnswerLinkStore
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher, EventSource
@@ -81,7 +85,9 @@ class Clarion:
 
     ``asgi_app`` serves REST, both MCP surfaces and the web inbox; ``services`` are the use
     cases (``services.resolver.resolve(identity, pending_id, outcome)`` is the spec's
-    ``ResolveBundle``); ``authentication`` issues users and personal access tokens.
+    ``ResolveBundle``); ``authentication`` issues users and personal access tokens;
+    ``answer_links`` makes the signed single-use answer links e-mail carries
+    (``answer_links.link_for(recipient, pending_id)``) and serves their page.
     """
 
     settings: Settings
@@ -89,6 +95,7 @@ class Clarion:
     authentication: Authentication
     asgi_app: Starlette
     storage: Storage
+    answer_links: AnswerLinks
     _lock_released: bool = attrs.field(default=False, init=False)
 
     @property
@@ -130,17 +137,21 @@ class Clarion:
 
 @attrs.frozen
 class Storage:
-    """Persistence as one unit: the claims, host records and tokens that share a store.
+    """Persistence as one unit: the claims, host records, tokens and used answer links that
+    share a store.
 
     Build one with :meth:`in_memory` or :meth:`sql` (on an engine you created and own), or
     from your own repositories, and pass it as ``build_clarion(storage=...)``; Clarion then
     opens no database of its own. ``engine`` (when the repositories are SQL) is the database
     live delivery and start-up recovery look at, and whose schema :meth:`upgrade` migrates.
+    Without ``answer_links`` the uses of answer links are kept in memory (a link could then
+    answer again after a restart, though its bundle is resolved by then).
     """
 
     claims: ClaimRepository
     host: HostRepository
     tokens: TokenStore
+    answer_links: AnswerLinkStore | None = None
     label: str = "provided by the host"
     engine: Engine | None = None
     check: Callable[[], object] | None = None  # the health probe (``/healthz``)
@@ -156,6 +167,7 @@ class Storage:
             claims=InMemoryClaimRepository(store, clock, ids),
             host=InMemoryHostRepository(store, clock, ids),
             tokens=InMemoryTokenStore(store, clock, ids),
+            answer_links=InMemoryAnswerLinkStore(),
             label="in memory (nothing is kept)",
         )
 
@@ -170,6 +182,7 @@ class Storage:
             claims=SqlClaimRepository(engine, clock, ids),
             host=SqlHostRepository(engine, clock, ids),
             tokens=SqlTokenStore(engine, clock, ids),
+            answer_links=SqlAnswerLinkStore(engine),
             label=engine.url.render_as_string(hide_password=True),
             engine=engine,
             check=check,
@@ -317,6 +330,43 @@ def _allowed_hosts(settings: Settings) -> HostAllowlist:
         raise ValidationError(str(exc), field="allowed_hosts") from exc
 
 
+def answer_link_base_url(settings: Settings) -> str:
+    """Where people reach this service: ``http://<host>:<port>`` of ``clarion serve``.
+
+    (Seam for the lead: ``CLARION_PUBLIC_URL``, owned by the notifications branch, takes
+    precedence once merged.)
+    """
+    host = settings.host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
+    return f"http://{host}:{settings.port}"
+
+
+def _answer_links(
+    settings: Settings, storage: Storage, services: Services, users: TokenStore
+) -> AnswerLinks:
+    if not settings.answer_link_keys:
+        log.info(
+            "answer_links.ephemeral_key",
+            detail="CLARION_ANSWER_LINK_KEYS is unset: answer links are signed with a random "
+            "key of this process and stop working when it restarts",
+        )
+    return AnswerLinks(
+        resolver=services.resolver,
+        claims=services.claims,
+        users=users,
+        store=storage.answer_links
+        if storage.answer_links is not None
+        else InMemoryAnswerLinkStore(),
+        clock=services.clock,
+        runner=services.runner,
+        base_url=answer_link_base_url(settings),
+        keys=settings.answer_link_keys,
+        ttl=timedelta(seconds=settings.answer_link_ttl_s),
+        auth_enabled=settings.auth_enabled,
+    )
+
+
 def build_clarion(
     settings: Settings | None = None,
     *,
@@ -382,6 +432,7 @@ def build_clarion(
         limits=settings.limits,
     )
     authentication = Authentication(tokens, clock, ids)
+    answer_links = _answer_links(settings, storage, services, tokens)
     mcp = build_mcp(
         services,
         auth_enabled=settings.auth_enabled,
@@ -436,7 +487,7 @@ def build_clarion(
         event_source=_event_source(events),
         database_check=storage.check,
         allowed_hosts=allowed_hosts,
-        extra_routes=[*mcp.routes, *web_routes()],
+        extra_routes=[*mcp.routes, *web_routes(answer_links)],
         lifespan=lifespan,
     )
     return Clarion(
@@ -445,4 +496,5 @@ def build_clarion(
         authentication=authentication,
         asgi_app=app,
         storage=storage,
+        answer_links=answer_links,
     )

@@ -74,6 +74,11 @@ class Settings:
     # every key unseals (rotation). Empty: one random key per process, so a retry must reach
     # the process that offered the form. Replicas share one ring.
     elicitation_keys: tuple[bytes, ...] = attrs.field(default=(), repr=False)
+    # Signed single-use answer links (e-mail): the key ring works like elicitation_keys (the
+    # first key signs, every key verifies; empty: one random key per process, so links stop
+    # working at a restart), and a link stays valid this long after it is made.
+    answer_link_keys: tuple[bytes, ...] = attrs.field(default=(), repr=False)
+    answer_link_ttl_s: float = 7 * 24 * 3600.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -133,6 +138,10 @@ class Settings:
             values["elicitation"] = parse_elicitation(elicitation, "CLARION_ELICITATION")
         if keys := env.get("CLARION_ELICITATION_KEYS", "").strip():
             values["elicitation_keys"] = parse_key_ring(keys, "CLARION_ELICITATION_KEYS")
+        if keys := env.get("CLARION_ANSWER_LINK_KEYS", "").strip():
+            values["answer_link_keys"] = parse_key_ring(keys, "CLARION_ANSWER_LINK_KEYS")
+        if ttl := env.get("CLARION_ANSWER_LINK_TTL", "").strip():
+            values["answer_link_ttl_s"] = parse_duration(ttl, "CLARION_ANSWER_LINK_TTL")
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -216,6 +225,27 @@ def parse_key_ring(value: str, name: str) -> tuple[bytes, ...]:
             )
         keys.append(key)
     return tuple(keys)
+
+
+_DURATION_UNITS: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: str, name: str) -> float:
+    """Seconds from ``604800``, ``90s``, ``30m``, ``12h`` or ``7d`` (positive)."""
+    text = value.strip().lower()
+    unit = _DURATION_UNITS.get(text[-1:], 0.0)
+    number_text = text[:-1] if unit else text
+    try:
+        number = float(number_text) * (unit or 1.0)
+    except ValueError:
+        number = -1.0
+    if not number > 0 or number == float("inf"):
+        raise ValidationError(
+            f"{name} must be a positive duration such as 7d, 12h, 30m or 3600 (seconds), "
+            f"got {value!r}",
+            field=name,
+        )
+    return number
 
 
 def parse_elicitation(value: str, name: str) -> ElicitationMode:

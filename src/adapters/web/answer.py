@@ -1,0 +1,438 @@
+"""The answer-link page: ``GET`` and ``POST /answer/<token>`` (issue #17, e-mail answer links).
+
+Server-rendered HTML that works without JavaScript (the page loads none). ``GET`` shows the
+bundle — the agent's context, every question, its options and a free-text field, and "Skip"
+with an optional reason, as the inbox offers — with a form that posts back to the same URL.
+``GET`` reads only, so a mail scanner that follows the link answers nothing; only the form's
+``POST`` (``application/x-www-form-urlencoded``, the one route the HTTP gate lets a form reach)
+answers, through :meth:`clarion.app.usecases.answer_links.AnswerLinks.answer`.
+
+Every question's options are checkboxes: a Clarion answer may select any number of a
+question's options (N8 constrains membership only; nothing marks a question single-select),
+exactly as in the inbox. A validation error (N6–N8b, or nothing chosen at all) re-renders the
+form with the person's input and the message next to the field it names. Every other outcome —
+recorded, already answered (the winner's answer), used, expired, invalid, no longer available
+— is a page with a clear message, never an error page.
+
+All text an agent or a person wrote is HTML-escaped and wrapped in ``<bdi>`` (a bidirectional
+isolate), like the inbox, so neither markup nor direction controls leak into the page.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import attrs
+import structlog
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from clarion.app.usecases.answer_links import (
+    ANSWER_PATH,
+    NOT_RECORDED,
+    AnswerLinks,
+    LinkPage,
+    LinkState,
+)
+from clarion.domain.errors import ClarionError, InvalidOutcome, failure_fields
+from clarion.domain.model import REJECTED, Answer, Outcome, Question
+
+log = structlog.get_logger(__name__)
+
+FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
+MAX_FIELDS: Final = 10_000
+NOTHING_CHOSEN: Final = "Choose an option or write an answer first, or skip the question."
+STORE_FAILED: Final = "Clarion could not read this question right now. Please try again."
+
+_CONTENT_SECURITY_POLICY: Final = "; ".join(
+    (
+        "default-src 'none'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+PAGE_HEADERS: Final[Mapping[str, str]] = {
+    "Content-Security-Policy": _CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    # Not no-referrer: with it a browser sends ``Origin: null`` on the form's POST, which the
+    # HTTP gate refuses. same-origin keeps the token-bearing URL from every other site.
+    "Referrer-Policy": "same-origin",
+    "X-Robots-Tag": "noindex, nofollow",
+    "Cache-Control": "no-store",  # the page shows questions and answers
+}
+
+_STATUS: Final[Mapping[LinkState, int]] = {
+    LinkState.INVALID: 404,
+    LinkState.UNAVAILABLE: 404,
+    LinkState.EXPIRED: 410,
+    LinkState.FAILED: 503,
+}
+
+_MESSAGES: Final[Mapping[LinkState, str]] = {
+    LinkState.USED: "This answer link has already been used; it answers only once.",
+    LinkState.CLOSED: (
+        "This question is no longer active (the agent moved on or the session ended). "
+        "Nothing was recorded."
+    ),
+    LinkState.EXPIRED: (
+        "This answer link has expired. Nothing was recorded; the question may still be "
+        "waiting in the Clarion inbox."
+    ),
+    LinkState.INVALID: (
+        "This is not a valid answer link. Check that the whole link from the message was "
+        "opened; nothing was recorded."
+    ),
+    LinkState.UNAVAILABLE: (
+        "This question no longer exists or is no longer available to you. Nothing was recorded."
+    ),
+}
+
+_ANSWER_INDEX = re.compile(r"\banswers\[(\d+)\]")
+
+
+def _text(value: str) -> str:
+    """Escaped text as a bidirectional isolate."""
+    return f"<bdi>{html.escape(value, quote=True)}</bdi>"
+
+
+def _attr(value: str) -> str:
+    return html.escape(value, quote=True)
+
+
+@attrs.frozen
+class FormInput:
+    """What the person submitted (kept to re-render the form after a validation error)."""
+
+    selected: tuple[tuple[str, ...], ...] = ()
+    texts: tuple[str, ...] = ()
+    reason: str = ""
+    skip: bool = False
+
+    def outcome(self, questions: Sequence[Question]) -> Outcome:
+        if self.skip:
+            return Outcome.reject(self.reason)
+        return Outcome.answer(
+            *(
+                Answer(
+                    question_id=question.id,
+                    selected_options=self.selected[index],
+                    custom_text=self.texts[index],
+                )
+                for index, question in enumerate(questions)
+            )
+        )
+
+    def is_empty(self) -> bool:
+        return not self.skip and not any(self.selected) and not any(t.strip() for t in self.texts)
+
+
+@attrs.frozen
+class FormErrors:
+    """A message for the whole form, per question index, or for the skip reason."""
+
+    form: str = ""
+    questions: Mapping[int, str] = attrs.field(factory=dict)
+    reason: str = ""
+
+
+def parse_form(body: bytes, question_count: int) -> FormInput:
+    """The form fields of ``body`` (URL-encoded UTF-8).
+
+    Raises:
+        ValueError: the body is not URL-encoded UTF-8 or has too many fields.
+    """
+    fields = urllib.parse.parse_qsl(
+        body.decode("utf-8"),
+        keep_blank_values=True,
+        max_num_fields=MAX_FIELDS,
+        errors="strict",
+    )
+    values: dict[str, list[str]] = {}
+    for name, value in fields:
+        values.setdefault(name, []).append(value)
+
+    def first(name: str) -> str:
+        return values.get(name, [""])[0]
+
+    return FormInput(
+        selected=tuple(tuple(values.get(f"q{i}-options", [])) for i in range(question_count)),
+        texts=tuple(first(f"q{i}-text") for i in range(question_count)),
+        reason=first("reason"),
+        skip=first("action") == "skip",
+    )
+
+
+def errors_for(exc: InvalidOutcome, submitted: FormInput) -> FormErrors:
+    """Place a validation error next to the field it names (``answers[i]…`` → question i)."""
+    message = str(exc)
+    field = exc.field or ""
+    if field in ("reject_reason", "reason"):
+        return FormErrors(reason=message)
+    match = _ANSWER_INDEX.search(field)
+    if match is not None and int(match.group(1)) < len(submitted.texts):
+        return FormErrors(questions={int(match.group(1)): message})
+    return FormErrors(form=message)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _document(body: str) -> str:
+    return (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light dark">\n'
+        '<meta name="referrer" content="same-origin">\n'
+        "<title>Clarion — answer a question</title>\n"
+        '<link rel="icon" href="../static/icon.svg" type="image/svg+xml">\n'
+        '<link rel="stylesheet" href="../static/inbox.css">\n'
+        "</head>\n<body>\n"
+        '<header class="masthead"><h1><img src="../static/icon.svg" alt="" width="28" '
+        'height="28"> Clarion</h1></header>\n'
+        f'<main id="main">\n{body}\n'
+        '<p class="meta"><a href="../">Open the Clarion inbox</a></p>\n'
+        "</main>\n</body>\n</html>\n"
+    )
+
+
+def _titles(questions: Sequence[Question]) -> str:
+    many = len(questions) > 1
+    titles = [
+        question.title or (f"Question {i + 1}" if many else "Question")
+        for i, question in enumerate(questions)
+    ]
+    return " · ".join(_text(title) for title in titles)
+
+
+def _head(page: LinkPage) -> str:
+    questions = page.questions
+    count = f'<p class="meta">{len(questions)} questions</p>' if len(questions) > 1 else ""
+    context = (
+        '<div class="context"><p class="context-label">Context from the agent</p>'
+        f'<p class="context-text">{_text(page.context)}</p></div>'
+        if page.context
+        else ""
+    )
+    return (
+        f'<header class="bundle-head"><h2 id="bundle-title">{_titles(questions)}</h2>{count}'
+        f"</header>{context}"
+    )
+
+
+def _question(index: int, question: Question, submitted: FormInput, error: str) -> str:
+    qid = f"q{index}"
+    chosen = set(submitted.selected[index]) if index < len(submitted.selected) else set()
+    text = submitted.texts[index] if index < len(submitted.texts) else ""
+    title = (
+        f'<span class="q-title">{_text(question.title)}</span>'
+        '<span class="visually-hidden">: </span>'
+        if question.title
+        else ""
+    )
+    prompt = _text(question.prompt or "(this question has no text)")
+    options = []
+    for j, option in enumerate(question.options):
+        oid = f"{qid}-o{j}"
+        described = f' aria-describedby="{oid}-desc"' if option.description else ""
+        checked = " checked" if option.option_id in chosen else ""
+        description = (
+            f'<span class="option-desc" id="{oid}-desc">{_text(option.description)}</span>'
+            if option.description
+            else ""
+        )
+        options.append(
+            f'<label class="option" for="{oid}">'
+            f'<input type="checkbox" id="{oid}" name="{qid}-options" '
+            f'value="{_attr(option.option_id)}"{checked}{described}>'
+            f'<span class="option-text"><span class="option-label">'
+            f"{_text(option.label or option.option_id)}</span>{description}</span></label>"
+        )
+    hint = (
+        "Choose any that apply, add your own words, or both."
+        if options
+        else "No options were offered; answer in your own words."
+    )
+    invalid = ' aria-invalid="true"' if error else ""
+    return (
+        f'<fieldset class="question" id="{qid}"><legend>{title}'
+        f'<span class="q-prompt">{prompt}</span></legend>'
+        f'<p class="hint">{hint}</p>'
+        + (f'<div class="options">{"".join(options)}</div>' if options else "")
+        + f'<div class="free-text"><label for="{qid}-text">'
+        f"{'Your own answer (optional)' if options else 'Your answer'}</label>"
+        f'<textarea id="{qid}-text" name="{qid}-text" rows="2" '
+        f'aria-describedby="{qid}-msg"{invalid}>{html.escape(text)}</textarea>'
+        f'<div class="field-meta"><p class="field-error" id="{qid}-msg">'
+        f"{_text(error) if error else ''}</p></div></div></fieldset>"
+    )
+
+
+def render_form(
+    page: LinkPage, submitted: FormInput | None = None, errors: FormErrors | None = None
+) -> str:
+    """The bundle and its answer form (``page.state`` is OPEN)."""
+    submitted = submitted if submitted is not None else FormInput()
+    errors = errors if errors is not None else FormErrors()
+    questions = "".join(
+        _question(i, question, submitted, errors.questions.get(i, ""))
+        for i, question in enumerate(page.questions)
+    )
+    many = len(page.questions) > 1
+    skip_label = f"Skip {'these questions' if many else 'this question'} instead…"
+    reason_invalid = ' aria-invalid="true"' if errors.reason else ""
+    open_skip = " open" if errors.reason or submitted.skip else ""
+    form_error = _text(errors.form) if errors.form else ""
+    body = (
+        '<article class="bundle" aria-labelledby="bundle-title">'
+        f"{_head(page)}"
+        '<form class="answer-form" method="post" aria-describedby="form-error">'
+        f"{questions}"
+        f'<p class="form-error" id="form-error" role="alert">{form_error}</p>'
+        '<div class="actions"><button type="submit" name="action" value="answer" '
+        'class="primary">Submit answer</button></div>'
+        f'<details class="skip"{open_skip}><summary>{skip_label}</summary>'
+        '<div class="skip-body"><p class="hint">The agent is told the question was skipped, '
+        "with your reason if you give one.</p>"
+        '<label for="reason">Reason for skipping (optional)</label>'
+        f'<textarea id="reason" name="reason" rows="2" aria-describedby="reason-msg"'
+        f"{reason_invalid}>{html.escape(submitted.reason)}</textarea>"
+        '<div class="field-meta"><p class="field-error" id="reason-msg">'
+        f"{_text(errors.reason) if errors.reason else ''}</p></div>"
+        '<button type="submit" name="action" value="skip" class="secondary">Skip</button>'
+        "</div></details></form></article>"
+    )
+    return _document(body)
+
+
+def _describe(question: Question, answer: Answer | None) -> str:
+    if answer is None:
+        return _text("(no answer)")
+    labels = {option.option_id: option.label or option.option_id for option in question.options}
+    parts = []
+    chosen = ", ".join(_text(labels.get(o, o)) for o in answer.selected_options)
+    if chosen:
+        parts.append(chosen)
+    if answer.custom_text:
+        parts.append(f"“{_text(answer.custom_text)}”")
+    return " — ".join(parts) if parts else _text("(no answer)")
+
+
+def _recorded(page: LinkPage) -> str:
+    resolution = page.resolution
+    if resolution is None:
+        return ""
+    if resolution.status == REJECTED:
+        if not resolution.reject_reason:
+            return ""
+        reason = _text(resolution.reject_reason)
+        return f'<dl class="recorded"><dt>Reason</dt><dd>{reason}</dd></dl>'
+    by_id = {answer.question_id: answer for answer in resolution.answers}
+    items = "".join(
+        f"<dt>{_text(question.title or question.prompt or f'Question {i + 1}')}</dt>"
+        f"<dd>{_describe(question, by_id.get(question.id))}</dd>"
+        for i, question in enumerate(page.questions)
+    )
+    return f'<dl class="recorded">{items}</dl>'
+
+
+def outcome_title(page: LinkPage, *, submitted: bool) -> str:
+    """The sentence an outcome page leads with."""
+    resolution = page.resolution
+    rejected = resolution is not None and resolution.status == REJECTED
+    if page.state is LinkState.RECORDED:
+        return "You skipped this question." if rejected else "Your answer was sent to the agent."
+    if page.state is LinkState.ANSWERED:
+        if page.link_used:
+            lead = "This answer link has already been used."
+        elif submitted:
+            lead = "Already answered: someone else answered first. Your answer was not used."
+        else:
+            lead = "Already answered."
+        return f"{lead} The question was skipped." if rejected else f"{lead} This was recorded:"
+    if page.state is LinkState.FAILED:
+        return page.message
+    return _MESSAGES.get(page.state, "")
+
+
+def render_outcome(page: LinkPage, *, submitted: bool) -> str:
+    """Any state but OPEN: the message, and the recorded answer when there is one."""
+    title = outcome_title(page, submitted=submitted)
+    result = "won" if page.state is LinkState.RECORDED else "lost"
+    head = _head(page) if page.questions else ""
+    body = (
+        '<article class="bundle closed" aria-labelledby="bundle-title">'
+        f"{head}"
+        f'<section class="result result-{result}" aria-label="Outcome">'
+        f'<p class="result-title" role="status">{_text(title)}</p>{_recorded(page)}'
+        "</section></article>"
+    )
+    return _document(body)
+
+
+def _response(content: str, status: int = 200) -> Response:
+    return HTMLResponse(content, status_code=status, headers=dict(PAGE_HEADERS))
+
+
+def _page_response(page: LinkPage, *, submitted: bool) -> Response:
+    if page.state is LinkState.OPEN:
+        return _response(render_form(page))
+    return _response(render_outcome(page, submitted=submitted), _STATUS.get(page.state, 200))
+
+
+def _store_failed() -> Response:
+    page = LinkPage(state=LinkState.FAILED, message=STORE_FAILED)
+    return _response(render_outcome(page, submitted=False), 503)
+
+
+def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
+    """``GET`` (and ``HEAD``) and ``POST`` ``/answer/{token}``."""
+
+    async def show(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            page = await links.view(token)
+        except ClarionError as exc:
+            log.warning("answer_link.view_failed", **failure_fields(exc))
+            return _store_failed()
+        return _page_response(page, submitted=False)
+
+    async def submit(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            page = await links.view(token)
+        except ClarionError as exc:
+            log.warning("answer_link.view_failed", **failure_fields(exc))
+            return _store_failed()
+        if page.state is not LinkState.OPEN:
+            return _page_response(page, submitted=True)
+        try:
+            submitted = parse_form(await request.body(), len(page.questions))
+        except ValueError:
+            errors = FormErrors(form="The form could not be read. Please submit it again.")
+            return _response(render_form(page, None, errors), 400)
+        if submitted.is_empty():
+            return _response(render_form(page, submitted, FormErrors(form=NOTHING_CHOSEN)), 400)
+        try:
+            result = await links.answer(token, submitted.outcome(page.questions))
+        except InvalidOutcome as exc:
+            return _response(render_form(page, submitted, errors_for(exc, submitted)), 400)
+        except ClarionError as exc:
+            log.warning("answer_link.answer_failed", **failure_fields(exc))
+            return _store_failed()
+        if result.state is LinkState.FAILED and result.message == NOT_RECORDED:
+            # Not recorded: show the form again, with what the person entered.
+            return _response(render_form(page, submitted, FormErrors(form=result.message)), 503)
+        return _page_response(result, submitted=True)
+
+    return [
+        Route(ANSWER_PATH + "{token}", show, methods=["GET"], name="answer_link"),
+        Route(ANSWER_PATH + "{token}", submit, methods=["POST"], name="answer_link_submit"),
+    ]
