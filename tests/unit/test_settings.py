@@ -122,3 +122,31 @@ def test_the_elicitation_key_ring_is_read_from_base64_and_a_short_key_names_the_
         with pytest.raises(ValidationError) as caught:
             Settings.from_env({"CLARION_ELICITATION_KEYS": bad})
         assert caught.value.field == "CLARION_ELICITATION_KEYS"
+
+
+def test_the_answer_link_key_ring_is_read_like_the_elicitation_ring() -> None:
+    first, second = bytes(range(32)), bytes(range(1, 41))
+    ring = ",".join([base64.b64encode(first).decode(), base64.urlsafe_b64encode(second).decode()])
+    settings = Settings.from_env({"CLARION_ANSWER_LINK_KEYS": ring})
+    assert settings.answer_link_keys == (first, second)
+    assert "answer_link_keys" not in repr(settings)
+    assert Settings.from_env({}).answer_link_keys == ()
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({"CLARION_ANSWER_LINK_KEYS": base64.b64encode(b"short").decode()})
+    assert caught.value.field == "CLARION_ANSWER_LINK_KEYS"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("7d", 604800.0), ("12h", 43200.0), ("30m", 1800.0), ("90s", 90.0), ("3600", 3600.0)],
+)
+def test_the_answer_link_lifetime_takes_a_duration(text: str, seconds: float) -> None:
+    assert Settings.from_env({"CLARION_ANSWER_LINK_TTL": text}).answer_link_ttl_s == seconds
+    assert Settings.from_env({}).answer_link_ttl_s == 7 * 86400.0
+
+
+@pytest.mark.parametrize("text", ["0", "-1d", "soon", "d", "1e999", "nan"])
+def test_a_bad_answer_link_lifetime_names_the_variable(text: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({"CLARION_ANSWER_LINK_TTL": text})
+    assert caught.value.field == "CLARION_ANSWER_LINK_TTL"
