@@ -45,7 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clarion.adapters import wire
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
 from clarion.app.usecases.auth import identity_bound
-from clarion.domain.errors import ClarionError, ValidationError, failure_fields
+from clarion.domain.errors import ValidationError, failure_fields
 from clarion.domain.model import Identity
 
 SCOPE_KEY: Final = "clarion.mcp"
@@ -215,8 +215,6 @@ def build_server(
             try:
                 _check_storable(call.arguments)
                 return await entry.handler(call)
-            except ClarionError as exc:
-                return tool_error(exc, tool=params.name)
             except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)
                 return tool_error(exc, tool=params.name)
 

@@ -54,9 +54,7 @@ from clarion.adapters.rest.errors import (
     CSRF_FAILED,
     INTERNAL_ERROR,
     INVALID_TOKEN,
-    Resource,
     failure,
-    guarded,
     unauthenticated,
 )
 from clarion.adapters.rest.routes import Endpoint
@@ -243,7 +241,6 @@ def auth_routes(
 ) -> dict[str, Endpoint]:
     """``POST /auth/login``, ``POST /auth/logout`` and ``GET /auth/me``."""
 
-    @guarded(Resource.NONE)
     async def login(request: Request) -> Response:
         # Login CSRF: HttpGuard admits only application/json writes, which a cross-site form
         # cannot send without a preflight.
@@ -288,7 +285,6 @@ def auth_routes(
         )
         return response
 
-    @guarded(Resource.NONE)
     async def logout(request: Request) -> Response:
         cookie = request.cookies.get(cookie_name(SESSION_COOKIE, request))
         if cookie and authentication is not None:
@@ -307,7 +303,6 @@ def auth_routes(
         )
         return response
 
-    @guarded(Resource.NONE)
     async def me(request: Request) -> Response:
         return JSONResponse(wire.unstructure(_me(auth_context(request), auth_enabled=auth_enabled)))
 

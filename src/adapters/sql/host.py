@@ -31,7 +31,7 @@ from clarion.adapters.sql.schema import (
     tasks,
     workspaces,
 )
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.model import SessionState
 from clarion.domain.rows import MessageRecord
@@ -182,7 +182,7 @@ class SqlHostRepository:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id))
             if exists.first() is None:
-                raise NotFound(f"task not found: {task_id}")
+                raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
             session = Session(
                 id=self._ids.new_id(),
@@ -260,7 +260,7 @@ class SqlHostRepository:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             now = self._clock.now()
             return insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
 
@@ -305,14 +305,14 @@ class SqlHostRepository:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             turn_owner = connection.execute(
                 sa.select(task_session_turns.c.task_session_id).where(
                     task_session_turns.c.id == turn_id
                 )
             ).scalar()
             if turn_owner != session_id:
-                raise NotFound(f"turn not found: {turn_id}")
+                raise NotFound(resource=Resource.TURN, key=turn_id)
             record = new_message(
                 message_id=self._ids.new_id(),
                 session_id=session_id,

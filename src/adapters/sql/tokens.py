@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine, RowMapping
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
 from clarion.adapters.sql.schema import access_tokens, users
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
 
@@ -77,7 +77,7 @@ class SqlTokenStore:
                 sa.select(users.c.active).where(users.c.id == user_id)
             ).first()
             if found is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             result = connection.execute(
                 sa.update(users)
                 .where(users.c.id == user_id, users.c.active == sa.true())
@@ -99,7 +99,7 @@ class SqlTokenStore:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
             if exists.first() is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             token = AccessToken(
                 id=token_id,
                 user_id=user_id,
@@ -140,7 +140,7 @@ class SqlTokenStore:
         with read_transaction(self._engine) as connection:
             exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
             if exists.first() is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             rows = connection.execute(
                 sa.select(access_tokens)
                 .where(access_tokens.c.user_id == user_id)
