@@ -8,7 +8,6 @@ row. Task lists carry the pending-action projection (T1, T2; facts §4.11).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from typing import Final
@@ -16,6 +15,7 @@ from typing import Final
 import attrs
 
 from clarion.app.usecases.access import load_authorized_session
+from clarion.app.usecases.auth import hash_credential
 from clarion.app.usecases.runner import Runner
 from clarion.domain.activeness import primary_session_pending_action, task_pending_action
 from clarion.domain.errors import InvalidArgument, NotFound, Resource
@@ -34,11 +34,6 @@ AGENT_TOKEN_PREFIX: Final = "clarion_agt_"
 # The identity an agent acts with when its session's workspace has no owner: it sees only
 # unowned rows (upstream facts §5.11's sentinel for the same case).
 UNOWNED_WORKSPACE_USER: Final = "clarion:unowned-workspace"
-
-
-def hash_agent_token(token: str) -> str:
-    """The SHA-256 hex digest stored in place of a session's agent token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 @attrs.frozen
@@ -215,7 +210,7 @@ class HostOperations:
             except NotFound:
                 raise NotFound(resource=Resource.TASK) from None
         return self._host.create_session(
-            task_id, is_primary=is_primary, agent_token_hash=hash_agent_token(token)
+            task_id, is_primary=is_primary, agent_token_hash=hash_credential(token)
         )
 
     async def get_session(self, identity: Identity, session_id: str) -> Session:
@@ -268,7 +263,7 @@ class HostOperations:
         if (
             session is None
             or not session.agent_token_hash
-            or not hmac.compare_digest(session.agent_token_hash, hash_agent_token(agent_token))
+            or not hmac.compare_digest(session.agent_token_hash, hash_credential(agent_token))
             or is_terminal_state(session.state)
         ):
             raise NotFound(resource=Resource.SESSION)

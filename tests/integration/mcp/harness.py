@@ -160,6 +160,7 @@ class McpWorld:
         limits: Limits | None = None,
         agent_workspace: str = "",
         elicitation: bool = True,
+        authentication_class: type[Authentication] = Authentication,
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -185,7 +186,7 @@ class McpWorld:
             users=tokens,
             limits=limits,
         )
-        authentication = Authentication(tokens, clock, ids)
+        authentication = authentication_class(tokens, clock, ids)
         surfaces = build_mcp(
             services,
             auth_enabled=auth_enabled,
