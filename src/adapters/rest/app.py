@@ -106,13 +106,13 @@ def build_rest(
     ``database_check`` raises when the database is unreachable (``/healthz`` answers 503
     then); ``allowed_hosts`` are the ``Host`` names served
     (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only)."""
-    limiter = services.runner.limiter
+    limiter = services.limiter
     events = EventStream(
         event_source,
         _visibility(services.listing),
         heartbeat_s=heartbeat_s,
         max_streams=services.limits.max_event_streams,
-        limiter=services.runner.limiter,
+        limiter=limiter,
     )
     document = openapi_document(auth_enabled=auth_enabled)
 

@@ -382,6 +382,7 @@ def build_clarion(
         limits=settings.limits,
     )
     authentication = Authentication(tokens, clock, ids)
+    runner = Runner(limiter)
     mcp = build_mcp(
         services,
         auth_enabled=settings.auth_enabled,
@@ -418,11 +419,11 @@ def build_clarion(
                 # deliveries older than any in flight, and keep doing so, since a process that
                 # died leaves markers nobody else would clear.
                 await _recover(services, clock, settings)
-            await _purge_sessions(authentication, services.runner)
+            await _purge_sessions(authentication, runner)
             async with anyio.create_task_group() as background:
                 if not storage.recovers_at_once:
                     background.start_soon(_keep_recovering, services, clock, settings)
-                background.start_soon(_keep_purging_sessions, authentication, services.runner)
+                background.start_soon(_keep_purging_sessions, authentication, runner)
                 try:
                     yield
                 finally:

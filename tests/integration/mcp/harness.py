@@ -145,6 +145,7 @@ class McpWorld:
     bus: InProcessEventBus
     engine: Engine
     auth_enabled: bool
+    host_repository: SqlHostRepository
     resumes: list[ResumeRequest] = attrs.field(factory=list)
     base_url: str = ""
 
@@ -212,6 +213,7 @@ class McpWorld:
             bus=bus,
             engine=engine,
             auth_enabled=auth_enabled,
+            host_repository=host,
             resumes=resumes,
         )
 
