@@ -53,6 +53,20 @@ def test_building_with_injected_storage_creates_no_file_and_opens_no_engine(
     assert engines == []
 
 
+def test_building_with_a_fresh_sqlite_url_creates_no_file_until_start_up(tmp_path: Path) -> None:
+    """Migration is start-up's step (the lifespan, or ``Clarion.upgrade``), never building's."""
+    database = tmp_path / "fresh.db"
+    clarion = build_clarion(Settings(database_url=f"sqlite:///{database}"))
+    try:
+        assert list(tmp_path.iterdir()) == []
+        with TestClient(clarion.asgi_app, base_url="http://127.0.0.1") as client:
+            assert database.exists()
+            assert "alembic_version" in sqlalchemy.inspect(clarion.engine).get_table_names()
+            assert client.get("/api/v1/workspaces").status_code == 200
+    finally:
+        clarion.close()
+
+
 def test_the_engine_created_for_a_database_url_is_the_one_counted(
     tmp_path: Path, engines: list[object]
 ) -> None:

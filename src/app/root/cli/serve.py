@@ -130,6 +130,13 @@ def serve_command(args: argparse.Namespace) -> int:
     )
     configure_logging(settings.log_format)
     clarion = build_clarion(settings)
+    # Start-up's storage step before serving (the lifespan finds it done): a SQLite file
+    # another process serves is refused here in one line, before the port is taken.
+    try:
+        clarion.upgrade()
+    except BaseException:
+        clarion.close()
+        raise
     if is_plain_http_to_another_host(settings.resume_webhook):
         print(
             "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host; "
