@@ -167,3 +167,25 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
     SQLite; on PostgreSQL (READ COMMITTED) each statement sees the latest commits."""
     with engine.connect() as connection, connection.begin():
         yield connection
+
+
+def read_with_parent(
+    engine: Engine,
+    child: sa.Table,
+    parent: sa.Table,
+    *,
+    key: str,
+    prefix: str,
+    where: sa.ColumnElement[bool],
+) -> sa.RowMapping | None:
+    """The one ``child`` row matching ``where``, with the columns of the ``parent`` row its
+    ``key`` column references (``parent.id``) as ``<prefix><column>`` — all None when there is
+    no such parent."""
+    alias = parent.alias(prefix.rstrip("_"))
+    statement = (
+        sa.select(child, *(column.label(prefix + column.name) for column in alias.c))
+        .select_from(child.outerjoin(alias, alias.c.id == child.c[key]))
+        .where(where)
+    )
+    with read_transaction(engine) as connection:
+        return connection.execute(statement).mappings().first()

@@ -11,7 +11,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, RowMapping
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import (
+    check_engine,
+    for_writes,
+    read_transaction,
+    read_with_parent,
+)
 from clarion.adapters.sql.locks import lock_sessions
 from clarion.adapters.sql.predicates import is_clarification
 from clarion.adapters.sql.records import (
@@ -118,20 +123,14 @@ class SqlHostRepository:
         return _task(row) if row is not None else None
 
     def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
-        workspace = workspaces.alias("workspace")
-        statement = (
-            sa.select(
-                tasks,
-                workspace.c.id.label("ws_id"),
-                workspace.c.name.label("ws_name"),
-                workspace.c.owner_id.label("ws_owner_id"),
-                workspace.c.created_at.label("ws_created_at"),
-            )
-            .select_from(tasks.outerjoin(workspace, workspace.c.id == tasks.c.workspace_id))
-            .where(tasks.c.id == task_id)
+        row = read_with_parent(
+            self._engine,
+            tasks,
+            workspaces,
+            key="workspace_id",
+            prefix="ws_",
+            where=tasks.c.id == task_id,
         )
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
         if row is None:
             return None
         found = None
