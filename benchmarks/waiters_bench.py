@@ -162,7 +162,7 @@ async def _run(
         f"memory per waiting ask {per_ask / 1024:6.2f} KiB | "
         f"answer-to-wake p50 {p50:6.2f} ms p99 {p99:6.2f} ms | "
         f"{asks / answer_s:7.0f} answers/s ({answerers} answerers, "
-        f"{services.runner.limiter.total_tokens:g} threads)"
+        f"{services.limiter.total_tokens:g} threads)"
     )
 
 

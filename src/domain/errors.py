@@ -3,7 +3,8 @@
 Hierarchy::
 
     ClarionError
-    ├── NotFound              the bundle/task/session does not exist or the caller may not see it
+    ├── NotFound              the bundle/task/session does not exist or the caller may not see it;
+    │                         ``resource`` (a :class:`Resource`) says which kind of thing
     ├── NotActive             the bundle exists but no longer accepts a resolution (R2, no winner)
     ├── ValidationError       caller input is wrong; ``field`` names the offending field
     │   ├── InvalidOutcome    an answer/rejection does not fit the bundle (N6–N8b, L16)
@@ -12,26 +13,39 @@ Hierarchy::
     ├── LimitExceeded         a count limit (active bundles, streams, sessions) is reached;
     │                         ``limit`` names the setting
     ├── PayloadTooLarge       a request body is over the surface's limit (CLARION_MAX_BODY_BYTES)
-    ├── ClaimError            the claim itself failed (R4a); never the caller's fault
-    └── DeliveryError         a claimed resolution could not be delivered (R7); ``retryable``
-                              says whether the bundle was restored to pending
+    ├── ClaimError            a store call failed (R4a); never the caller's fault. Its message
+    │                         is the use case's fixed text for the operation (the driver's is
+    │                         logged, never kept)
+    ├── DeliveryError         a claimed resolution could not be delivered (R7); ``retryable``
+    │                         says whether the bundle was restored to pending
+    ├── WaitEnded             (defined in clarion.ports.waiters) a wait ended without a
+    │                         resolution; ``reason`` (not found, timed out, cancelled, delivery
+    │                         failed) and ``pending_id``
+    └── ResumeRefused         (defined in clarion.ports.resume) a resume dispatcher did not accept
+                              the resume; the resolver rolls the claim back and answers with a
+                              DeliveryError, so a caller never sees this one
 
-Two more ends are signalled by the ports, outside ``ClarionError`` because they are control
-flow between a use case and its driven adapter rather than failures of a caller's request:
-
-    WaitEnded      (clarion.ports.waiters)  a wait ended without a resolution; ``reason``
-                                            (not found, timed out, cancelled, delivery failed)
-                                            and ``pending_id``; surfaces answer 504 / a tool error
-    ResumeRefused  (clarion.ports.resume)   a resume dispatcher did not accept the resume; the
-                                            claim is rolled back and can be retried
-
-Every surface maps these through exactly one table (REST status/body, MCP tool error). Messages
-are safe to show to the caller: they never carry database error text.
+Every surface maps these through exactly one table (REST: the exception handlers of
+``clarion.adapters.rest.errors``; MCP: ``clarion.adapters.mcp.errors``); docs/architecture.md
+lists both. Messages are safe to show to the caller: they never carry database error text.
 """
 
 from __future__ import annotations
 
+import enum
 import traceback
+
+
+class Resource(enum.Enum):
+    """What a :class:`NotFound` is about. The value is the text a caller is shown — never with
+    the id, so a thing the caller may not see reads exactly like a missing one (A3)."""
+
+    CLARIFICATION = "clarification request not found"
+    WORKSPACE = "workspace not found"
+    TASK = "task not found"
+    SESSION = "session not found"
+    TURN = "turn not found"
+    USER = "user not found"
 
 
 class ClarionError(Exception):
@@ -43,7 +57,20 @@ class ClarionError(Exception):
 
 
 class NotFound(ClarionError):
-    """The thing does not exist, or the caller may not see it (the two are indistinguishable)."""
+    """The thing does not exist, or the caller may not see it (the two are indistinguishable).
+
+    ``resource`` says what was not found (surfaces answer with its text); ``key`` names the
+    missing thing in ``message`` for logs and administrators. ``NotFound(message)`` alone, as a
+    host's authorizer raises it, is about a clarification request.
+    """
+
+    def __init__(
+        self, message: str = "", *, resource: Resource = Resource.CLARIFICATION, key: str = ""
+    ) -> None:
+        if not message:
+            message = f"{resource.value}: {key}" if key else resource.value
+        super().__init__(message)
+        self.resource = resource
 
 
 class NotActive(ClarionError):
@@ -98,7 +125,7 @@ class DeliveryError(ClarionError):
         self.retryable = retryable
 
 
-NOT_FOUND_MESSAGE = "clarification request not found"
+NOT_FOUND_MESSAGE = Resource.CLARIFICATION.value
 NOT_ACTIVE_MESSAGE = "clarification request is no longer active"
 
 

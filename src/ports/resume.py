@@ -8,6 +8,7 @@ from typing import Protocol
 
 import attrs
 
+from clarion.domain.errors import ClarionError
 from clarion.domain.model import RESUME, Answer
 from clarion.domain.rows import ClarificationRow
 
@@ -46,8 +47,9 @@ RESUME_MESSAGE_TYPE = RESUME
 """The transcript message type under which a durable outbox records a resume prompt."""
 
 
-class ResumeRefused(Exception):
-    """The dispatcher did not accept the resume; the claim is rolled back and can be retried."""
+class ResumeRefused(ClarionError):
+    """The dispatcher did not accept the resume; the claim is rolled back and can be retried
+    (the resolver turns it into a :class:`~clarion.domain.errors.DeliveryError`)."""
 
 
 class ResumeDispatcher(Protocol):

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import attrs
 
+from clarion.domain.errors import ClarionError
 from clarion.domain.model import Resolution
 
 
@@ -20,8 +21,9 @@ class WaitEnd(enum.Enum):
     DELIVERY_FAILED = "delivery_failed"  # an answer arrived but its durable confirmation failed
 
 
-class WaitEnded(Exception):
-    """Raised by :meth:`Waiters.wait` when it ends without a resolution."""
+class WaitEnded(ClarionError):
+    """Raised by :meth:`Waiters.wait` when it ends without a resolution (REST answers 504, MCP
+    a ``WAIT_ENDED`` tool error)."""
 
     def __init__(self, reason: WaitEnd, pending_id: str) -> None:
         super().__init__(f"{reason.value}: {pending_id}")

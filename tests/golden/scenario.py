@@ -190,6 +190,9 @@ async def serve(database_url: str, *, auth_enabled: bool) -> AsyncIterator[Serve
     )
     waiters = SignallingWaiters()
     clarion = build_clarion(settings, clock=clock, ids=StepIds(clock), waiters=waiters)
+    # Start-up's storage step, as ``clarion serve`` runs it before serving: the scenario seeds
+    # users and tokens as soon as the socket accepts, before the lifespan may have run.
+    clarion.upgrade()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -12,12 +12,13 @@ errors and ``retryable`` for delivery failures) so programs can branch without r
   setting, e.g. ``CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION``; REST answers 429).
 - ``DeliveryError`` → ``INTERNAL_ERROR``, its message (safe by construction), plus
   ``retryable`` (R7a).
+- ``WaitEnded`` → ``WAIT_ENDED``, :data:`WAIT_ENDED_MESSAGE` (an ask that ended unanswered),
+  plus ``reason`` and ``pending_id``.
 - anything else, ``ClaimError`` included → ``INTERNAL_ERROR``, :data:`INTERNAL_MESSAGE`; the
   cause is logged with the pending id and never shown (R4a, fixes §9.3).
 
-Three codes come from the surfaces rather than from an exception: ``UNAUTHORIZED`` (a call
-with no authenticated caller), ``WAIT_ENDED`` (an ask that ended unanswered; carries
-``reason`` and ``pending_id``) and ``CANCELLED`` (the client disconnected mid-call).
+Two codes come from the surfaces rather than from an exception: ``UNAUTHORIZED`` (a call
+with no authenticated caller) and ``CANCELLED`` (the client disconnected mid-call).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ from clarion.domain.errors import (
     ValidationError,
     failure_fields,
 )
+from clarion.ports.waiters import WaitEnded
 
 ERROR_META_KEY: Final = "clarion/error"
 INTERNAL_MESSAGE: Final = "internal error: the request could not be completed"
+WAIT_ENDED_MESSAGE: Final = "clarification request timed out or was cancelled"
 
 _log = structlog.get_logger(__name__)
 
@@ -61,6 +64,11 @@ def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallTo
         return error_result("VALIDATION_ERROR", exc.message, field=exc.field)
     if isinstance(exc, LimitExceeded):
         return error_result("LIMIT_EXCEEDED", exc.message, limit=exc.limit)
+    if isinstance(exc, WaitEnded):
+        _log.info("mcp_ask_wait_ended", pending_id=exc.pending_id, reason=exc.reason.value)
+        return error_result(
+            "WAIT_ENDED", WAIT_ENDED_MESSAGE, reason=exc.reason.value, pending_id=exc.pending_id
+        )
     if isinstance(exc, DeliveryError):
         _log.warning(
             "mcp_tool_delivery_failed", tool=tool, pending_id=pending_id, retryable=exc.retryable

@@ -38,14 +38,15 @@ from mcp.types import (
     Tool,
 )
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.adapters import wire
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
-from clarion.app.usecases.auth import identity_bound
-from clarion.domain.errors import ClarionError, ValidationError, failure_fields
+from clarion.app.usecases.auth import bearer_credential, identity_bound
+from clarion.domain.errors import ValidationError, failure_fields
 from clarion.domain.model import Identity
 
 SCOPE_KEY: Final = "clarion.mcp"
@@ -215,8 +216,6 @@ def build_server(
             try:
                 _check_storable(call.arguments)
                 return await entry.handler(call)
-            except ClarionError as exc:
-                return tool_error(exc, tool=params.name)
             except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)
                 return tool_error(exc, tool=params.name)
 
@@ -367,10 +366,4 @@ def is_legacy_request(headers: Mapping[str, str]) -> bool:
 
 def bearer_token(scope: Scope) -> str:
     """The ``Authorization: Bearer`` credential of a request, or ""."""
-    for key, value in scope.get("headers", ()):
-        if key == b"authorization":
-            text: str = bytes(value).decode("latin-1")
-            scheme, _, credential = text.partition(" ")
-            if scheme.lower() == "bearer":
-                return credential.strip()
-    return ""
+    return bearer_credential(Headers(scope=scope).get("authorization")) or ""

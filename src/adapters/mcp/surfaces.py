@@ -28,6 +28,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
+import anyio
+import anyio.to_thread
 import attrs
 import structlog
 from mcp.server import Server
@@ -184,7 +186,9 @@ def external_authenticator(
         token = bearer_token(scope)
         if not token:
             return None
-        identity = await services.runner(authentication.resolve_bearer, token)
+        identity = await anyio.to_thread.run_sync(
+            authentication.resolve_bearer, token, limiter=services.limiter
+        )
         if identity is None:
             return None
         return Caller(identity=identity, credential=hash_credential(token))

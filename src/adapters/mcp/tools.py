@@ -16,7 +16,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from clarion.adapters import wire
 from clarion.adapters.mcp import arguments
 from clarion.adapters.mcp.elicitation import Elicitation
-from clarion.adapters.mcp.errors import error_result, tool_error
+from clarion.adapters.mcp.errors import tool_error
 from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.adapters.wire import models
 from clarion.app.usecases.ask import Asking, AskResult
@@ -25,10 +25,8 @@ from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import ClarionError, ValidationError
 from clarion.ports.system import Clock
-from clarion.ports.waiters import WaitEnded
 
 WAITING_MESSAGE: Final = "Waiting for your response in Clarion"
-WAIT_ENDED_MESSAGE: Final = "clarification request timed out or was cancelled"
 # The ask result's top-level keys; a question id equal to one would be ambiguous in the map.
 RESERVED_QUESTION_IDS: Final = frozenset({"rejected", "reject_reason"})
 
@@ -137,30 +135,21 @@ def ask_handler(
         async def on_progress(count: int) -> None:
             await call.report_progress(float(count), WAITING_MESSAGE)
 
-        try:
-            async with session_scope(call, args) as session_id:
-                if elicitation is not None and elicitation.applies(call):
-                    result = await elicitation.ask(
-                        call, args, on_progress=on_progress, progress_interval=progress_interval
-                    )
-                else:
-                    result = await asking.ask(
-                        call.caller.identity,
-                        session_id,
-                        args.questions,
-                        args.context,
-                        context_paragraphs=args.context_paragraphs,
-                        on_progress=on_progress,
-                        progress_interval=progress_interval,
-                    )
-        except WaitEnded as ended:
-            _log.info("mcp_ask_wait_ended", pending_id=ended.pending_id, reason=ended.reason.value)
-            return error_result(
-                "WAIT_ENDED",
-                WAIT_ENDED_MESSAGE,
-                reason=ended.reason.value,
-                pending_id=ended.pending_id,
-            )
+        async with session_scope(call, args) as session_id:
+            if elicitation is not None and elicitation.applies(call):
+                result = await elicitation.ask(
+                    call, args, on_progress=on_progress, progress_interval=progress_interval
+                )
+            else:
+                result = await asking.ask(
+                    call.caller.identity,
+                    session_id,
+                    args.questions,
+                    args.context,
+                    context_paragraphs=args.context_paragraphs,
+                    on_progress=on_progress,
+                    progress_interval=progress_interval,
+                )
         if isinstance(result, InputRequiredResult):
             return result
         return json_result(ask_result_json(result))

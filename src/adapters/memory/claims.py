@@ -25,7 +25,7 @@ from clarion.domain import transitions
 from clarion.domain.activeness import (
     pending_action_for_session,
 )
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Turn
 from clarion.domain.listing import (
     ListPage,
@@ -110,7 +110,7 @@ class InMemoryClaimRepository:
         with self._store.lock:
             session = self._store.sessions.get(session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             turn_id = self._store.current_turn_id(session_id)
             if turn_id is None:
                 turn_id = self._start_turn(session_id)
@@ -195,7 +195,7 @@ class InMemoryClaimRepository:
                 return None
             session = self._store.sessions.get(resume.session_id)
             if session is None:
-                raise NotFound(f"session not found: {resume.session_id}")
+                raise NotFound(resource=Resource.SESSION, key=resume.session_id)
             turn_id = self._start_turn(session.id)
             now = self._clock.now()
             message = resume.message(session.task_id, turn_id, self._ids.new_id(), now)

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.model import SessionState
 from clarion.domain.rows import MessageRecord
@@ -83,7 +83,7 @@ class InMemoryHostRepository:
     ) -> tuple[Session, Turn]:
         with self._store.lock:
             if task_id not in self._store.tasks:
-                raise NotFound(f"task not found: {task_id}")
+                raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
             session = Session(
                 id=self._ids.new_id(),
@@ -127,7 +127,7 @@ class InMemoryHostRepository:
     def start_turn(self, session_id: str) -> Turn:
         with self._store.lock:
             if session_id not in self._store.sessions:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             return self._new_turn(session_id)
 
     def _new_turn(self, session_id: str) -> Turn:
@@ -164,10 +164,10 @@ class InMemoryHostRepository:
         with self._store.lock:
             session = self._store.sessions.get(session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             turn = self._store.turns.get(turn_id)
             if turn is None or turn.session_id != session_id:
-                raise NotFound(f"turn not found: {turn_id}")
+                raise NotFound(resource=Resource.TURN, key=turn_id)
             record = new_message(
                 message_id=self._ids.new_id(),
                 session_id=session_id,

@@ -7,7 +7,7 @@ from datetime import datetime
 import attrs
 
 from clarion.adapters.memory.store import InMemoryStore
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
 
@@ -36,7 +36,7 @@ class InMemoryTokenStore:
         with self._store.lock:
             user = self._store.users.get(user_id)
             if user is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             if not user.active:
                 return False
             self._store.users[user_id] = attrs.evolve(user, active=False)
@@ -55,7 +55,7 @@ class InMemoryTokenStore:
     ) -> AccessToken:
         with self._store.lock:
             if user_id not in self._store.users:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             token = AccessToken(
                 id=token_id,
                 user_id=user_id,
@@ -82,7 +82,7 @@ class InMemoryTokenStore:
     def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
         with self._store.lock:
             if user_id not in self._store.users:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             owned = (t for t in self._store.tokens.values() if t.user_id == user_id)
             return tuple(sorted(owned, key=lambda t: (t.created_at, t.id)))
 

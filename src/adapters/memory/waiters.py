@@ -72,6 +72,12 @@ class InMemoryWaiters:
     def has_entry(self, pending_id: str) -> bool:
         return pending_id in self._entries
 
+    def waiting(self, pending_id: str) -> int:
+        """How many tasks wait on ``pending_id`` now (0 without an entry); a task counts from
+        the first step of its ``wait``, so a test can yield until an asker is waiting."""
+        entry = self._entries.get(pending_id)
+        return entry.waiting if entry is not None else 0
+
     async def wait(self, pending_id: str, timeout: float) -> Resolution:
         """Block until the entry is delivered and confirmed.
 

@@ -15,7 +15,6 @@ import anyio
 import attrs
 import structlog
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,7 +25,7 @@ from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
 from clarion.adapters.rest.body_limit import BodyLimitMiddleware
 from clarion.adapters.rest.clarifications import clarification_routes
-from clarion.adapters.rest.errors import failure
+from clarion.adapters.rest.errors import EXCEPTION_HANDLERS, failure
 from clarion.adapters.rest.events import CanSee, EventStream
 from clarion.adapters.rest.host import host_routes
 from clarion.adapters.rest.openapi import openapi_document
@@ -56,12 +55,6 @@ class RestApi:
     middleware: tuple[Middleware, ...]
     exception_handlers: Mapping[Any, Callable[..., Any]]
     events: EventStream
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """Unknown paths and methods answer in the surface's ``{"error"}`` shape too."""
-    assert isinstance(exc, HTTPException)
-    return failure(exc.status_code, str(exc.detail).lower(), headers=exc.headers)
 
 
 def _visibility(listing: Listing) -> CanSee:
@@ -108,17 +101,18 @@ def build_rest(
     allowed_hosts: HostAllowlist | None = None,
 ) -> RestApi:
     """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
-    JSON 404/405 handler. ``event_source`` feeds the event stream (the in-process bus the
-    use cases publish to, for example); ``database_check`` raises when the database is
-    unreachable (``/healthz`` answers 503 then); ``allowed_hosts`` are the ``Host`` names
-    served (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only)."""
-    limiter = services.runner.limiter
+    exception handlers answering every error in the surface's one shape. ``event_source``
+    feeds the event stream (the in-process bus the use cases publish to, for example);
+    ``database_check`` raises when the database is unreachable (``/healthz`` answers 503
+    then); ``allowed_hosts`` are the ``Host`` names served
+    (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only)."""
+    limiter = services.limiter
     events = EventStream(
         event_source,
         _visibility(services.listing),
         heartbeat_s=heartbeat_s,
         max_streams=services.limits.max_event_streams,
-        limiter=services.runner.limiter,
+        limiter=limiter,
     )
     document = openapi_document(auth_enabled=auth_enabled)
 
@@ -159,7 +153,7 @@ def build_rest(
     return RestApi(
         routes=tuple(routes),
         middleware=middleware,
-        exception_handlers={HTTPException: _http_error},
+        exception_handlers=EXCEPTION_HANDLERS,
         events=events,
     )
 

@@ -22,20 +22,20 @@ credentials it presents. Auth enabled, in this order:
    like every write, accepts only ``Content-Type: application/json``
    (:mod:`clarion.adapters.http_guard`), which a cross-site form cannot send.
 
-The answer-link page (``/answer/<token>``, :data:`clarion.adapters.http_guard.FORM_PATHS`)
-is not authenticated at all: its credential is the signed token in its path, so neither a
-cookie (nor its CSRF check) nor a bearer token is read there, and the request carries no
-identity.
+Only paths under ``/api/`` are authenticated, each request once; those (except login and
+logout) need an identity: without one the answer is 401 ``{"error": "authentication required"}``
+with ``WWW-Authenticate: Bearer``. Every other path (``/healthz``, ``/openapi.json``, the web
+inbox and its assets) needs none and is passed through untouched; the MCP endpoints
+authenticate their own requests.
 
-Paths under ``/api/`` (except login and logout) need an identity: without one the answer is
-401 ``{"error": "authentication required"}`` with ``WWW-Authenticate: Bearer``. Every other
-path (``/healthz``, ``/openapi.json``, the web inbox, the MCP endpoints) is served with
-whatever identity the request carries, or none, and decides for itself.
+The answer-link page (``/answer/<token>``, :data:`clarion.adapters.http_guard.FORM_PATHS`) is
+outside ``/api/`` and so never authenticated: its credential is the signed token in its path,
+so neither a cookie (nor its CSRF check) nor a bearer token is read there.
 
-The identity is published three ways: ``request.state.identity`` (ASGI ``scope["state"]``),
-the ``clarion.auth`` scope key (an :class:`AuthContext`), and
-:func:`clarion.app.usecases.auth.current_identity`, which MCP tools read. ``None`` means
-nobody authenticated.
+The identity is published through one channel, :func:`clarion.app.usecases.auth.current_identity`
+(``None``: nobody authenticated), bound for the rest of the request. The ``clarion.auth`` scope
+key (an :class:`AuthContext`: how the caller authenticated, its CSRF token and credential) is
+this module's own, read through :func:`auth_context` by the routes of this package.
 """
 
 from __future__ import annotations
@@ -48,26 +48,27 @@ import anyio
 import anyio.to_thread
 import attrs
 import structlog
-from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters import wire
-from clarion.adapters.http_guard import is_form_path
 from clarion.adapters.rest.bodies import read_model
 from clarion.adapters.rest.errors import (
     CSRF_FAILED,
     INTERNAL_ERROR,
     INVALID_TOKEN,
-    Resource,
     failure,
-    guarded,
     unauthenticated,
 )
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
-from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
+from clarion.app.usecases.auth import (
+    Authentication,
+    bearer_credential,
+    hash_credential,
+    identity_bound,
+)
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
 
@@ -130,14 +131,6 @@ def cookie_name(base: str, connection: HTTPConnection) -> str:
     return SECURE_PREFIX + base if _is_https(connection) else base
 
 
-def _bearer(headers: Headers) -> str | None:
-    value = headers.get("authorization")
-    if value is None:
-        return None
-    scheme, _, credential = value.partition(" ")
-    return credential.strip() if scheme.lower() == "bearer" else ""
-
-
 class AuthMiddleware:
     """Pure ASGI middleware attaching the caller's identity (see the module docstring).
 
@@ -162,15 +155,12 @@ class AuthMiddleware:
         self._public = frozenset(public_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or AUTH_SCOPE_KEY in scope:
+        path = _route_path(scope) if scope["type"] == "http" else ""
+        if not path.startswith(PROTECTED_PREFIX) or AUTH_SCOPE_KEY in scope:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
-        path = _route_path(scope)
-        if is_form_path(path):
-            # The answer-link page: the token in the path is the credential (module docstring).
-            context = AuthContext(identity=None, via="none")
-        elif not self._enabled:
+        if not self._enabled:
             context = AuthContext(identity=Identity.synthetic_admin(), via="disabled")
         else:
             try:
@@ -190,7 +180,6 @@ class AuthMiddleware:
                 await unauthenticated()(scope, receive, send)
                 return
         scope[AUTH_SCOPE_KEY] = context
-        scope.setdefault("state", {})["identity"] = context.identity
         with identity_bound(context.identity):
             await self.app(scope, receive, send)
 
@@ -201,7 +190,7 @@ class AuthMiddleware:
     async def _authenticate(self, connection: HTTPConnection) -> AuthContext:
         authentication = self._authentication
         assert authentication is not None
-        bearer = _bearer(connection.headers)
+        bearer = bearer_credential(connection.headers.get("authorization"))
         if bearer is not None:
             identity = await anyio.to_thread.run_sync(
                 authentication.resolve_bearer, bearer, limiter=self._limiter
@@ -252,7 +241,6 @@ def auth_routes(
 ) -> dict[str, Endpoint]:
     """``POST /auth/login``, ``POST /auth/logout`` and ``GET /auth/me``."""
 
-    @guarded(Resource.NONE)
     async def login(request: Request) -> Response:
         # Login CSRF: HttpGuard admits only application/json writes, which a cross-site form
         # cannot send without a preflight.
@@ -297,7 +285,6 @@ def auth_routes(
         )
         return response
 
-    @guarded(Resource.NONE)
     async def logout(request: Request) -> Response:
         cookie = request.cookies.get(cookie_name(SESSION_COOKIE, request))
         if cookie and authentication is not None:
@@ -316,7 +303,6 @@ def auth_routes(
         )
         return response
 
-    @guarded(Resource.NONE)
     async def me(request: Request) -> Response:
         return JSONResponse(wire.unstructure(_me(auth_context(request), auth_enabled=auth_enabled)))
 

@@ -28,14 +28,7 @@ from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
-from clarion.adapters.rest.errors import (
-    AUTHORIZE_FAILED,
-    CLAIM_FAILED,
-    CREATE_FAILED,
-    Resource,
-    failure,
-    guarded,
-)
+from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.ask import Asking
@@ -90,7 +83,6 @@ def clarification_routes(
 ) -> dict[str, Endpoint]:
     """The clarification endpoints, by operation id (the route table orders their paths)."""
 
-    @guarded(Resource.SESSION, store_failure=CREATE_FAILED)
     async def create(request: Request) -> Response:
         body = await read_model(request, models.CreateRequest)
         drafts = wire.parse_question_drafts(body.questions)
@@ -103,7 +95,6 @@ def clarification_routes(
         )
         return JSONResponse(wire.unstructure(models.Created(pending_id)))
 
-    @guarded(Resource.NONE)
     async def pending(request: Request) -> Response:
         query = request.query_params
         page = await listing.list_pending(
@@ -115,14 +106,12 @@ def clarification_routes(
         )
         return JSONResponse(wire.list_json(page, now()))
 
-    @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def get_request(request: Request) -> Response:
         live = await requests.get_request(
             require_identity(request), request.path_params["pending_id"]
         )
         return JSONResponse(live_request_json(live))
 
-    @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def wait(request: Request) -> Response:
         identity = require_identity(request)
         pending_id: str = request.path_params["pending_id"]
@@ -135,7 +124,6 @@ def clarification_routes(
             return failure(504, f"clarification request wait abandoned: {pending_id}")
         return JSONResponse(wire.wait_response_json(resolution))
 
-    @guarded(Resource.CLARIFICATION, store_failure=CLAIM_FAILED)
     async def respond(request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))
         resolution = await resolver.resolve(
@@ -143,7 +131,6 @@ def clarification_routes(
         )
         return JSONResponse(wire.respond_body(resolution))
 
-    @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def cancel(request: Request) -> Response:
         await requests.cancel(require_identity(request), request.path_params["pending_id"])
         return JSONResponse(wire.unstructure(models.Success(True)))

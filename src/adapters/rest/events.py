@@ -35,7 +35,6 @@ from starlette.types import Receive, Scope, Send
 
 from clarion.adapters.rest.auth import Credential, auth_context, require_identity
 from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
-from clarion.adapters.rest.errors import Resource, guarded
 from clarion.domain.errors import LimitExceeded
 from clarion.domain.model import Identity
 from clarion.ports.events import Event, EventSource
@@ -280,7 +279,6 @@ class EventStream:
 
     @property
     def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
-        @guarded(Resource.NONE)
         async def events(request: Request) -> Response:
             identity = require_identity(request)
             credential = auth_context(request).credential

@@ -14,7 +14,6 @@ from starlette.responses import JSONResponse, Response
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_model
-from clarion.adapters.rest.errors import Resource, guarded
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
@@ -84,32 +83,27 @@ def _json(shape: Any, status_code: int = 200) -> JSONResponse:
 def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endpoint]:
     """Workspaces, tasks, sessions, turns, transcript and resume outbox, by operation id."""
 
-    @guarded(Resource.WORKSPACE)
     async def create_workspace(request: Request) -> Response:
         body = await read_model(request, models.WorkspaceIn)
         workspace = await host.create_workspace(require_identity(request), body.name, body.owner_id)
         return _json(workspace_model(workspace), status_code=201)
 
-    @guarded(Resource.WORKSPACE)
     async def list_workspaces(request: Request) -> Response:
         workspaces = await host.list_workspaces(require_identity(request))
         items = [workspace_model(workspace) for workspace in workspaces]
         return _json(models.WorkspaceList(items, len(items)))
 
-    @guarded(Resource.WORKSPACE)  # the only thing creation can fail to find
     async def create_task(request: Request) -> Response:
         body = await read_model(request, models.TaskIn)
         task = await host.create_task(require_identity(request), body.title, body.workspace_id)
         return JSONResponse(wire.task_json(_NewTaskView(task=task)), status_code=201)
 
-    @guarded(Resource.TASK)
     async def list_tasks(request: Request) -> Response:
         views = await host.list_tasks(
             require_identity(request), request.query_params.get("workspace_id", "")
         )
         return JSONResponse(wire.tasks_json(views))
 
-    @guarded(Resource.TASK)
     async def create_session(request: Request) -> Response:
         body = await read_model(request, models.SessionIn, optional=True)
         created = await host.create_session(
@@ -123,14 +117,12 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
             status_code=201,
         )
 
-    @guarded(Resource.SESSION)
     async def get_session(request: Request) -> Response:
         session = await host.get_session(
             require_identity(request), request.path_params["session_id"]
         )
         return _json(session_model(session))
 
-    @guarded(Resource.SESSION)
     async def patch_session(request: Request) -> Response:
         body = await read_model(request, models.SessionPatch)
         session = await lifecycle.set_session_state(
@@ -138,26 +130,22 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
         )
         return _json(session_model(session))
 
-    @guarded(Resource.SESSION)
     async def start_turn(request: Request) -> Response:
         turn = await lifecycle.start_turn(
             require_identity(request), request.path_params["session_id"]
         )
         return _json(turn_model(turn), status_code=201)
 
-    @guarded(Resource.SESSION)
     async def complete_turn(request: Request) -> Response:
         detached = await lifecycle.complete_turn(
             require_identity(request), request.path_params["session_id"]
         )
         return _json(models.Detached(detached))
 
-    @guarded(Resource.SESSION)
     async def messages(request: Request) -> Response:
         records = await host.messages(require_identity(request), request.path_params["session_id"])
         return _json(models.MessageList([message_model(record) for record in records]))
 
-    @guarded(Resource.SESSION)
     async def resumes(request: Request) -> Response:
         records = await host.resumes_for_session(
             require_identity(request), request.path_params["session_id"]

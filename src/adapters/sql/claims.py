@@ -37,7 +37,7 @@ from clarion.adapters.sql.records import (
 )
 from clarion.adapters.sql.statements import Guard
 from clarion.domain import transitions
-from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.errors import ClaimError, NotFound, Resource
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import (
     CANCELLED,
@@ -205,7 +205,7 @@ class SqlClaimRepository:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             turn = load_current_turn(connection, session_id)
             if turn is None:
                 now = self._clock.now()
@@ -291,7 +291,7 @@ class SqlClaimRepository:
                     return None
                 session = load_session(connection, resume.session_id)
                 if session is None:
-                    raise NotFound(f"session not found: {resume.session_id}")
+                    raise NotFound(resource=Resource.SESSION, key=resume.session_id)
                 now = self._clock.now()
                 turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
                 message = resume.message(session.task_id, turn.id, self._ids.new_id(), now)

@@ -68,9 +68,8 @@ def create_engine(
             raise ValueError("Clarion needs a file-backed SQLite database, not :memory:")
         if sqlite_synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"sqlite_synchronous must be FULL or NORMAL: {sqlite_synchronous!r}")
-        _create_private_file(str(parsed.database))
         engine = sa.create_engine(parsed, **options)
-        _configure_sqlite(engine, sqlite_synchronous)
+        _configure_sqlite(engine, sqlite_synchronous, str(parsed.database))
     elif backend == "postgresql":
         engine = sa.create_engine(parsed, **options)
     else:
@@ -90,7 +89,13 @@ def _create_private_file(database: str) -> None:
         return  # there already, or no such folder (SQLite reports that when it connects)
 
 
-def _configure_sqlite(engine: Engine, synchronous: SqliteSynchronous) -> None:
+def _configure_sqlite(engine: Engine, synchronous: SqliteSynchronous, database: str) -> None:
+    @event.listens_for(engine, "do_connect")
+    def _before_connect(*_args: Any) -> None:
+        # The file is created on first use, not when the engine is built (building Clarion
+        # touches no database), and privately.
+        _create_private_file(database)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # None = the driver never opens transactions itself; the "begin" hook does.
@@ -162,3 +167,25 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
     SQLite; on PostgreSQL (READ COMMITTED) each statement sees the latest commits."""
     with engine.connect() as connection, connection.begin():
         yield connection
+
+
+def read_with_parent(
+    engine: Engine,
+    child: sa.Table,
+    parent: sa.Table,
+    *,
+    key: str,
+    prefix: str,
+    where: sa.ColumnElement[bool],
+) -> sa.RowMapping | None:
+    """The one ``child`` row matching ``where``, with the columns of the ``parent`` row its
+    ``key`` column references (``parent.id``) as ``<prefix><column>`` — all None when there is
+    no such parent."""
+    alias = parent.alias(prefix.rstrip("_"))
+    statement = (
+        sa.select(child, *(column.label(prefix + column.name) for column in alias.c))
+        .select_from(child.outerjoin(alias, alias.c.id == child.c[key]))
+        .where(where)
+    )
+    with read_transaction(engine) as connection:
+        return connection.execute(statement).mappings().first()

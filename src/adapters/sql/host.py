@@ -11,7 +11,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, RowMapping
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import (
+    check_engine,
+    for_writes,
+    read_transaction,
+    read_with_parent,
+)
 from clarion.adapters.sql.locks import lock_sessions
 from clarion.adapters.sql.predicates import is_clarification
 from clarion.adapters.sql.records import (
@@ -31,7 +36,7 @@ from clarion.adapters.sql.schema import (
     tasks,
     workspaces,
 )
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.model import SessionState
 from clarion.domain.rows import MessageRecord
@@ -118,20 +123,14 @@ class SqlHostRepository:
         return _task(row) if row is not None else None
 
     def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
-        workspace = workspaces.alias("workspace")
-        statement = (
-            sa.select(
-                tasks,
-                workspace.c.id.label("ws_id"),
-                workspace.c.name.label("ws_name"),
-                workspace.c.owner_id.label("ws_owner_id"),
-                workspace.c.created_at.label("ws_created_at"),
-            )
-            .select_from(tasks.outerjoin(workspace, workspace.c.id == tasks.c.workspace_id))
-            .where(tasks.c.id == task_id)
+        row = read_with_parent(
+            self._engine,
+            tasks,
+            workspaces,
+            key="workspace_id",
+            prefix="ws_",
+            where=tasks.c.id == task_id,
         )
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
         if row is None:
             return None
         found = None
@@ -182,7 +181,7 @@ class SqlHostRepository:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id))
             if exists.first() is None:
-                raise NotFound(f"task not found: {task_id}")
+                raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
             session = Session(
                 id=self._ids.new_id(),
@@ -260,7 +259,7 @@ class SqlHostRepository:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             now = self._clock.now()
             return insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
 
@@ -305,14 +304,14 @@ class SqlHostRepository:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
             if session is None:
-                raise NotFound(f"session not found: {session_id}")
+                raise NotFound(resource=Resource.SESSION, key=session_id)
             turn_owner = connection.execute(
                 sa.select(task_session_turns.c.task_session_id).where(
                     task_session_turns.c.id == turn_id
                 )
             ).scalar()
             if turn_owner != session_id:
-                raise NotFound(f"turn not found: {turn_id}")
+                raise NotFound(resource=Resource.TURN, key=turn_id)
             record = new_message(
                 message_id=self._ids.new_id(),
                 session_id=session_id,

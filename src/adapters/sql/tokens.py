@@ -8,9 +8,14 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, RowMapping
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import (
+    check_engine,
+    for_writes,
+    read_transaction,
+    read_with_parent,
+)
 from clarion.adapters.sql.schema import access_tokens, users
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
 
@@ -77,7 +82,7 @@ class SqlTokenStore:
                 sa.select(users.c.active).where(users.c.id == user_id)
             ).first()
             if found is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             result = connection.execute(
                 sa.update(users)
                 .where(users.c.id == user_id, users.c.active == sa.true())
@@ -99,7 +104,7 @@ class SqlTokenStore:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
             if exists.first() is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             token = AccessToken(
                 id=token_id,
                 user_id=user_id,
@@ -140,7 +145,7 @@ class SqlTokenStore:
         with read_transaction(self._engine) as connection:
             exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
             if exists.first() is None:
-                raise NotFound(f"user not found: {user_id}")
+                raise NotFound(resource=Resource.USER, key=user_id)
             rows = connection.execute(
                 sa.select(access_tokens)
                 .where(access_tokens.c.user_id == user_id)
@@ -149,21 +154,14 @@ class SqlTokenStore:
             return tuple(_token(row) for row in rows)
 
     def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
-        owner = users.alias("owner")
-        statement = (
-            sa.select(
-                access_tokens,
-                owner.c.id.label("owner_id"),
-                owner.c.name.label("owner_name"),
-                owner.c.is_admin.label("owner_is_admin"),
-                owner.c.active.label("owner_active"),
-                owner.c.created_at.label("owner_created_at"),
-            )
-            .select_from(access_tokens.outerjoin(owner, owner.c.id == access_tokens.c.user_id))
-            .where(access_tokens.c.token_hash == token_hash)
+        row = read_with_parent(
+            self._engine,
+            access_tokens,
+            users,
+            key="user_id",
+            prefix="owner_",
+            where=access_tokens.c.token_hash == token_hash,
         )
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
         if row is None:
             return None
         user = None

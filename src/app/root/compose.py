@@ -4,11 +4,12 @@
 any of them instead (``storage=`` — claims, host records and tokens as one unit —,
 ``authorizer=``, ``waiters=``, ``dispatcher=``, ``events=``, ``clock=``, ``ids=``), and only what
 was not passed is built. Nothing is built at import time, and an injected storage is not touched
-while building. The database ``settings`` names is opened (locked, then migrated) by
-:func:`open_storage`; an injected storage is migrated by the ASGI lifespan, which then owns the
-MCP session managers, live delivery, recovery, the purge of ended browser sessions, the event
-streams and the database engine's pool; :meth:`Clarion.close` releases the engine when no
-lifespan ran (CLI commands, scripts).
+while building. Building never creates, locks or migrates a database: that is start-up's first
+step, :meth:`Clarion.upgrade` (on a SQLite file of ``settings``, its lock, then the migrations),
+which the ASGI lifespan runs before anything else and ``clarion serve`` runs before it serves.
+The lifespan then owns the MCP session managers, live delivery, recovery, the purge of ended
+browser sessions, the event streams and the database engine's pool; :meth:`Clarion.close`
+releases the engine and the lock when no lifespan ran (CLI commands, scripts).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ class Clarion:
     asgi_app: Starlette
     storage: Storage
     answer_links: AnswerLinks
-    _lock_released: bool = attrs.field(default=False, init=False)
+    _lock: Path | None = attrs.field(default=None, init=False)
+    _upgraded: bool = attrs.field(default=False, init=False)
 
     @property
     def database_label(self) -> str:
@@ -107,9 +109,21 @@ class Clarion:
         return self.storage.engine
 
     def upgrade(self) -> None:
-        """Migrate the database to the current schema — what the ASGI lifespan does first.
-        Call it before using :attr:`services` or :attr:`authentication` without a lifespan."""
+        """Start-up's storage step, the first thing the ASGI lifespan does (``clarion serve``
+        runs it before serving): on the SQLite file ``settings`` names, take the file's lock
+        (one serving process per file), then migrate the schema to the current revision.
+        Idempotent. Call it yourself before using :attr:`services` or :attr:`authentication`
+        without a lifespan.
+
+        Raises:
+            DatabaseInUse: another process holds the SQLite file.
+        """
+        if self._upgraded:
+            return
+        if self.storage.lock_file is not None and self._lock is None:
+            self._lock = hold_sqlite_file(self.storage.lock_file)  # before anything writes
         self.storage.upgrade()
+        self._upgraded = True
 
     @property
     def resolver(self) -> Resolver:
@@ -130,9 +144,9 @@ class Clarion:
             self.engine.dispose()
         if self.storage.close_probe is not None:
             self.storage.close_probe()
-        if self.storage.lock is not None and not self._lock_released:
-            release_sqlite_file(self.storage.lock)
-            self._lock_released = True
+        if self._lock is not None:
+            release_sqlite_file(self._lock)
+            self._lock = None
 
 
 @attrs.frozen
@@ -143,7 +157,8 @@ class Storage:
     Build one with :meth:`in_memory` or :meth:`sql` (on an engine you created and own), or
     from your own repositories, and pass it as ``build_clarion(storage=...)``; Clarion then
     opens no database of its own. ``engine`` (when the repositories are SQL) is the database
-    live delivery and start-up recovery look at, and whose schema :meth:`upgrade` migrates.
+    live delivery and start-up recovery look at, and whose schema :meth:`upgrade` migrates;
+    ``lock_file`` is the SQLite file whose lock :meth:`Clarion.upgrade` takes at start-up.
     Without ``answer_links`` the uses of answer links are kept in memory (a link could then
     answer again after a restart, though its bundle is resolved by then).
     """
@@ -155,8 +170,8 @@ class Storage:
     label: str = "provided by the host"
     engine: Engine | None = None
     check: Callable[[], object] | None = None  # the health probe (``/healthz``)
-    # Held while this service lives: the SQLite file's lock (one process per file).
-    lock: Path | None = None
+    # The SQLite file held (locked) while this service serves: one process per file.
+    lock_file: str | None = None
     close_probe: Callable[[], None] | None = None  # releases the health probe's engine
 
     @classmethod
@@ -173,7 +188,7 @@ class Storage:
 
     @classmethod
     def sql(
-        cls, engine: Engine, clock: Clock, ids: IdGenerator, *, lock: Path | None = None
+        cls, engine: Engine, clock: Clock, ids: IdGenerator, *, lock_file: str | None = None
     ) -> Storage:
         """Clarion's SQL repositories on ``engine`` (SQLite or PostgreSQL), with a health
         probe of its own. The schema is migrated by :meth:`upgrade`, not here."""
@@ -186,7 +201,7 @@ class Storage:
             label=engine.url.render_as_string(hide_password=True),
             engine=engine,
             check=check,
-            lock=lock,
+            lock_file=lock_file,
             close_probe=close_probe,
         )
 
@@ -194,7 +209,7 @@ class Storage:
     def recovers_at_once(self) -> bool:
         """No other process can be delivering: no shared database, or SQLite under its file
         lock."""
-        return self.engine is None or self.lock is not None
+        return self.engine is None or self.lock_file is not None
 
     def upgrade(self) -> None:
         """Apply the database migrations (idempotent; nothing to do without an engine). The
@@ -204,22 +219,14 @@ class Storage:
 
 
 def open_storage(settings: Settings, clock: Clock, ids: IdGenerator) -> Storage:
-    """Open the storage ``settings.database_url`` names, ready to use: on SQLite take the
-    file's lock first (one serving process per file), then migrate the schema."""
+    """The storage ``settings.database_url`` names. Nothing is connected, created or migrated
+    here (the engine connects on first use); :meth:`Clarion.upgrade` does that at start-up, on
+    SQLite after taking the file's lock."""
     if settings.database_url == MEMORY_URL:
         return Storage.in_memory(clock, ids)
     engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
-    lock = None
-    if engine.dialect.name == "sqlite":
-        assert engine.url.database is not None
-        lock = hold_sqlite_file(engine.url.database)  # before anything writes to it
-    try:
-        upgrade_database(engine)
-        return Storage.sql(engine, clock, ids, lock=lock)
-    except BaseException:
-        if lock is not None:
-            release_sqlite_file(lock)
-        raise
+    lock_file = engine.url.database if engine.dialect.name == "sqlite" else None
+    return Storage.sql(engine, clock, ids, lock_file=lock_file)
 
 
 @contextmanager
@@ -343,7 +350,12 @@ def answer_link_base_url(settings: Settings) -> str:
 
 
 def _answer_links(
-    settings: Settings, storage: Storage, services: Services, users: TokenStore
+    settings: Settings,
+    storage: Storage,
+    services: Services,
+    claims: ClaimRepository,
+    users: TokenStore,
+    runner: Runner,
 ) -> AnswerLinks:
     if not settings.answer_link_keys:
         log.info(
@@ -353,13 +365,13 @@ def _answer_links(
         )
     return AnswerLinks(
         resolver=services.resolver,
-        claims=services.claims,
+        claims=claims,
         users=users,
         store=storage.answer_links
         if storage.answer_links is not None
         else InMemoryAnswerLinkStore(),
         clock=services.clock,
-        runner=services.runner,
+        runner=runner,
         base_url=answer_link_base_url(settings),
         keys=settings.answer_link_keys,
         ttl=timedelta(seconds=settings.answer_link_ttl_s),
@@ -380,12 +392,12 @@ def build_clarion(
 ) -> Clarion:
     """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``).
 
-    Only what is not passed in is built. Without ``storage``, the database
-    ``settings.database_url`` names is opened with :func:`open_storage` — its one explicit
-    start-up step: on SQLite the file's lock is taken (a second serving process fails at once),
-    then the schema is migrated; ``memory://`` keeps everything in memory. With ``storage``, no
-    database is opened, created or migrated while building; the ASGI lifespan upgrades its
-    schema first thing at start-up (:meth:`Clarion.upgrade` without a lifespan).
+    Only what is not passed in is built. Without ``storage``, the storage
+    ``settings.database_url`` names is built by :func:`open_storage` (``memory://`` keeps
+    everything in memory). Building opens, creates, locks and migrates no database, injected
+    or not: start-up's first step, :meth:`Clarion.upgrade`, does (the ASGI lifespan runs it;
+    without a lifespan, call it yourself), and on a SQLite file of ``settings`` it first takes
+    the file's lock, so a second serving process fails at once.
     ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event stream
     and the web inbox to work.
     """
@@ -393,7 +405,6 @@ def build_clarion(
     allowed_hosts = _allowed_hosts(settings)
     clock = clock if clock is not None else SystemClock()
     ids = ids if ids is not None else UuidIds()
-    injected = storage is not None
     if storage is None:
         storage = open_storage(settings, clock, ids)
     claims = crashing_claims(settings.test_crash_after, storage.claims)
@@ -432,7 +443,8 @@ def build_clarion(
         limits=settings.limits,
     )
     authentication = Authentication(tokens, clock, ids)
-    answer_links = _answer_links(settings, storage, services, tokens)
+    runner = Runner(limiter)
+    answer_links = _answer_links(settings, storage, services, claims, tokens, runner)
     mcp = build_mcp(
         services,
         auth_enabled=settings.auth_enabled,
@@ -448,10 +460,9 @@ def build_clarion(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            if injected:
-                # Start-up's first step for injected storage (open_storage already migrated
-                # its own): the schema is current before anything reads or writes.
-                await anyio.to_thread.run_sync(storage.upgrade)
+            # Start-up's first step: the SQLite file's lock, then the schema is current
+            # before anything reads or writes.
+            await anyio.to_thread.run_sync(clarion.upgrade)
             if storage.engine is not None:
                 # The lifespan owns the engine: its pool is released when serving ends (the
                 # engine stays usable, so Clarion.close() afterwards is harmless).
@@ -469,11 +480,11 @@ def build_clarion(
                 # deliveries older than any in flight, and keep doing so, since a process that
                 # died leaves markers nobody else would clear.
                 await _recover(services, clock, settings)
-            await _purge_sessions(authentication, services.runner)
+            await _purge_sessions(authentication, runner)
             async with anyio.create_task_group() as background:
                 if not storage.recovers_at_once:
                     background.start_soon(_keep_recovering, services, clock, settings)
-                background.start_soon(_keep_purging_sessions, authentication, services.runner)
+                background.start_soon(_keep_purging_sessions, authentication, runner)
                 try:
                     yield
                 finally:
@@ -490,7 +501,7 @@ def build_clarion(
         extra_routes=[*mcp.routes, *web_routes(answer_links)],
         lifespan=lifespan,
     )
-    return Clarion(
+    clarion = Clarion(
         settings=settings,
         services=services,
         authentication=authentication,
@@ -498,3 +509,4 @@ def build_clarion(
         storage=storage,
         answer_links=answer_links,
     )
+    return clarion

@@ -8,7 +8,7 @@ one answer, so a denial discloses nothing (A3).
 from __future__ import annotations
 
 from clarion.app.usecases.runner import Runner, StoreFailure
-from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound
+from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound, Resource
 from clarion.domain.host import Session
 from clarion.domain.model import Identity
 from clarion.domain.rows import Bundle
@@ -16,7 +16,6 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 
-SESSION_NOT_FOUND = "session not found"
 AUTHORIZE_FAILED = "failed to authorize clarification request"
 # A task id no task has. A bundle or session that does not exist is still authorized — against
 # this id — so that refusing it does the same work as refusing a foreign one, and the two take
@@ -68,9 +67,9 @@ def load_authorized_session(
                 identity, session.task_id if session is not None else ABSENT_TASK_ID
             )
         except NotFound:
-            raise NotFound(SESSION_NOT_FOUND) from None
+            raise NotFound(resource=Resource.SESSION) from None
     if session is None:
-        raise NotFound(SESSION_NOT_FOUND)
+        raise NotFound(resource=Resource.SESSION)
     return session
 
 

@@ -24,10 +24,14 @@ Credentials (interfaces.md "Identity and authorization"):
   value under a fixed label. The browser learns it from the login response (and ``/auth/me``),
   never from the HttpOnly cookie, so a cross-site page can neither read nor compute it.
 
-The identity of the request being served lives in a context variable (:func:`current_identity`)
-that the HTTP middleware binds, so any surface served by the same process (REST, MCP, web) reads
-one value. ``None`` there means *nobody authenticated* — which is not the same thing as
-:meth:`Identity.internal`, the unscoped identity of in-process callers.
+The identity of the request being served lives in a context variable (:func:`current_identity`),
+the one channel that publishes it: REST's middleware binds it for ``/api/`` requests and each MCP
+endpoint for its own requests, after authenticating each request once. ``None`` there means
+*nobody authenticated* — which is not the same thing as :meth:`Identity.internal`, the unscoped
+identity of in-process callers.
+
+Every surface reads a bearer credential with :func:`bearer_credential` and digests any
+credential (token, session value, agent token) with :func:`hash_credential`.
 """
 
 from __future__ import annotations
@@ -75,8 +79,17 @@ def identity_bound(identity: Identity | None) -> Iterator[None]:
 
 
 def hash_credential(credential: str) -> str:
-    """The SHA-256 hex digest stored in place of a token or session value."""
+    """The SHA-256 hex digest stored in place of a token, session value or agent token."""
     return hashlib.sha256(credential.encode("utf-8")).hexdigest()
+
+
+def bearer_credential(authorization: str | None) -> str | None:
+    """The credential of an ``Authorization`` header value: None without the header, "" when it
+    names another scheme than ``Bearer`` (case-insensitive) or no credential."""
+    if authorization is None:
+        return None
+    scheme, _, credential = authorization.partition(" ")
+    return credential.strip() if scheme.lower() == "bearer" else ""
 
 
 def _well_formed(credential: str, prefix: str) -> bool:
@@ -296,6 +309,7 @@ __all__ = [
     "IssuedToken",
     "LoginSession",
     "SessionIdentity",
+    "bearer_credential",
     "current_identity",
     "hash_credential",
     "identity_bound",

@@ -8,17 +8,17 @@ row. Task lists carry the pending-action projection (T1, T2; facts §4.11).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from typing import Final
 
 import attrs
 
-from clarion.app.usecases.access import SESSION_NOT_FOUND, load_authorized_session
+from clarion.app.usecases.access import load_authorized_session
+from clarion.app.usecases.auth import hash_credential
 from clarion.app.usecases.runner import Runner
 from clarion.domain.activeness import primary_session_pending_action, task_pending_action
-from clarion.domain.errors import InvalidArgument, NotFound
+from clarion.domain.errors import InvalidArgument, NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import task_visible
 from clarion.domain.model import Identity, SessionState, is_terminal_state
@@ -30,17 +30,10 @@ from clarion.ports.resume import RESUME_MESSAGE_TYPE
 from clarion.ports.tokens import UserDirectory
 
 HOST_FAILED = "failed to read or write the host record"
-TASK_NOT_FOUND = "task not found"
-WORKSPACE_NOT_FOUND = "workspace not found"
 AGENT_TOKEN_PREFIX: Final = "clarion_agt_"
 # The identity an agent acts with when its session's workspace has no owner: it sees only
 # unowned rows (upstream facts §5.11's sentinel for the same case).
 UNOWNED_WORKSPACE_USER: Final = "clarion:unowned-workspace"
-
-
-def hash_agent_token(token: str) -> str:
-    """The SHA-256 hex digest stored in place of a session's agent token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 @attrs.frozen
@@ -127,7 +120,7 @@ class HostOperations:
             visibility = self._authorizer.visibility(identity)
             workspace = self._host.get_workspace(workspace_id)
             if workspace is None or not visibility.sees(workspace.id, workspace.owner_id):
-                raise NotFound(WORKSPACE_NOT_FOUND)
+                raise NotFound(resource=Resource.WORKSPACE)
         return self._host.create_task(title, workspace_id)
 
     async def list_tasks(self, identity: Identity, workspace_id: str = "") -> tuple[TaskView, ...]:
@@ -210,14 +203,14 @@ class HostOperations:
         self, identity: Identity, task_id: str, is_primary: bool, token: str
     ) -> tuple[Session, Turn]:
         if not task_id or self._host.get_task(task_id) is None:
-            raise NotFound(TASK_NOT_FOUND)
+            raise NotFound(resource=Resource.TASK)
         if identity.is_scoped:
             try:
                 self._authorizer.authorize_task(identity, task_id)
             except NotFound:
-                raise NotFound(TASK_NOT_FOUND) from None
+                raise NotFound(resource=Resource.TASK) from None
         return self._host.create_session(
-            task_id, is_primary=is_primary, agent_token_hash=hash_agent_token(token)
+            task_id, is_primary=is_primary, agent_token_hash=hash_credential(token)
         )
 
     async def get_session(self, identity: Identity, session_id: str) -> Session:
@@ -270,10 +263,10 @@ class HostOperations:
         if (
             session is None
             or not session.agent_token_hash
-            or not hmac.compare_digest(session.agent_token_hash, hash_agent_token(agent_token))
+            or not hmac.compare_digest(session.agent_token_hash, hash_credential(agent_token))
             or is_terminal_state(session.state)
         ):
-            raise NotFound(SESSION_NOT_FOUND)
+            raise NotFound(resource=Resource.SESSION)
         task = self._host.get_task(session.task_id)
         workspace = (
             self._host.get_workspace(task.workspace_id) if task and task.workspace_id else None
@@ -282,5 +275,5 @@ class HostOperations:
         if owner and self._users is not None:
             user = self._users.get_user(owner)
             if user is None or not user.active:
-                raise NotFound(SESSION_NOT_FOUND)
+                raise NotFound(resource=Resource.SESSION)
         return Identity.user(owner or UNOWNED_WORKSPACE_USER)

@@ -15,7 +15,7 @@ from datetime import datetime
 import attrs
 import structlog
 
-from clarion.app.usecases.access import SESSION_NOT_FOUND, load_authorized_session
+from clarion.app.usecases.access import load_authorized_session
 from clarion.app.usecases.publishing import (
     BUNDLE_DETACHED,
     BUNDLE_EXPIRED,
@@ -25,7 +25,7 @@ from clarion.app.usecases.publishing import (
     session_event,
 )
 from clarion.app.usecases.runner import Runner
-from clarion.domain.errors import InvalidArgument, NotFound
+from clarion.domain.errors import InvalidArgument, NotFound, Resource
 from clarion.domain.host import Session, Turn
 from clarion.domain.model import Identity, SessionState, is_terminal_state
 from clarion.ports.authorizer import TaskAuthorizer
@@ -122,7 +122,7 @@ class Lifecycle:
             LIFECYCLE_FAILED, self._host.set_session_state, session.id, state
         )
         if updated is None:
-            raise NotFound(SESSION_NOT_FOUND)
+            raise NotFound(resource=Resource.SESSION)
         publish(self._events, session_event(updated))
         if is_terminal_state(updated.state):
             await self._expire(updated)

@@ -13,7 +13,7 @@ import structlog
 from clarion.app.usecases.access import authorize_bundle
 from clarion.app.usecases.publishing import BUNDLE_CANCELLED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
-from clarion.domain.errors import NOT_ACTIVE_MESSAGE, NotActive, NotFound
+from clarion.domain.errors import NOT_ACTIVE_MESSAGE, NOT_FOUND_MESSAGE, NotActive, NotFound
 from clarion.domain.model import Identity, Question, Resolution
 from clarion.domain.replay import replay_winner
 from clarion.domain.rows import is_askers_wait
@@ -65,7 +65,7 @@ class LiveRequests:
             self._run, self._claims, self._authorizer, identity, pending_id
         )
         if not self._waiters.has_entry(pending_id):
-            raise NotFound("clarification request not found")
+            raise NotFound(NOT_FOUND_MESSAGE)
         return LiveRequest(
             pending_id=pending_id,
             session_id=bundle.session_id,
@@ -133,7 +133,7 @@ class LiveRequests:
             self._run, self._claims, self._authorizer, identity, pending_id
         )
         if not self._waiters.has_entry(pending_id):
-            raise NotFound("clarification request not found")
+            raise NotFound(NOT_FOUND_MESSAGE)
         if not self._waiters.cancel(pending_id):
             raise NotActive(NOT_ACTIVE_MESSAGE)
         rows = await self._run.guarded(

@@ -58,19 +58,27 @@ class Runner:
     ) -> T:
         """Like calling the runner, but a store failure becomes :class:`ClaimError` with the
         safe message of ``failure`` (the driver's text is logged with the pending id, never
-        returned: R4a, fixes §9.3). Clarion's own errors (``NotFound``, ...) pass through."""
+        returned: R4a, fixes §9.3). A store's own :class:`ClaimError` is a store failure too
+        (its message may name rows); Clarion's other errors (``NotFound``, ...) pass through."""
         if isinstance(failure, str):
             failure = StoreFailure(failure)
         try:
             return await self(function, *args, **kwargs)
+        except ClaimError as exc:
+            self._log_failure(failure, exc)
+            raise ClaimError(failure.message) from exc
         except ClarionError:
             raise
         except Exception as exc:  # the store boundary: whatever a driver raises is a 500 (R4a)
-            log.error(
-                "store.failed",
-                operation=failure.message,
-                pending_id=failure.pending_id,
-                session_id=failure.session_id,
-                **failure_fields(exc),
-            )
+            self._log_failure(failure, exc)
             raise ClaimError(failure.message) from exc
+
+    @staticmethod
+    def _log_failure(failure: StoreFailure, exc: BaseException) -> None:
+        log.error(
+            "store.failed",
+            operation=failure.message,
+            pending_id=failure.pending_id,
+            session_id=failure.session_id,
+            **failure_fields(exc),
+        )

@@ -29,10 +29,13 @@ from clarion.ports.waiters import Waiters
 
 @attrs.frozen
 class Services:
-    """The use cases, plus the ports they were built from. Driving adapters call the use cases
-    (``listing.may_see_task`` rather than the authorizer, for example); of the rest they read
-    only the clock (``age_seconds``), the runner's worker limiter and the limits. The event
-    source a stream reads is passed to them on its own (``create_rest_app(event_source=...)``)."""
+    """The use cases: all a driving adapter (REST, MCP, the inbox, the CLI) is handed. The
+    ports they were built from stay out of reach, so no surface can go around a use case
+    (``listing.may_see_task`` rather than the authorizer, for example). Besides the use cases
+    it carries only what surfaces render or bound with: the clock (``age_seconds``), the
+    shared worker ``limiter`` (for the blocking calls a surface makes itself, such as checking
+    a credential) and the limits. The event source a stream reads is passed to a surface on
+    its own (``create_rest_app(event_source=...)``)."""
 
     resolver: Resolver
     asking: Asking
@@ -40,15 +43,8 @@ class Services:
     listing: Listing
     lifecycle: Lifecycle
     host: HostOperations
-    claims: ClaimRepository
-    host_repository: HostRepository
-    authorizer: TaskAuthorizer
-    waiters: Waiters
-    dispatcher: ResumeDispatcher
-    events: EventPublisher
     clock: Clock
-    ids: IdGenerator
-    runner: Runner
+    limiter: anyio.CapacityLimiter
     limits: Limits
 
 
@@ -129,14 +125,7 @@ def build_services(
         host=HostOperations(
             host=host, claims=claims, authorizer=authorizer, runner=runner, users=users
         ),
-        claims=claims,
-        host_repository=host,
-        authorizer=authorizer,
-        waiters=waiters,
-        dispatcher=dispatcher,
-        events=events,
         clock=clock,
-        ids=ids,
-        runner=runner,
+        limiter=runner.limiter,
         limits=limits,
     )

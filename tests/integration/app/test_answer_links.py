@@ -77,7 +77,7 @@ class World:
 
     def stored(self, pending_id: str) -> object:
         """Everything the store holds about the bundle (to show a request changed nothing)."""
-        bundle = self.clarion.services.claims.load_bundle(pending_id)
+        bundle = self.clarion.storage.claims.load_bundle(pending_id)
         assert bundle is not None
         return bundle.rows
 
@@ -93,11 +93,12 @@ async def fixture_world(database_url: str) -> AsyncIterator[World]:
         answer_link_ttl_s=3600.0,
     )
     clarion = build_clarion(settings, clock=clock, waiters=waiters)
+    clarion.upgrade()
     try:
         auth = clarion.authentication
         alice, bob, carol = (auth.create_user(name) for name in ("alice", "bob", "carol"))
         headers = {"Authorization": f"Bearer {auth.issue_token(alice.id).token}"}
-        host = clarion.services.host_repository
+        host = clarion.storage.host
         shared = host.create_task("shared", host.create_workspace("shared", owner_id="").id)
         private = host.create_task("private", host.create_workspace("mine", owner_id=alice.id).id)
         transport = httpx2.ASGITransport(app=clarion.asgi_app)

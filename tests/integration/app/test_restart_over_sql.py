@@ -118,7 +118,7 @@ async def test_restart_between_ask_and_answer_resumes_once_through_the_outbox(
         assert len(resumes) == 1
         assert resumes[0].metadata["pending_id"] == pending_id
         assert "Which database?" in resumes[0].content
-        bundle = second.claims.load_bundle(pending_id)
+        bundle = SqlClaimRepository(second_engine, SystemClock(), UuidIds()).load_bundle(pending_id)
         assert bundle is not None
         assert [row.status for row in bundle.rows] == [ANSWERED, ANSWERED]
         assert not any(row.delivery_pending for row in bundle.rows)

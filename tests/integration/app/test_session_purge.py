@@ -40,6 +40,7 @@ async def test_starting_the_application_purges_ended_sessions_and_keeps_tokens(
     clock = ManualClock(datetime.now(UTC))
     settings = Settings(database_url=database_url, auth_enabled=True, live_delivery="memory")
     clarion = build_clarion(settings, clock=clock)
+    clarion.upgrade()  # start-up's storage step, so the tokens can be seeded before serving
     auth = clarion.authentication
     try:
         user = auth.create_user("ada")

@@ -31,6 +31,7 @@ def fixture_clarion(database_url: str) -> Iterator[Clarion]:
     """The server's view of the same database (what a running server would check)."""
     settings = Settings(database_url=database_url, auth_enabled=True, live_delivery="memory")
     clarion = build_clarion(settings)
+    clarion.upgrade()  # what the server's start-up does first
     try:
         yield clarion
     finally:

@@ -25,8 +25,7 @@ def test_healthz_answers_ok_while_every_pooled_connection_and_worker_is_taken(
     assert isinstance(pool, QueuePool)
     held: list[Connection] = []
     release = threading.Event()
-    limiter = clarion.services.runner.limiter
-    assert limiter is not None
+    limiter = clarion.services.limiter
     try:
         with TestClient(clarion.asgi_app) as client:
             # Every connection the pool may hand out, taken (start-up recovery has run).

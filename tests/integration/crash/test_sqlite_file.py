@@ -44,7 +44,7 @@ def test_a_second_serve_on_the_same_sqlite_file_exits_with_one_line_naming_file_
         assert httpx2.get(f"{after.base_url}/healthz", timeout=10).status_code == 200
 
 
-def test_build_clarion_refuses_a_file_another_process_holds_and_shares_it_within_one(
+def test_start_up_refuses_a_file_another_process_holds_and_shares_it_within_one(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "held.db"
@@ -54,7 +54,7 @@ def test_build_clarion_refuses_a_file_another_process_holds_and_shares_it_within
         script = (
             "from clarion.app.root.compose import build_clarion\n"
             "from clarion.app.root.settings import Settings\n"
-            f"build_clarion(Settings(database_url={settings.database_url!r}))\n"
+            f"build_clarion(Settings(database_url={settings.database_url!r})).upgrade()\n"
         )
         refused = subprocess.run(
             [sys.executable, "-c", script],
@@ -70,6 +70,8 @@ def test_build_clarion_refuses_a_file_another_process_holds_and_shares_it_within
     finally:
         holder.kill()
     first, second = build_clarion(settings), build_clarion(settings)  # one process: shared
+    first.upgrade()
+    second.upgrade()
     second.close()
     first.close()
 

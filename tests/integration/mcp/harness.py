@@ -145,6 +145,7 @@ class McpWorld:
     bus: InProcessEventBus
     engine: Engine
     auth_enabled: bool
+    host_repository: SqlHostRepository
     resumes: list[ResumeRequest] = attrs.field(factory=list)
     base_url: str = ""
 
@@ -160,6 +161,7 @@ class McpWorld:
         limits: Limits | None = None,
         agent_workspace: str = "",
         elicitation: bool = True,
+        authentication_class: type[Authentication] = Authentication,
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -185,7 +187,7 @@ class McpWorld:
             users=tokens,
             limits=limits,
         )
-        authentication = Authentication(tokens, clock, ids)
+        authentication = authentication_class(tokens, clock, ids)
         surfaces = build_mcp(
             services,
             auth_enabled=auth_enabled,
@@ -211,6 +213,7 @@ class McpWorld:
             bus=bus,
             engine=engine,
             auth_enabled=auth_enabled,
+            host_repository=host,
             resumes=resumes,
         )
 

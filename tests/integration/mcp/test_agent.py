@@ -235,7 +235,7 @@ async def test_the_end_of_an_ask_call_without_an_mcp_session_completes_its_turn(
     """2026-07-28: the Clarion session lives as long as the call."""
     async with watching(world) as events:
         created, _ = await _ask_and_answer(world, events, alice, "auto", CLAUDE)
-    turn = world.services.host_repository.current_turn(created.session_id)
+    turn = world.host_repository.current_turn(created.session_id)
     assert turn is not None
     assert turn.completed_at is not None
 
@@ -255,12 +255,12 @@ async def test_the_end_of_a_legacy_mcp_session_completes_its_turn_and_its_bundle
             later = await world.services.asking.create(
                 alice.identity, first.session_id, drafts(1, prefix="Later"), "context"
             )
-            turn = world.services.host_repository.current_turn(first.session_id)
+            turn = world.host_repository.current_turn(first.session_id)
             assert turn is not None
             assert turn.completed_at is None
         await events.wait_for("bundle.detached", pending_id=later)
         assert (await _respond(world, alice, later)).status_code == 200
-    turn = world.services.host_repository.current_turn(first.session_id)
+    turn = world.host_repository.current_turn(first.session_id)
     assert turn is not None
     assert turn.completed_at is not None
     assert [(r.pending_id, r.session_id) for r in world.resumes] == [(later, first.session_id)]
@@ -323,7 +323,7 @@ async def test_stopping_the_server_completes_the_turns_of_open_legacy_mcp_sessio
         first = await _raw_legacy_agent_asks(world, alice, events)
         assert world.mcp.agents.bound_sessions() != {}
     try:
-        turn = world.services.host_repository.current_turn(first.session_id)
+        turn = world.host_repository.current_turn(first.session_id)
     finally:
         world.engine.dispose()  # serving disposed it already; this read opened it again
     assert turn is not None

@@ -86,7 +86,7 @@ async def test_l2a_superseded_and_terminal_session_bundles_are_not_listed(
     terminal_id = await world.bundle(alice, terminal)
     await world.services.lifecycle.start_turn(alice.identity, superseded.session.id)
     # Straight through the repository: the rows stay "pending", only the session is terminal.
-    world.services.host_repository.set_session_state(terminal.session.id, SessionState.FAILED)
+    world.host_repository.set_session_state(terminal.session.id, SessionState.FAILED)
     async with mcp_client(world.external_url, token=alice.token, mode=mode) as client:
         assert await _pending_ids(client) == [live_id]
         for pending_id in (superseded_id, terminal_id):
@@ -99,7 +99,7 @@ async def test_l2a_superseded_and_terminal_session_bundles_are_not_listed(
 def _seed_bundle_without_question_ids(world: McpWorld, agent: Agent) -> str:
     """A legacy bundle whose rows carry neither ``question_id`` nor ``question.id`` (L16)."""
     pending_id = "legacy-no-question-id"
-    turn = world.services.host_repository.current_turn(agent.session.id)
+    turn = world.host_repository.current_turn(agent.session.id)
     assert turn is not None
     question = Question(
         id="",
@@ -111,7 +111,7 @@ def _seed_bundle_without_question_ids(world: McpWorld, agent: Agent) -> str:
     )
     del metadata["question_id"]
     del metadata["question"]["id"]
-    world.services.host_repository.append_message(
+    world.host_repository.append_message(
         agent.session.id,
         turn_id=turn.id,
         content="Which?",

@@ -16,6 +16,8 @@ from clarion.adapters.mcp.catalog import HAND_WRITTEN, render_catalog, update_ca
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE
 from clarion.adapters.mcp.schemas import external_tools, session_tools
 from clarion.adapters.mcp.server import AuthGate, Caller
+from clarion.app.usecases.auth import Authentication
+from clarion.domain.model import Identity
 from tests.integration.mcp.harness import (
     ASK,
     LIST_TASKS,
@@ -226,3 +228,32 @@ async def test_building_the_surfaces_leaves_global_logging_alone(world: McpWorld
         assert (root.handlers, root.level) == ([], level)
     finally:
         root.handlers[:] = saved
+
+
+class _CountingAuthentication(Authentication):
+    """The real authentication, counting the personal access tokens it resolves."""
+
+    resolved = 0
+
+    def resolve_bearer(self, token: str) -> Identity | None:
+        self.resolved += 1
+        return super().resolve_bearer(token)
+
+
+async def test_an_external_mcp_request_is_authenticated_once(sqlite_url: str) -> None:
+    """Served behind the REST middleware, an MCP request resolves its token once (in the MCP
+    gate), and a request for a path that needs no identity resolves none."""
+    world = McpWorld.build(sqlite_url, authentication_class=_CountingAuthentication)
+    counting = world.authentication
+    assert isinstance(counting, _CountingAuthentication)
+    async with serving(world):
+        token = world.person("alice").token
+        async with mcp_client(world.external_url, token=token) as client:
+            before = counting.resolved
+            await client.list_tools()
+            assert counting.resolved == before + 1
+        async with http_client(token) as http:
+            before = counting.resolved
+            health = await http.get(f"{world.base_url}/healthz")
+            assert health.status_code == 200
+            assert counting.resolved == before

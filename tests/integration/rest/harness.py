@@ -37,6 +37,7 @@ from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.limits import Limits
 from clarion.domain.model import Resolution
+from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
@@ -118,6 +119,7 @@ class RestWorld:
         heartbeat_s: float = 15.0,
         allowed_hosts: tuple[str, ...] = (),
         limits: Limits | None = None,
+        authorizer: TaskAuthorizer | None = None,
     ) -> RestWorld:
         ports = ports if ports is not None else memory_ports()
         clock, ids = SystemClock(), UuidIds()
@@ -125,7 +127,7 @@ class RestWorld:
         services = build_services(
             claims=ports.claims,
             host=ports.host,
-            authorizer=HostTaskAuthorizer(ports.host),
+            authorizer=authorizer if authorizer is not None else HostTaskAuthorizer(ports.host),
             waiters=waiters if waiters is not None else InMemoryWaiters(),
             dispatcher=dispatcher
             if dispatcher is not None

@@ -211,10 +211,12 @@ def test_auth_disabled_gives_every_request_the_synthetic_unscoped_identity() -> 
             }
 
 
-def test_the_identity_is_bound_for_every_route_served_behind_the_middleware(
+def test_the_identity_is_published_once_through_current_identity_and_only_under_api(
     auth_enabled: bool,
 ) -> None:
-    """MCP tools read :func:`current_identity`; routes mounted next to REST see the same."""
+    """A host's route under ``/api/`` reads the caller from :func:`current_identity` (the one
+    channel); a path outside it (assets, ``/healthz``, MCP, which authenticates itself) is not
+    authenticated at all, whatever credentials it carries."""
     world = RestWorld.build(auth_enabled=auth_enabled)
 
     async def whoami(request: Request) -> Response:
@@ -226,15 +228,13 @@ def test_the_identity_is_bound_for_every_route_served_behind_the_middleware(
         auth_enabled=auth_enabled,
         authentication=world.authentication,
         event_source=world.bus,
-        extra_routes=[Route("/mcp", whoami)],
+        extra_routes=[Route("/api/host/whoami", whoami), Route("/assets/whoami", whoami)],
     )
     user_id, headers = world.bearer("jo")
     with TestClient(app, base_url=LOCAL_URL) as client:
         expected = user_id if auth_enabled else "clarion:synthetic"
-        assert ok(client.get("/mcp", headers=headers)) == {"user_id": expected}
-        # Outside /api/ nobody is turned away; an anonymous caller is simply nobody.
-        anonymous = ok(client.get("/mcp"))
-        assert anonymous == {"user_id": None if auth_enabled else "clarion:synthetic"}
+        assert ok(client.get("/api/host/whoami", headers=headers)) == {"user_id": expected}
+        assert ok(client.get("/assets/whoami", headers=headers)) == {"user_id": None}
 
 
 @enabled_only

@@ -13,10 +13,19 @@ import anyio
 import pytest
 
 from clarion.app.usecases.auth import hash_credential
+from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.domain.limits import Limits
 from clarion.domain.model import Identity
 from clarion.ports.events import Event
-from tests.integration.rest.harness import Caller, Headers, RestWorld, asetup_caller, async_client
+from clarion.ports.host import HostRepository
+from tests.integration.rest.harness import (
+    Caller,
+    Headers,
+    RestWorld,
+    asetup_caller,
+    async_client,
+    memory_ports,
+)
 from tests.integration.rest.test_events import Stream, open_stream
 
 STREAMS = 500
@@ -24,6 +33,18 @@ HEARTBEAT_S = 0.5
 TOO_MANY = (
     f"too many event streams: the limit is {STREAMS} per identity (CLARION_MAX_EVENT_STREAMS)"
 )
+
+
+class _CountingAuthorizer(HostTaskAuthorizer):
+    """The default authorizer, recording every task it is asked about."""
+
+    def __init__(self, host: HostRepository) -> None:
+        super().__init__(host)
+        self.authorizations: list[tuple[Identity, str]] = []
+
+    def authorize_task(self, identity: Identity, task_id: str) -> None:
+        self.authorizations.append((identity, task_id))
+        super().authorize_task(identity, task_id)
 
 
 def _revoke(world: RestWorld, headers: Headers) -> None:
@@ -41,20 +62,19 @@ async def _refused_body(world: RestWorld, headers: Headers) -> tuple[int, Any]:
 
 
 @pytest.mark.anyio
-async def test_500_streams_of_one_identity_get_each_event_the_cap_refuses_the_next_and_a_revoked_token_ends_them(  # noqa: E501
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_500_streams_of_one_identity_get_each_event_the_cap_refuses_the_next_and_a_revoked_token_ends_them() -> (  # noqa: E501
+    None
+):
+    ports = memory_ports()
+    authorizer = _CountingAuthorizer(ports.host)
     world = RestWorld.build(
-        auth_enabled=True, heartbeat_s=HEARTBEAT_S, limits=Limits(max_event_streams=STREAMS)
+        auth_enabled=True,
+        heartbeat_s=HEARTBEAT_S,
+        limits=Limits(max_event_streams=STREAMS),
+        ports=ports,
+        authorizer=authorizer,
     )
-    authorizations: list[tuple[Identity, str]] = []
-    authorize = world.services.authorizer.authorize_task
-
-    def counting(identity: Identity, task_id: str) -> Any:
-        authorizations.append((identity, task_id))
-        return authorize(identity, task_id)
-
-    monkeypatch.setattr(world.services.authorizer, "authorize_task", counting)
+    authorizations = authorizer.authorizations
     async with async_client(world.app) as client:
         alice: Caller = await asetup_caller(client, world, "alice")
     streams: list[Stream] = []

@@ -78,7 +78,7 @@ def make_world(*, auth_enabled: bool = True) -> World:
     )
     clarion = build_clarion(settings, clock=clock, dispatcher=dispatcher)
     alice = clarion.authentication.create_user("alice")
-    host = clarion.services.host_repository
+    host = clarion.storage.host
     task = host.create_task("t", host.create_workspace("w", owner_id=alice.id).id)
     session, _ = host.create_session(task.id)
     return World(clarion, clock, dispatcher, Identity.user(alice.id), session.id)

@@ -298,7 +298,7 @@ async def test_create_then_wait_receives_the_answer(world: AppWorld) -> None:
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(wait)
-        while world.waiters._entries[pending_id].waiting == 0:
+        while world.waiters.waiting(pending_id) == 0:
             await anyio.lowlevel.checkpoint()
         winner = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt2"))
     assert results == [winner]
@@ -321,7 +321,7 @@ async def test_abandoned_wait_does_not_block_the_next_answer(world: AppWorld) ->
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(world.services.requests.wait, ALICE, pending_id)
-        while world.waiters._entries[pending_id].waiting == 0:
+        while world.waiters.waiting(pending_id) == 0:
             await anyio.lowlevel.checkpoint()
         tasks.cancel_scope.cancel()
     with anyio.fail_after(5):
@@ -448,7 +448,7 @@ async def test_the_askers_own_wait_is_live_and_a_bystanders_ends_at_its_timeout(
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(asker)
         await wait_all_tasks_blocked()
-        assert world.waiters._entries[pending_id].waiting == 1
+        assert world.waiters.waiting(pending_id) == 1
         winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
     assert results == [winner]
     assert world.dispatcher.requests == []

@@ -7,6 +7,7 @@ import pytest
 from clarion.adapters.memory import InMemoryTokenStore
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.host import AGENT_TOKEN_PREFIX, UNOWNED_WORKSPACE_USER, HostOperations
+from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import InvalidArgument, NotFound
 from clarion.domain.model import Identity, SessionState
 from clarion.ports.resume import RESUME_MESSAGE_TYPE
@@ -170,7 +171,7 @@ async def test_with_a_user_directory_an_agent_acts_only_for_an_active_known_owne
         host=world.host,
         claims=world.claims,
         authorizer=HostTaskAuthorizer(world.host),
-        runner=world.services.runner,
+        runner=Runner(world.services.limiter),
         users=users,
     )
     owner = users.create_user("ada")

@@ -59,7 +59,7 @@ async def _wait_into(
 
 async def _until_waiting(waiters: InMemoryWaiters, pending_id: str, count: int = 1) -> None:
     """Yield until ``count`` tasks wait on the entry (they count before their first yield)."""
-    while waiters._entries[pending_id].waiting < count:
+    while waiters.waiting(pending_id) < count:
         await anyio.lowlevel.checkpoint()
 
 

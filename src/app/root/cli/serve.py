@@ -98,38 +98,36 @@ def serve_command(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import build_clarion
     from clarion.app.root.serving import ensure_open_files, uvicorn_config
 
+    def option(name: str, parse: Callable[[str, str], object]) -> object:
+        """``--name`` parsed, or None when it was not given (the setting's own value holds)."""
+        value = getattr(args, name.replace("-", "_"))
+        return None if value is None else parse(value, f"--{name}")
+
     settings = settings_of(
         args,
         host=args.host,
         port=args.port,
-        auth_enabled=None if args.auth is None else parse_auth(args.auth, "--auth"),
+        auth_enabled=option("auth", parse_auth),
         resume_webhook=args.resume_webhook,
         ask_timeout_s=args.ask_timeout,
-        live_delivery=None
-        if args.live_delivery is None
-        else parse_live_delivery(args.live_delivery, "--live-delivery"),
-        elicitation=None
-        if args.elicitation is None
-        else parse_elicitation(args.elicitation, "--elicitation"),
-        allowed_hosts=None
-        if args.allowed_hosts is None
-        else tuple(h.strip() for h in args.allowed_hosts.split(",") if h.strip()),
+        live_delivery=option("live-delivery", parse_live_delivery),
+        elicitation=option("elicitation", parse_elicitation),
+        allowed_hosts=option("allowed-hosts", _host_list),
         agent_workspace=args.agent_workspace,
-        log_format=None
-        if args.log_format is None
-        else parse_log_format(args.log_format, "--log-format"),
-        limit_concurrency=None
-        if args.limit_concurrency is None
-        else parse_positive_int(args.limit_concurrency, "--limit-concurrency"),
-        header_timeout_s=None
-        if args.header_timeout is None
-        else parse_positive_float(args.header_timeout, "--header-timeout"),
-        keep_alive_timeout_s=None
-        if args.keep_alive_timeout is None
-        else parse_positive_float(args.keep_alive_timeout, "--keep-alive-timeout"),
+        log_format=option("log-format", parse_log_format),
+        limit_concurrency=option("limit-concurrency", parse_positive_int),
+        header_timeout_s=option("header-timeout", parse_positive_float),
+        keep_alive_timeout_s=option("keep-alive-timeout", parse_positive_float),
     )
     configure_logging(settings.log_format)
     clarion = build_clarion(settings)
+    # Start-up's storage step before serving (the lifespan finds it done): a SQLite file
+    # another process serves is refused here in one line, before the port is taken.
+    try:
+        clarion.upgrade()
+    except BaseException:
+        clarion.close()
+        raise
     if is_plain_http_to_another_host(settings.resume_webhook):
         print(
             "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host; "
@@ -152,3 +150,8 @@ def serve_command(args: argparse.Namespace) -> int:
     finally:
         clarion.close()
     return 0
+
+
+def _host_list(value: str, _flag: str) -> tuple[str, ...]:
+    """``--allowed-hosts``: comma-separated names, blanks dropped."""
+    return tuple(name.strip() for name in value.split(",") if name.strip())
