@@ -35,6 +35,7 @@ from clarion.domain import (
     ListQuery,
     Question,
 )
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.testing import (
     ClaimRepositoryContract,
@@ -87,9 +88,16 @@ class AuditedClaimRepository:
         return self._inner.load_bundle(pending_id)
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
-        result = self._inner.complete_active_bundle(pending_id, terminal, responses)
+        result = self._inner.complete_active_bundle(
+            pending_id, terminal, responses, resolved_by=resolved_by
+        )
         if result.claimed and result.responded_at is not None:
             self._audit.append(AuditEntry(pending_id, terminal, result.responded_at.isoformat()))
         return result

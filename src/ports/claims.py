@@ -10,6 +10,7 @@ import attrs
 
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import RESUME, Answer, Question
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
 from clarion.domain.transitions import new_message
 
@@ -83,8 +84,11 @@ class ClaimRepository(Protocol):
     - ``complete_active_bundle`` is the only claim. Among any number of concurrent callers on
       one active bundle exactly one gets ``claimed=True``; it transitions the pending rows (only
       those) to ``terminal`` in one transaction, writing ``response`` (answered only, keyed by
-      the row's question id), ``response_delivery_pending=true`` and ``updated_at``. Every other
-      caller gets ``claimed=False`` and nothing is written.
+      the row's question id), ``response_delivery_pending=true``, ``updated_at`` and — in the
+      same write — who resolved (``resolved_by``, issue #20; read back as
+      ``row.resolved_by`` stamped with ``updated_at``). Every other caller gets
+      ``claimed=False`` and nothing is written, so the recorded resolver is always the
+      winner's. A restore drops the record with the response.
     - Lookups by ``pending_id`` consider clarification rows only.
     - Timestamps are UTC with microsecond precision, identical for every reader.
 
@@ -113,10 +117,17 @@ class ClaimRepository(Protocol):
         ...
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         """The claim. ``terminal`` is "answered" or "rejected" (anything else raises
-        ``ValueError``); ``responses`` maps question id → normalized answer (None to reject)."""
+        ``ValueError``); ``responses`` maps question id → normalized answer (None to reject);
+        ``resolved_by`` (its ``at`` ignored) is written by the claim itself — None writes no
+        record, and the rows then read as "unknown"."""
         ...
 
     def finalize_delivery(

@@ -42,6 +42,7 @@ from clarion.domain.model import (
     Question,
 )
 from clarion.domain.questions import same_questions
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
     Asker,
     Bundle,
@@ -91,9 +92,10 @@ class InMemoryClaimRepository:
         record: MessageRecord,
         change: Callable[[Mapping[str, Any]], dict[str, Any]],
         updated_at: datetime | None,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClarificationRow:
         metadata = change(copy.deepcopy(dict(record.metadata)))
-        new = transitions.rewritten(record, frozen_metadata(metadata), updated_at)
+        new = transitions.rewritten(record, frozen_metadata(metadata), updated_at, resolved_by)
         self._store.put_message(new)
         return parse_row(new)
 
@@ -139,7 +141,12 @@ class InMemoryClaimRepository:
         return turn.id
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         if terminal not in TERMINAL_OUTCOMES:
             raise ValueError(f"invalid clarification terminal status {terminal!r}")
@@ -154,7 +161,7 @@ class InMemoryClaimRepository:
                 return ClaimResult(claimed=False)
             changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
             now = self._clock.now()
-            rows = [self._write(rec, change, now) for rec, change in changes]
+            rows = [self._write(rec, change, now, resolved_by) for rec, change in changes]
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 

@@ -64,6 +64,7 @@ from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication, hash_credential, identity_bound
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
+from clarion.domain.resolved_by import Surface
 
 log = structlog.get_logger(__name__)
 
@@ -113,6 +114,24 @@ def require_identity(connection: HTTPConnection) -> Identity:
     if identity is None:  # only reachable when the middleware is not installed
         raise RuntimeError("no identity: AuthMiddleware is not installed")
     return identity
+
+
+SURFACE_HEADER: Final = "X-Clarion-Surface"
+_LABELLED_SURFACES: Final = frozenset({Surface.CLI.value, Surface.INBOX.value})
+
+
+def resolving_surface(connection: HTTPConnection) -> Surface:
+    """The surface a REST respond is recorded with (issue #20; docs/observability.md).
+
+    A request authenticated by the inbox's cookie session is the inbox — a fact of the
+    credential. Otherwise the caller may label itself with ``X-Clarion-Surface: cli`` (the
+    CLI's client) or ``inbox`` (the inbox with auth disabled, where there is no cookie): a
+    self-declared label for the audit record only, never used for any decision. Any other
+    value, or none, is plain REST."""
+    if auth_context(connection).via == "session":
+        return Surface.INBOX
+    label = connection.headers.get(SURFACE_HEADER, "").strip().lower()
+    return Surface(label) if label in _LABELLED_SURFACES else Surface.REST
 
 
 def _is_https(connection: HTTPConnection) -> bool:

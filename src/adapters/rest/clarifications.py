@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clarion.adapters import wire
-from clarion.adapters.rest.auth import require_identity
+from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.adapters.rest.errors import (
@@ -139,7 +139,10 @@ def clarification_routes(
     async def respond(request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))
         resolution = await resolver.resolve(
-            require_identity(request), request.path_params["pending_id"], outcome
+            require_identity(request),
+            request.path_params["pending_id"],
+            outcome,
+            surface=resolving_surface(request),
         )
         return JSONResponse(wire.respond_body(resolution))
 

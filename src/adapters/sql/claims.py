@@ -34,6 +34,7 @@ from clarion.adapters.sql.records import (
     load_current_turn,
     load_session,
     message_record,
+    resolver_values,
 )
 from clarion.adapters.sql.statements import Guard
 from clarion.domain import transitions
@@ -47,6 +48,7 @@ from clarion.domain.model import (
     Question,
 )
 from clarion.domain.questions import questions_digest, same_questions
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
     Asker,
     Bundle,
@@ -89,7 +91,11 @@ def _rewrite(
         values[f"metadata_{n}"] = metadata
     if updated_at is not None:
         values["updated_at"] = updated_at
-    statement = statements.rewrite(kind, len(changed), touch=updated_at is not None)
+    # A row leaving answered/rejected (a restore) drops who resolved it (issue #20).
+    release = not any(value.get(transitions.STATUS) in TERMINAL_OUTCOMES for _, value in changed)
+    statement = statements.rewrite(
+        kind, len(changed), touch=updated_at is not None, release=release
+    )
     if connection.execute(statement, values).rowcount != len(changed):
         raise _GuardLost
     return [transitions.rewritten(record, value, updated_at) for record, value in changed]
@@ -227,13 +233,19 @@ class SqlClaimRepository:
     # -- the claim and its follow-ups ------------------------------------------------------
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         if terminal not in TERMINAL_OUTCOMES:
             raise ValueError(f"invalid clarification terminal status {terminal!r}")
         if not pending_id:
             return ClaimResult(claimed=False)
         answers, params = changes.claim_parameters(terminal, responses)
+        params.update(resolver_values(resolved_by))
         with self._writes.begin() as connection:
             lock_bundle(connection, pending_id)
             # Read inside the serialized section, so stamps follow commit order.

@@ -26,7 +26,9 @@ class ClarionClient:
 
     def __init__(self, base_url: str, *, token: str = "") -> None:
         self._base = base_url.rstrip("/")
-        headers = {"Accept": "application/json"}
+        # A label for the record of who resolved (issue #20), never a credential: the server
+        # records answers sent through this client as the CLI's (docs/observability.md).
+        headers = {"Accept": "application/json", "X-Clarion-Surface": "cli"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._headers = headers

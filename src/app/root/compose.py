@@ -80,8 +80,8 @@ class Clarion:
     """A wired Clarion service.
 
     ``asgi_app`` serves REST, both MCP surfaces and the web inbox; ``services`` are the use
-    cases (``services.resolver.resolve(identity, pending_id, outcome)`` is the spec's
-    ``ResolveBundle``); ``authentication`` issues users and personal access tokens.
+    cases (``services.resolver.resolve(identity, pending_id, outcome, surface=...)`` is the
+    spec's ``ResolveBundle``); ``authentication`` issues users and personal access tokens.
     """
 
     settings: Settings

@@ -30,6 +30,7 @@ from clarion.domain.model import REJECTED, Identity, Outcome, Resolution
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
+from clarion.domain.resolved_by import ResolvedBy, Surface
 from clarion.domain.rows import Bundle, ClarificationRow
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult
@@ -85,9 +86,12 @@ class Resolver:
             self._run, self._claims, self._authorizer, identity, pending_id
         )
 
-    async def resolve(self, identity: Identity, pending_id: str, outcome: Outcome) -> Resolution:
+    async def resolve(
+        self, identity: Identity, pending_id: str, outcome: Outcome, *, surface: Surface
+    ) -> Resolution:
         """Resolve the bundle with ``outcome``; the winner's resolution has ``claimed=True``,
-        a loser's replay of the winner has ``claimed=False`` (R2).
+        a loser's replay of the winner has ``claimed=False`` (R2). The claim records who
+        resolved — ``identity`` on ``surface`` (issue #20) — so only a winner is ever recorded.
 
         Raises:
             NotFound: unknown or foreign ``pending_id`` (A1, A3, A5).
@@ -103,12 +107,13 @@ class Resolver:
         validate_outcome(questions, outcome)
         terminal, normalized = normalize_outcome(questions, outcome)
         # From the claim on, the caller going away must not interrupt the work (facts §5.3).
+        resolved_by = ResolvedBy.of(identity, surface)
         with anyio.CancelScope(shield=True):
-            resolution = await self._claim_and_deliver(bundle, terminal, normalized)
+            resolution = await self._claim_and_deliver(bundle, terminal, normalized, resolved_by)
         return resolution
 
     async def _claim_and_deliver(
-        self, bundle: Bundle, terminal: str, normalized: Outcome
+        self, bundle: Bundle, terminal: str, normalized: Outcome, resolved_by: ResolvedBy
     ) -> Resolution:
         pending_id = bundle.pending_id
         result = await self._run.guarded(
@@ -117,6 +122,7 @@ class Resolver:
             pending_id,
             terminal,
             responses_by_question(normalized),
+            resolved_by=resolved_by,
         )
         if not result.claimed:
             return await self._replay(pending_id)

@@ -24,6 +24,7 @@ from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker, Bundle, q
 from clarion.ports.claims import ClaimResult
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
+from clarion.ports.testing.resolved import ResolvedByContract
 from clarion.ports.testing.world import (
     ContractWorld,
     answers_for,
@@ -437,10 +438,13 @@ class ClaimTransitionsContract:
 
 
 class ClaimRepositoryContract(
-    ClaimTransitionsContract, ClaimLifecycleContract, ListActiveBundlesContract
+    ClaimTransitionsContract,
+    ClaimLifecycleContract,
+    ListActiveBundlesContract,
+    ResolvedByContract,
 ):
     """The whole :class:`clarion.ports.ClaimRepository` contract: the claim, the lifecycle
-    around it, and the list query."""
+    around it, the list query, and the record of who resolved."""
 
 
 __all__ = ["ClaimRepositoryContract", "ClaimTransitionsContract", "race_claims"]

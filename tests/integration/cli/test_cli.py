@@ -16,6 +16,7 @@ import uvicorn
 from clarion.app.root.cli import main
 from clarion.app.root.compose import Clarion, build_clarion
 from clarion.app.root.settings import Settings
+from clarion.domain.resolved_by import Surface
 
 COMMANDS = [
     [],
@@ -140,12 +141,19 @@ def _serve(database_url: str, *, auth_enabled: bool = False) -> Iterator[tuple[s
         clarion.close()
 
 
+def _recorded_surface(clarion: Clarion, pending_id: str) -> Surface | None:
+    bundle = clarion.services.claims.load_bundle(pending_id)
+    assert bundle is not None
+    surfaces = {row.resolved_by.surface for row in bundle.rows if row.resolved_by is not None}
+    return surfaces.pop() if len(surfaces) == 1 else None
+
+
 def test_questions_list_and_answer_by_label_against_a_running_server(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import httpx2
 
-    with _serve(database_url) as (url, _):
+    with _serve(database_url) as (url, clarion):
         task = httpx2.post(f"{url}/api/v1/tasks", json={"title": "t"}).json()
         session = httpx2.post(f"{url}/api/v1/tasks/{task['id']}/sessions", json={}).json()
         created = httpx2.post(
@@ -196,6 +204,7 @@ def test_questions_list_and_answer_by_label_against_a_running_server(
         out = capsys.readouterr().out
         assert "you answered it" in out
         assert "q1: q1_opt1" in out
+        assert _recorded_surface(clarion, pending_id) is Surface.CLI  # issue #20
 
         assert main(["questions", "answer", pending_id, "--url", url, "--reject"]) == 0
         assert "already settled" in capsys.readouterr().out  # R2: the winner's replay
