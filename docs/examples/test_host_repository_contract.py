@@ -35,6 +35,7 @@ from clarion.domain import (
     ListQuery,
     Question,
 )
+from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.testing import (
@@ -148,6 +149,9 @@ class AuditedClaimRepository:
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return self._inner.list_active_bundles(query)
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        return self._inner.list_resolved_bundles(query)
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         return self._inner.pending_actions_for_sessions(session_ids)

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import RESUME, Answer, Question
 from clarion.domain.resolved_by import ResolvedBy
@@ -214,6 +215,16 @@ class ClaimRepository(Protocol):
         whose M5 task exists and is visible per L1c (and matches ``workspace_id`` when given),
         at/after ``created_since``, strictly after ``after``, in L6 order, ``limit`` bundles
         (clamped per L10) with ``has_more`` when more exist."""
+        ...
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        """Issue #20, the resolved list: settled bundles (answered or rejected rows, none still
+        marked ``response_delivery_pending``) whose M5 task exists and is visible per L1c,
+        resolved at/after ``resolved_since``, strictly before ``before`` in (resolution time,
+        pending id) descending order, ``limit`` bundles (clamped per L10) with ``has_more``.
+        The resolution time is the newest ``updated_at`` of the bundle's resolved rows (its
+        claim's). A database implementation walks an index on resolved rows by resolution time
+        and stops after one page."""
         ...
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import structlog
 
+from clarion.adapters.memory.history import list_resolved_bundles
 from clarion.adapters.memory.listing import list_active_bundles
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
 from clarion.domain import transitions
@@ -26,6 +27,7 @@ from clarion.domain.activeness import (
     pending_action_for_session,
 )
 from clarion.domain.errors import NotFound
+from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.host import Turn
 from clarion.domain.listing import (
     ListPage,
@@ -360,3 +362,6 @@ class InMemoryClaimRepository:
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return list_active_bundles(self._store, query)
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        return list_resolved_bundles(self._store, query)

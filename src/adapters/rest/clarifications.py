@@ -4,6 +4,8 @@
 ``POST /api/v1/clarification/request``         create a bundle → ``{"pending_id"}`` (A6; the
                                                session must be visible, fixes §9.20)
 ``GET  /api/v1/clarification/pending``         the caller's pending bundles (L1–L16 shape)
+``GET  /api/v1/clarification/resolved``        settled bundles, newest first, with who
+                                               resolved them (issue #20; REST only)
 ``GET  /api/v1/clarification/{id}``            the live request (A7: authorize first)
 ``GET  /api/v1/clarification/{id}/wait``       block until answered; 504 on drain/timeout (A5a)
 ``POST /api/v1/clarification/{id}/respond``    answer or reject (R10, R11, R12)
@@ -38,6 +40,7 @@ from clarion.adapters.rest.errors import (
 )
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
+from clarion.adapters.wire.history import resolved_page_json
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.live import LiveRequest, LiveRequests
@@ -115,6 +118,15 @@ def clarification_routes(
         )
         return JSONResponse(wire.list_json(page, now()))
 
+    @guarded(Resource.NONE)
+    async def resolved(request: Request) -> Response:
+        page = await listing.list_resolved(
+            require_identity(request),
+            cursor=request.query_params.get("cursor", ""),
+            limit=_query_limit(request),
+        )
+        return JSONResponse(resolved_page_json(page))
+
     @guarded(Resource.CLARIFICATION, store_failure=AUTHORIZE_FAILED)
     async def get_request(request: Request) -> Response:
         live = await requests.get_request(
@@ -154,6 +166,7 @@ def clarification_routes(
     return {
         "createClarification": create,
         "listPendingClarifications": pending,
+        "listResolvedClarifications": resolved,
         "getClarification": get_request,
         "waitForClarification": wait,
         "respondToClarification": respond,

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql import changes, statements
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.history import list_resolved_bundles
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
 from clarion.adapters.sql.records import (
@@ -39,6 +40,7 @@ from clarion.adapters.sql.records import (
 from clarion.adapters.sql.statements import Guard
 from clarion.domain import transitions
 from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import ListPage, ListQuery
 from clarion.domain.model import (
     CANCELLED,
@@ -194,6 +196,10 @@ class SqlClaimRepository:
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         with read_transaction(self._engine) as connection:
             return list_active_bundles(connection, query)
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        with read_transaction(self._engine) as connection:
+            return list_resolved_bundles(connection, query)
 
     # -- creation ------------------------------------------------------------------------
 

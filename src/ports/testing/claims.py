@@ -22,6 +22,7 @@ from clarion.domain.model import (
 from clarion.domain.replay import replay_winner
 from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker, Bundle, question_json
 from clarion.ports.claims import ClaimResult
+from clarion.ports.testing.history import ResolvedListContract
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
 from clarion.ports.testing.resolved import ResolvedByContract
@@ -442,9 +443,10 @@ class ClaimRepositoryContract(
     ClaimLifecycleContract,
     ListActiveBundlesContract,
     ResolvedByContract,
+    ResolvedListContract,
 ):
     """The whole :class:`clarion.ports.ClaimRepository` contract: the claim, the lifecycle
-    around it, the list query, and the record of who resolved."""
+    around it, the list query, the record of who resolved, and the resolved list."""
 
 
 __all__ = ["ClaimRepositoryContract", "ClaimTransitionsContract", "race_claims"]

@@ -76,3 +76,44 @@ def test_a_cookie_session_respond_is_the_inbox_whatever_it_claims(
     recorded = _recorded(client, world, pending_id)
     assert recorded.surface is Surface.INBOX
     assert (recorded.identity_id, recorded.kind) == (alice.user_id, IdentityKind.USER)
+
+
+def test_the_resolved_list_shows_who_where_and_when_and_hides_foreign_bundles(
+    client: TestClient, world: RestWorld, alice: Caller, bob: Caller, auth_enabled: bool
+) -> None:
+    first = ask(client, alice)
+    _respond(client, first, {**alice.headers, "X-Clarion-Surface": "cli"})
+    second = ask(client, alice, 2)  # on the turn the first answer's resume started
+    url = f"/api/v1/clarification/{second}/respond"
+    ok(client.post(url, json={"rejected": True, "reject_reason": "no"}, headers=alice.headers))
+    ask(client, alice)  # still pending: not listed
+    page = ok(client.get("/api/v1/clarification/resolved", headers=alice.headers))
+    assert [bundle["pending_id"] for bundle in page["bundles"]] == [second, first]
+    newest, oldest = page["bundles"]
+    assert newest["status"] == "rejected"
+    assert newest["resolved_by"]["surface"] == "rest"
+    assert oldest["status"] == "answered"
+    assert oldest["resolved_by"]["surface"] == "cli"
+    assert oldest["resolved_at"] == oldest["response"]["responded_at"]
+    assert oldest["response"]["answers"] == answers()
+    foreign = ok(client.get("/api/v1/clarification/resolved", headers=bob.headers))
+    assert foreign["bundles"] == [] if auth_enabled else len(foreign["bundles"]) == 2
+    one = ok(client.get("/api/v1/clarification/resolved?limit=1", headers=alice.headers))
+    assert [bundle["pending_id"] for bundle in one["bundles"]] == [second]
+    rest = ok(
+        client.get(
+            f"/api/v1/clarification/resolved?limit=1&cursor={one['next_cursor']}",
+            headers=alice.headers,
+        )
+    )
+    assert [bundle["pending_id"] for bundle in rest["bundles"]] == [first]
+    assert rest["next_cursor"] == ""
+
+
+@pytest.mark.parametrize("query", ["cursor=%25", "limit=ten"])
+def test_a_bad_cursor_or_limit_on_the_resolved_list_is_a_400_naming_it(
+    client: TestClient, alice: Caller, query: str
+) -> None:
+    response = client.get(f"/api/v1/clarification/resolved?{query}", headers=alice.headers)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(query.split("=")[0])
