@@ -77,6 +77,22 @@ class ClarionClient:
         """The pending bundle with this id, or None when it is not pending (or not visible)."""
         return next((b for b in self.pending() if b["pending_id"] == pending_id), None)
 
+    def resolved(self, *, at_most: int) -> list[dict[str, Any]]:
+        """Up to ``at_most`` resolved bundles the caller may see, newest first, following
+        ``next_cursor`` as far as needed."""
+        bundles: list[dict[str, Any]] = []
+        cursor = ""
+        while len(bundles) < at_most:
+            query = {"limit": str(min(200, at_most - len(bundles)))}
+            if cursor:
+                query["cursor"] = cursor
+            page = self._request("GET", "/api/v1/clarification/resolved", params=query)
+            bundles.extend(page["bundles"])
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        return bundles[:at_most]
+
     def respond(self, pending_id: str, body: dict[str, Any]) -> dict[str, Any]:
         quoted = urllib.parse.quote(pending_id, safe="")
         result: dict[str, Any] = self._request(

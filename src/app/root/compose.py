@@ -226,6 +226,22 @@ def administration(settings: Settings) -> Iterator[Authentication]:
         engine.dispose()
 
 
+@contextmanager
+def audit_records(settings: Settings) -> Iterator[ClaimRepository]:
+    """The clarification rows on ``settings.database_url`` for ``clarion audit export``: read
+    only (after the migrations ``serve`` would apply), no lock, no recovery."""
+    clock, ids = SystemClock(), UuidIds()
+    if settings.database_url == MEMORY_URL:
+        yield InMemoryClaimRepository(InMemoryStore(), clock, ids)
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield SqlClaimRepository(engine, clock, ids)
+    finally:
+        engine.dispose()
+
+
 async def _recover(services: Services, clock: Clock, settings: Settings) -> None:
     # The grace is longer than any delivery can take (the resume wait is bounded at 30 s, live
     # delivery at 35 s), so no process rolls back a delivery another one is still making.
