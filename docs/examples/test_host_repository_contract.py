@@ -36,6 +36,7 @@ from clarion.domain import (
     Question,
 )
 from clarion.domain.history import ResolvedPage, ResolvedQuery
+from clarion.domain.listing import PendingSummary
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.testing import (
@@ -152,6 +153,9 @@ class AuditedClaimRepository:
 
     def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
         return self._inner.list_resolved_bundles(query)
+
+    def pending_summary(self) -> PendingSummary:
+        return self._inner.pending_summary()
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         return self._inner.pending_actions_for_sessions(session_ids)

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import attrs
 
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import ListPage, ListQuery
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary
 from clarion.domain.model import RESUME, Answer, Question
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
@@ -215,6 +215,12 @@ class ClaimRepository(Protocol):
         whose M5 task exists and is visible per L1c (and matches ``workspace_id`` when given),
         at/after ``created_since``, strictly after ``after``, in L6 order, ``limit`` bundles
         (clamped per L10) with ``has_more`` when more exist."""
+        ...
+
+    def pending_summary(self) -> PendingSummary:
+        """Every active bundle (D4, any visibility): how many, and the oldest's D1
+        ``created_at``. Read at each metrics scrape, so every process reports the same
+        figures; a database implementation reads the pending-rows index only."""
         ...
 
     def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:

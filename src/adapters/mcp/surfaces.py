@@ -98,7 +98,10 @@ def external_server(services: Services, *, names: ToolNames | None = None) -> Se
         names.list_tasks: tools.list_tasks_handler(services.host),
     }
     return build_server(
-        "clarion-external", SERVER_VERSION, _register(external_tools(names), handlers)
+        "clarion-external",
+        SERVER_VERSION,
+        _register(external_tools(names), handlers),
+        metrics=services.metrics,
     )
 
 
@@ -147,7 +150,7 @@ def session_server(
         else None
     )
     registered = _asking_tools(services, names or ToolNames(), progress_interval, elicitation=offer)
-    return build_server("clarion-session", SERVER_VERSION, registered)
+    return build_server("clarion-session", SERVER_VERSION, registered, metrics=services.metrics)
 
 
 def agent_server(
@@ -162,7 +165,7 @@ def agent_server(
     registered = _asking_tools(
         services, names or ToolNames(), progress_interval, binding.session_scope
     )
-    return build_server("clarion-agent", SERVER_VERSION, registered)
+    return build_server("clarion-agent", SERVER_VERSION, registered, metrics=services.metrics)
 
 
 def _session_id(scope: Scope) -> str:

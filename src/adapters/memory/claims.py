@@ -32,6 +32,7 @@ from clarion.domain.host import Turn
 from clarion.domain.listing import (
     ListPage,
     ListQuery,
+    PendingSummary,
 )
 from clarion.domain.model import (
     CANCELLED,
@@ -314,6 +315,15 @@ class InMemoryClaimRepository:
                 and self._store.row_is_active(row)
             }
         return min(len(asked), max(limit, 0))
+
+    def pending_summary(self) -> PendingSummary:
+        with self._store.lock:
+            rows = [row for row in map(parse_row, self._store.clarification_records())]
+            active = {
+                row.pending_id for row in rows if row.pending_id and self._store.row_is_active(row)
+            }
+            created = [row.created_at for row in rows if row.pending_id in active]
+        return PendingSummary(count=len(active), oldest_created_at=min(created, default=None))
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         for pending_id in self.active_pending_ids(session_id):

@@ -41,7 +41,7 @@ from clarion.adapters.sql.statements import Guard
 from clarion.domain import transitions
 from clarion.domain.errors import ClaimError, NotFound
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import ListPage, ListQuery
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary
 from clarion.domain.model import (
     CANCELLED,
     EXPIRED,
@@ -164,6 +164,11 @@ class SqlClaimRepository:
         statement = statements.active_asked(scoped=asker_id is not None)
         with read_transaction(self._engine) as connection:
             return int(connection.execute(statement, params).scalar_one())
+
+    def pending_summary(self) -> PendingSummary:
+        with read_transaction(self._engine) as connection:
+            count, oldest = connection.execute(statements.pending_summary()).one()
+        return PendingSummary(count=int(count), oldest_created_at=oldest)
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         """One probe of ``ix_task_session_messages_pending_rows`` (session, current turn,

@@ -183,6 +183,21 @@ def active_asked(*, scoped: bool) -> sa.Select[Any]:
 
 
 @cache
+def pending_summary() -> sa.Select[int, Any]:
+    """Every active bundle (D4, live session): how many, and the oldest D1 ``created_at`` —
+    over ``ix_task_session_messages_pending_order`` (pending clarification rows only)."""
+    return sa.select(
+        sa.func.count(sa.distinct(m.c.bundle_pending_id)), sa.func.min(m.c.bundle_created_at)
+    ).where(
+        is_clarification(m),
+        is_pendingish(m),
+        m.c.bundle_pending_id.is_not(None),
+        on_current_turn(m),
+        in_live_session(m),
+    )
+
+
+@cache
 def marked_rows() -> sa.Select[Any]:
     """Every clarification row still marked ``response_delivery_pending`` (startup)."""
     return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))

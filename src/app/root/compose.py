@@ -36,6 +36,7 @@ from clarion.adapters.memory import (
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
+from clarion.adapters.prometheus import PrometheusMetrics, RouteTimer, metrics_route
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
@@ -381,6 +382,7 @@ def build_clarion(
             else OutboxResumeDispatcher(claims, limiter)
         )
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
+    metrics = PrometheusMetrics()
     services = build_services(
         claims=claims,
         host=host,
@@ -396,6 +398,12 @@ def build_clarion(
         resume_timeout=settings.resume_timeout_s,
         users=tokens,
         limits=settings.limits,
+        metrics=metrics,
+    )
+    metrics.observe_state(
+        pending=claims.pending_summary,
+        live_asks=lambda: services.asking.live_asks,
+        now=clock.now,
     )
     authentication = Authentication(tokens, clock, ids)
     mcp = build_mcp(
@@ -452,9 +460,14 @@ def build_clarion(
         event_source=_event_source(events),
         database_check=storage.check,
         allowed_hosts=allowed_hosts,
-        extra_routes=[*mcp.routes, *web_routes()],
+        extra_routes=[
+            *mcp.routes,
+            *web_routes(),
+            metrics_route(metrics, auth_enabled=settings.auth_enabled),
+        ],
         lifespan=lifespan,
     )
+    app.add_middleware(RouteTimer, metrics=metrics, routes=app.routes)
     return Clarion(
         settings=settings,
         services=services,

@@ -25,7 +25,13 @@ import structlog
 from clarion.app.usecases.access import authorize_bundle
 from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
-from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive, failure_fields
+from clarion.domain.errors import (
+    NOT_ACTIVE_MESSAGE,
+    DeliveryError,
+    NotActive,
+    ValidationError,
+    failure_fields,
+)
 from clarion.domain.model import REJECTED, Identity, Outcome, Resolution
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
@@ -36,6 +42,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
+from clarion.ports.telemetry import Metrics, NoMetrics
 from clarion.ports.waiters import Delivery, Waiters
 
 log = structlog.get_logger(__name__)
@@ -74,6 +81,7 @@ class Resolver:
     _run: Runner = attrs.field(alias="runner")
     _delivery_timeout: float = attrs.field(default=DELIVERY_TIMEOUT_S, alias="delivery_timeout")
     _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
+    _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
         """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
@@ -104,10 +112,14 @@ class Resolver:
         """
         bundle = await self.authorize_bundle(identity, pending_id)
         questions = bundle.questions
-        validate_outcome(questions, outcome)
+        try:
+            validate_outcome(questions, outcome)
+        except ValidationError:
+            self._metrics.validation_refused("answer")
+            raise
         terminal, normalized = normalize_outcome(questions, outcome)
-        # From the claim on, the caller going away must not interrupt the work (facts §5.3).
         resolved_by = ResolvedBy.of(identity, surface)
+        # From the claim on, the caller going away must not interrupt the work (facts §5.3).
         with anyio.CancelScope(shield=True):
             resolution = await self._claim_and_deliver(bundle, terminal, normalized, resolved_by)
         return resolution
@@ -125,6 +137,7 @@ class Resolver:
             resolved_by=resolved_by,
         )
         if not result.claimed:
+            self._metrics.claim_lost(resolved_by.surface.value)
             return await self._replay(pending_id)
         resolution = Resolution(
             pending_id=pending_id,
@@ -137,6 +150,8 @@ class Resolver:
         )
         log.info("clarification.won", pending_id=pending_id, status=terminal)
         await self._deliver(bundle, result, resolution)
+        waited = (resolution.responded_at - bundle.created_at).total_seconds()
+        self._metrics.bundle_resolved(terminal, resolved_by.surface.value, max(0.0, waited))
         return resolution
 
     async def _replay(self, pending_id: str) -> Resolution:
@@ -203,8 +218,10 @@ class Resolver:
             log.warning(
                 "clarification.resume_refused", pending_id=bundle.pending_id, **failure_fields(exc)
             )
+            self._metrics.resume_dispatched("refused")
             await self._restore_or_raise(bundle, result, resolution, RESUME_RETRYABLE, RESUME_STUCK)
         log.info("clarification.resume_accepted", pending_id=bundle.pending_id)
+        self._metrics.resume_dispatched("accepted")
         if finalized is not None:
             # The dispatcher finalized the claim together with its resume record (the outbox).
             publish_bundles(self._events, BUNDLE_RESOLVED, finalized, bundle.task_id)

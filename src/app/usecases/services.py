@@ -23,6 +23,7 @@ from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.telemetry import Metrics, NoMetrics
 from clarion.ports.tokens import UserDirectory
 from clarion.ports.waiters import Waiters
 
@@ -50,6 +51,7 @@ class Services:
     ids: IdGenerator
     runner: Runner
     limits: Limits
+    metrics: Metrics = attrs.field(factory=NoMetrics)
 
 
 def build_services(
@@ -69,6 +71,7 @@ def build_services(
     users: UserDirectory | None = None,
     limits: Limits | None = None,
     watch_interval: float = WATCH_INTERVAL_S,
+    metrics: Metrics | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -78,9 +81,11 @@ def build_services(
     resume (facts §4.7); ``users`` (the token store, in Clarion's own deployment) lets agent
     tokens stop working when the workspace owner they act as is deactivated; ``limits`` are
     the bounds every surface shares (defaults when None);
-    ``watch_interval`` is how often a bystander's wait re-reads the bundle.
+    ``watch_interval`` is how often a bystander's wait re-reads the bundle; ``metrics``
+    counts and times what happens (:class:`NoMetrics` when None).
     """
     limits = limits if limits is not None else Limits()
+    metrics = metrics if metrics is not None else NoMetrics()
     runner = Runner(limiter)
     resolver = Resolver(
         claims=claims,
@@ -91,6 +96,7 @@ def build_services(
         runner=runner,
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,
+        metrics=metrics,
     )
     requests = LiveRequests(
         claims=claims,
@@ -113,6 +119,7 @@ def build_services(
             runner=runner,
             ask_timeout=ask_timeout,
             limits=limits,
+            metrics=metrics,
         ),
         requests=requests,
         listing=Listing(
@@ -139,4 +146,5 @@ def build_services(
         ids=ids,
         runner=runner,
         limits=limits,
+        metrics=metrics,
     )

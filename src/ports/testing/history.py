@@ -150,4 +150,23 @@ class ResolvedListContract:
         assert resolved_ids(world) == []
 
 
-__all__ = ["ResolvedListContract"]
+class PendingSummaryContract:
+    """:meth:`ClaimRepository.pending_summary`: the scrape-time gauges' one read."""
+
+    def test_the_pending_summary_counts_active_bundles_and_dates_the_oldest(
+        self, world: ContractWorld
+    ) -> None:
+        empty = world.claims.pending_summary()
+        assert (empty.count, empty.oldest_created_at) == (0, None)
+        first = world.bundle_in_new_session("first", questions=2)
+        world.bundle_in_new_session("second")
+        world.bundle_in_new_session("answered")
+        settle(world, "answered")
+        superseded = world.bundle_in_new_session("superseded")
+        world.host.start_turn(superseded.session_id)
+        summary = world.claims.pending_summary()
+        assert summary.count == 2
+        assert summary.oldest_created_at == first.created_at
+
+
+__all__ = ["PendingSummaryContract", "ResolvedListContract"]
