@@ -80,5 +80,6 @@ export const paths = {
     if (cursor) query.set("cursor", cursor);
     return `api/v1/clarification/pending?${query}`;
   },
+  resolved: (limit) => `api/v1/clarification/resolved?limit=${limit}`,
   respond: (pendingId) => `api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
 };
