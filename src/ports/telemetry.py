@@ -9,6 +9,8 @@ surface, result, route template, tool name — never ids or answer text.
 
 from __future__ import annotations
 
+import contextlib
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 
@@ -79,4 +81,21 @@ class NoMetrics:
         pass
 
 
-__all__ = ["Metrics", "NoMetrics"]
+class Tracer(Protocol):
+    """Spans around the steps of a use case (issue #20). ``attributes`` are ids and small
+    vocabularies (``pending_id``, ``surface``) — never answer or question text."""
+
+    def span(self, name: str, **attributes: str) -> AbstractContextManager[None]:
+        """A span named ``name``, current for the ``with`` block (nested spans are its
+        children); an exception leaving the block is recorded on it."""
+        ...
+
+
+class NoTracer:
+    """Traces nothing: the default when no tracing adapter is wired."""
+
+    def span(self, name: str, **attributes: str) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+
+__all__ = ["Metrics", "NoMetrics", "NoTracer", "Tracer"]

@@ -48,7 +48,7 @@ from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_err
 from clarion.app.usecases.auth import identity_bound
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.domain.model import Identity
-from clarion.ports.telemetry import Metrics, NoMetrics
+from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 
 SCOPE_KEY: Final = "clarion.mcp"
 AUTH_REQUIRED: Final = "authentication required"
@@ -171,6 +171,7 @@ def build_server(
     *,
     disconnect_poll: float = DISCONNECT_POLL_S,
     metrics: Metrics | None = None,
+    tracer: Tracer | None = None,
 ) -> Server[Any]:
     """A low-level server that lists ``tools`` and dispatches calls to their handlers, each
     call timed by ``metrics`` (issue #20) under its tool name.
@@ -181,6 +182,7 @@ def build_server(
     """
     by_name = {entry.tool.name: entry for entry in tools}
     timings = metrics if metrics is not None else NoMetrics()
+    spans = tracer if tracer is not None else NoTracer()
     listing = ListToolsResult(tools=[entry.tool for entry in tools])
 
     async def list_tools(
@@ -220,7 +222,8 @@ def build_server(
             started = time.perf_counter()
             try:
                 _check_storable(call.arguments)
-                return await entry.handler(call)
+                with spans.span(f"mcp.tool {params.name}", tool=params.name):
+                    return await entry.handler(call)
             except ClarionError as exc:
                 return tool_error(exc, tool=params.name)
             except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)

@@ -102,6 +102,7 @@ def external_server(services: Services, *, names: ToolNames | None = None) -> Se
         SERVER_VERSION,
         _register(external_tools(names), handlers),
         metrics=services.metrics,
+        tracer=services.tracer,
     )
 
 
@@ -150,7 +151,13 @@ def session_server(
         else None
     )
     registered = _asking_tools(services, names or ToolNames(), progress_interval, elicitation=offer)
-    return build_server("clarion-session", SERVER_VERSION, registered, metrics=services.metrics)
+    return build_server(
+        "clarion-session",
+        SERVER_VERSION,
+        registered,
+        metrics=services.metrics,
+        tracer=services.tracer,
+    )
 
 
 def agent_server(
@@ -165,7 +172,13 @@ def agent_server(
     registered = _asking_tools(
         services, names or ToolNames(), progress_interval, binding.session_scope
     )
-    return build_server("clarion-agent", SERVER_VERSION, registered, metrics=services.metrics)
+    return build_server(
+        "clarion-agent",
+        SERVER_VERSION,
+        registered,
+        metrics=services.metrics,
+        tracer=services.tracer,
+    )
 
 
 def _session_id(scope: Scope) -> str:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 import attrs
@@ -67,6 +67,9 @@ from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
 from clarion.ports.waiters import Waiters
+
+if TYPE_CHECKING:
+    from clarion.adapters.otel import OtelTracer
 
 log = structlog.get_logger(__name__)
 
@@ -227,6 +230,16 @@ def administration(settings: Settings) -> Iterator[Authentication]:
         engine.dispose()
 
 
+def _otel_tracer() -> OtelTracer | None:
+    """Spans through the global OpenTelemetry provider when the ``otel`` extra is installed
+    (non-recording, so nothing is sent, until the host configures one); None otherwise."""
+    try:
+        from clarion.adapters.otel import OtelTracer
+    except ImportError:
+        return None
+    return OtelTracer()
+
+
 @contextmanager
 def audit_records(settings: Settings) -> Iterator[ClaimRepository]:
     """The clarification rows on ``settings.database_url`` for ``clarion audit export``: read
@@ -383,6 +396,7 @@ def build_clarion(
         )
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
     metrics = PrometheusMetrics()
+    tracing = _otel_tracer()
     services = build_services(
         claims=claims,
         host=host,
@@ -399,6 +413,7 @@ def build_clarion(
         users=tokens,
         limits=settings.limits,
         metrics=metrics,
+        tracer=tracing,
     )
     metrics.observe_state(
         pending=claims.pending_summary,
@@ -468,6 +483,10 @@ def build_clarion(
         lifespan=lifespan,
     )
     app.add_middleware(RouteTimer, metrics=metrics, routes=app.routes)
+    if tracing is not None:
+        from clarion.adapters.otel import TracingMiddleware
+
+        app.add_middleware(TracingMiddleware, tracer=tracing, routes=app.routes)
     return Clarion(
         settings=settings,
         services=services,

@@ -42,7 +42,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
-from clarion.ports.telemetry import Metrics, NoMetrics
+from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 from clarion.ports.waiters import Delivery, Waiters
 
 log = structlog.get_logger(__name__)
@@ -82,6 +82,7 @@ class Resolver:
     _delivery_timeout: float = attrs.field(default=DELIVERY_TIMEOUT_S, alias="delivery_timeout")
     _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
     _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
+    _tracer: Tracer = attrs.field(factory=NoTracer, alias="tracer")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
         """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
@@ -110,32 +111,39 @@ class Resolver:
             DeliveryError: the winner's delivery failed (R7a); ``retryable`` says whether the
                 bundle is answerable again.
         """
-        bundle = await self.authorize_bundle(identity, pending_id)
-        questions = bundle.questions
-        try:
-            validate_outcome(questions, outcome)
-        except ValidationError:
-            self._metrics.validation_refused("answer")
-            raise
-        terminal, normalized = normalize_outcome(questions, outcome)
-        resolved_by = ResolvedBy.of(identity, surface)
-        # From the claim on, the caller going away must not interrupt the work (facts §5.3).
-        with anyio.CancelScope(shield=True):
-            resolution = await self._claim_and_deliver(bundle, terminal, normalized, resolved_by)
+        span = self._tracer.span
+        with span("clarion.resolve", pending_id=pending_id, surface=surface.value):
+            with span("clarion.authorize", pending_id=pending_id):
+                bundle = await self.authorize_bundle(identity, pending_id)
+            questions = bundle.questions
+            with span("clarion.validate", pending_id=pending_id):
+                try:
+                    validate_outcome(questions, outcome)
+                except ValidationError:
+                    self._metrics.validation_refused("answer")
+                    raise
+                terminal, normalized = normalize_outcome(questions, outcome)
+            resolved_by = ResolvedBy.of(identity, surface)
+            # From the claim on, the caller going away must not interrupt the work (§5.3).
+            with anyio.CancelScope(shield=True):
+                resolution = await self._claim_and_deliver(
+                    bundle, terminal, normalized, resolved_by
+                )
         return resolution
 
     async def _claim_and_deliver(
         self, bundle: Bundle, terminal: str, normalized: Outcome, resolved_by: ResolvedBy
     ) -> Resolution:
         pending_id = bundle.pending_id
-        result = await self._run.guarded(
-            StoreFailure(CLAIM_FAILED, pending_id=pending_id),
-            self._claims.complete_active_bundle,
-            pending_id,
-            terminal,
-            responses_by_question(normalized),
-            resolved_by=resolved_by,
-        )
+        with self._tracer.span("clarion.claim", pending_id=pending_id):
+            result = await self._run.guarded(
+                StoreFailure(CLAIM_FAILED, pending_id=pending_id),
+                self._claims.complete_active_bundle,
+                pending_id,
+                terminal,
+                responses_by_question(normalized),
+                resolved_by=resolved_by,
+            )
         if not result.claimed:
             self._metrics.claim_lost(resolved_by.surface.value)
             return await self._replay(pending_id)
@@ -149,7 +157,8 @@ class Resolver:
             claimed=True,
         )
         log.info("clarification.won", pending_id=pending_id, status=terminal)
-        await self._deliver(bundle, result, resolution)
+        with self._tracer.span("clarion.deliver", pending_id=pending_id):
+            await self._deliver(bundle, result, resolution)
         waited = (resolution.responded_at - bundle.created_at).total_seconds()
         self._metrics.bundle_resolved(terminal, resolved_by.surface.value, max(0.0, waited))
         return resolution

@@ -23,7 +23,7 @@ from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
-from clarion.ports.telemetry import Metrics, NoMetrics
+from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 from clarion.ports.tokens import UserDirectory
 from clarion.ports.waiters import Waiters
 
@@ -52,6 +52,7 @@ class Services:
     runner: Runner
     limits: Limits
     metrics: Metrics = attrs.field(factory=NoMetrics)
+    tracer: Tracer = attrs.field(factory=NoTracer)
 
 
 def build_services(
@@ -72,6 +73,7 @@ def build_services(
     limits: Limits | None = None,
     watch_interval: float = WATCH_INTERVAL_S,
     metrics: Metrics | None = None,
+    tracer: Tracer | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -86,6 +88,7 @@ def build_services(
     """
     limits = limits if limits is not None else Limits()
     metrics = metrics if metrics is not None else NoMetrics()
+    tracer = tracer if tracer is not None else NoTracer()
     runner = Runner(limiter)
     resolver = Resolver(
         claims=claims,
@@ -97,6 +100,7 @@ def build_services(
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,
         metrics=metrics,
+        tracer=tracer,
     )
     requests = LiveRequests(
         claims=claims,
@@ -147,4 +151,5 @@ def build_services(
         runner=runner,
         limits=limits,
         metrics=metrics,
+        tracer=tracer,
     )
