@@ -44,6 +44,7 @@ from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.model import Answer, Identity, Outcome
 from clarion.domain.questions import OptionDraft, QuestionDraft
+from clarion.domain.resolved_by import Surface
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import Event
 from clarion.ports.host import HostRepository
@@ -144,7 +145,7 @@ async def _run(
             while queue:
                 pending_id = queue.pop()
                 submitted = time.perf_counter()
-                await services.resolver.resolve(AGENT, pending_id, ANSWER)
+                await services.resolver.resolve(AGENT, pending_id, ANSWER, surface=Surface.REST)
                 # The agent's ask returns after its session-state write; wait for that.
                 await woken.setdefault(pending_id, anyio.Event()).wait()
                 latencies.append(woke_at[pending_id] - submitted)

@@ -35,6 +35,9 @@ from clarion.domain import (
     ListQuery,
     Question,
 )
+from clarion.domain.history import ResolvedPage, ResolvedQuery
+from clarion.domain.listing import PendingSummary
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.testing import (
     ClaimRepositoryContract,
@@ -87,9 +90,16 @@ class AuditedClaimRepository:
         return self._inner.load_bundle(pending_id)
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
-        result = self._inner.complete_active_bundle(pending_id, terminal, responses)
+        result = self._inner.complete_active_bundle(
+            pending_id, terminal, responses, resolved_by=resolved_by
+        )
         if result.claimed and result.responded_at is not None:
             self._audit.append(AuditEntry(pending_id, terminal, result.responded_at.isoformat()))
         return result
@@ -140,6 +150,12 @@ class AuditedClaimRepository:
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return self._inner.list_active_bundles(query)
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        return self._inner.list_resolved_bundles(query)
+
+    def pending_summary(self) -> PendingSummary:
+        return self._inner.pending_summary()
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:
         return self._inner.pending_actions_for_sessions(session_ids)

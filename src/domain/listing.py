@@ -83,6 +83,15 @@ def task_visible(
 
 
 @attrs.frozen
+class PendingSummary:
+    """How much waits (issue #20's scrape-time gauges): the number of active bundles (D4) and
+    the D1 ``created_at`` of the oldest (None when nothing waits)."""
+
+    count: int
+    oldest_created_at: datetime | None
+
+
+@attrs.frozen
 class ListQuery:
     """One page request. ``workspace_id == ""`` means "not supplied" (L7a.4)."""
 

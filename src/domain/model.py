@@ -134,6 +134,11 @@ class Identity:
     user_id: str | None
     synthetic: bool = False
     is_admin: bool = False
+    # Who this is for the record of who resolved a bundle (issue #20): "user" or "agent" (an
+    # agent's session token), and a display name. Not part of equality: the same user is the
+    # same identity however it authenticated.
+    kind: str = attrs.field(default="user", eq=False)
+    display_name: str = attrs.field(default="", eq=False)
 
     @property
     def is_scoped(self) -> bool:
@@ -141,12 +146,22 @@ class Identity:
 
     @classmethod
     def synthetic_admin(cls) -> Identity:
-        return cls(user_id=SYNTHETIC_USER_ID, synthetic=True, is_admin=True)
+        return cls(
+            user_id=SYNTHETIC_USER_ID,
+            synthetic=True,
+            is_admin=True,
+            display_name="anonymous (auth disabled)",
+        )
 
     @classmethod
     def internal(cls) -> Identity:
         return cls(user_id=None)
 
     @classmethod
-    def user(cls, user_id: str, *, is_admin: bool = False) -> Identity:
-        return cls(user_id=user_id, is_admin=is_admin)
+    def user(cls, user_id: str, *, is_admin: bool = False, display_name: str = "") -> Identity:
+        return cls(user_id=user_id, is_admin=is_admin, display_name=display_name)
+
+    @classmethod
+    def agent(cls, user_id: str, *, display_name: str = "") -> Identity:
+        """An agent acting with its session's token, as the workspace owner ``user_id``."""
+        return cls(user_id=user_id, kind="agent", display_name=display_name)

@@ -24,6 +24,7 @@ from clarion.domain.model import (
     Question,
     is_pendingish,
 )
+from clarion.domain.resolved_by import ResolvedBy
 
 ASKED_BY_REQUEST = "request"  # created by a request that returns at once (REST ``POST /request``)
 ASKED_BY_ASK = "ask"  # created by a blocking ask (MCP): only that ask call waits live
@@ -55,7 +56,7 @@ def is_askers_wait(asker: Asker | None, identity: Identity) -> bool:
 class MessageRecord:
     """A stored ``task_session_messages`` row as repositories hold it (metadata kept raw;
     ``asker`` on clarification rows only, None on other rows and on rows stored before it
-    was)."""
+    was; ``resolved_by`` on claimed rows)."""
 
     id: str
     session_id: str
@@ -68,6 +69,9 @@ class MessageRecord:
     author_type: str = "agent"
     content: str = ""
     asker: Asker | None = None
+    # Who resolved the row, as the claim stored it (its time is ``updated_at``); None when not
+    # stored: pending rows, other rows, rows resolved before it was recorded (issue #20).
+    resolved_by: ResolvedBy | None = None
 
 
 @attrs.frozen
@@ -90,6 +94,9 @@ class ClarificationRow:
     detached: bool
     delivery_pending: bool
     asker: Asker | None = None
+    # Who resolved the row (issue #20): on answered and rejected rows only ("unknown" when
+    # resolved before it was recorded), None otherwise.
+    resolved_by: ResolvedBy | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -195,6 +202,8 @@ def parse_row(record: MessageRecord) -> ClarificationRow:
     """Build the clarification view of a stored message row."""
     metadata = record.metadata
     question_id = question_id_from_metadata(metadata)
+    status = status_from_metadata(metadata)
+    resolved = status in (ANSWERED, REJECTED)
     return ClarificationRow(
         id=record.id,
         pending_id=_string(metadata.get("pending_id")),
@@ -204,7 +213,7 @@ def parse_row(record: MessageRecord) -> ClarificationRow:
         question_id=question_id,
         question=parse_question(metadata.get("question"), question_id),
         question_index=question_index_from_metadata(metadata),
-        status=status_from_metadata(metadata),
+        status=status,
         response=parse_response(metadata.get("response"), question_id),
         context=_string(metadata.get("context")),
         created_at=record.created_at,
@@ -212,6 +221,9 @@ def parse_row(record: MessageRecord) -> ClarificationRow:
         detached=is_truthy(metadata.get("agent_disconnected")),
         delivery_pending=is_truthy(metadata.get("response_delivery_pending")),
         asker=record.asker,
+        resolved_by=(record.resolved_by or ResolvedBy.unknown()).stamped(record.updated_at)
+        if resolved
+        else None,
     )
 
 

@@ -19,7 +19,15 @@ from typing import Any
 import attrs
 
 from clarion.domain.errors import ClaimError
-from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST, PENDING, Answer, Question
+from clarion.domain.model import (
+    ANSWERED,
+    CLARIFICATION_REQUEST,
+    PENDING,
+    REJECTED,
+    Answer,
+    Question,
+)
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
     Asker,
     ClarificationRow,
@@ -95,13 +103,21 @@ def detached(metadata: Metadata) -> dict[str, Any]:
 
 
 def rewritten(
-    record: MessageRecord, metadata: Metadata, updated_at: datetime | None
+    record: MessageRecord,
+    metadata: Metadata,
+    updated_at: datetime | None,
+    resolved_by: ResolvedBy | None = None,
 ) -> MessageRecord:
-    """The record after a transition wrote ``metadata`` (``updated_at`` kept when None)."""
+    """The record after a transition wrote ``metadata`` (``updated_at`` kept when None).
+
+    The claim passes who resolved (issue #20); any other transition keeps the stored record
+    while the row stays answered or rejected and drops it otherwise (a restore to pending)."""
+    kept = record.resolved_by if metadata.get(STATUS) in (ANSWERED, REJECTED) else None
     return attrs.evolve(
         record,
         metadata=metadata,
         updated_at=record.updated_at if updated_at is None else updated_at,
+        resolved_by=kept if resolved_by is None else resolved_by,
     )
 
 

@@ -8,8 +8,10 @@ from typing import Any, Protocol
 
 import attrs
 
-from clarion.domain.listing import ListPage, ListQuery
+from clarion.domain.history import ResolvedPage, ResolvedQuery
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary
 from clarion.domain.model import RESUME, Answer, Question
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
 from clarion.domain.transitions import new_message
 
@@ -83,8 +85,11 @@ class ClaimRepository(Protocol):
     - ``complete_active_bundle`` is the only claim. Among any number of concurrent callers on
       one active bundle exactly one gets ``claimed=True``; it transitions the pending rows (only
       those) to ``terminal`` in one transaction, writing ``response`` (answered only, keyed by
-      the row's question id), ``response_delivery_pending=true`` and ``updated_at``. Every other
-      caller gets ``claimed=False`` and nothing is written.
+      the row's question id), ``response_delivery_pending=true``, ``updated_at`` and — in the
+      same write — who resolved (``resolved_by``, issue #20; read back as
+      ``row.resolved_by`` stamped with ``updated_at``). Every other caller gets
+      ``claimed=False`` and nothing is written, so the recorded resolver is always the
+      winner's. A restore drops the record with the response.
     - Lookups by ``pending_id`` consider clarification rows only.
     - Timestamps are UTC with microsecond precision, identical for every reader.
 
@@ -113,10 +118,17 @@ class ClaimRepository(Protocol):
         ...
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         """The claim. ``terminal`` is "answered" or "rejected" (anything else raises
-        ``ValueError``); ``responses`` maps question id → normalized answer (None to reject)."""
+        ``ValueError``); ``responses`` maps question id → normalized answer (None to reject);
+        ``resolved_by`` (its ``at`` ignored) is written by the claim itself — None writes no
+        record, and the rows then read as "unknown"."""
         ...
 
     def finalize_delivery(
@@ -203,6 +215,22 @@ class ClaimRepository(Protocol):
         whose M5 task exists and is visible per L1c (and matches ``workspace_id`` when given),
         at/after ``created_since``, strictly after ``after``, in L6 order, ``limit`` bundles
         (clamped per L10) with ``has_more`` when more exist."""
+        ...
+
+    def pending_summary(self) -> PendingSummary:
+        """Every active bundle (D4, any visibility): how many, and the oldest's D1
+        ``created_at``. Read at each metrics scrape, so every process reports the same
+        figures; a database implementation reads the pending-rows index only."""
+        ...
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        """Issue #20, the resolved list: settled bundles (answered or rejected rows, none still
+        marked ``response_delivery_pending``) whose M5 task exists and is visible per L1c,
+        resolved at/after ``resolved_since``, strictly before ``before`` in (resolution time,
+        pending id) descending order, ``limit`` bundles (clamped per L10) with ``has_more``.
+        The resolution time is the newest ``updated_at`` of the bundle's resolved rows (its
+        claim's). A database implementation walks an index on resolved rows by resolution time
+        and stops after one page."""
         ...
 
     def pending_actions_for_sessions(self, session_ids: Collection[str]) -> dict[str, str]:

@@ -691,6 +691,23 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
     await w.call(
         "resumes: not visible is 404", "GET", f"{API}/sessions/{session}/resumes", headers=bob
     )
+    # Issue #20: the resolved list (additive; the respond envelopes above are unchanged).
+    await w.call(
+        "resolved: alice's settled bundles, newest first, with who resolved them",
+        "GET",
+        f"{CLAR}/resolved",
+        headers=alice,
+    )
+    await w.call("resolved: bob sees none of alice's", "GET", f"{CLAR}/resolved", headers=bob)
+    await w.call(
+        "resolved: a page of one has a next_cursor",
+        "GET",
+        f"{CLAR}/resolved?limit=1",
+        headers=alice,
+    )
+    await w.call(
+        "resolved: a corrupt cursor is 400", "GET", f"{CLAR}/resolved?cursor=%25", headers=alice
+    )
     await w.call("events: no identity is 401", "GET", f"{API}/events")
     # Every operation the document says may answer 401 does, without credentials (login's 401
     # is for a token that does not authenticate, recorded above).

@@ -53,6 +53,7 @@ from clarion.app.usecases.ask import Asking, AskResult, ProgressCallback
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import NOT_FOUND_MESSAGE, ClarionError, NotFound
 from clarion.domain.model import Question, Resolution
+from clarion.domain.resolved_by import Surface
 
 INPUT_KEY: Final = "clarion_answer"
 SURFACE: Final = "mcp-elicitation"
@@ -258,7 +259,10 @@ class Elicitation:
             return None
         try:
             resolution = await self._resolver.resolve(
-                call.caller.identity, pending_id, form_outcome(questions, response.content)
+                call.caller.identity,
+                pending_id,
+                form_outcome(questions, response.content),
+                surface=Surface.AGENT_CLIENT,
             )
         except ClarionError as exc:
             _log.info(

@@ -15,6 +15,7 @@ carried the tool call.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -48,6 +49,7 @@ from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_err
 from clarion.app.usecases.auth import bearer_credential, identity_bound
 from clarion.domain.errors import ValidationError, failure_fields
 from clarion.domain.model import Identity
+from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 
 SCOPE_KEY: Final = "clarion.mcp"
 AUTH_REQUIRED: Final = "authentication required"
@@ -169,14 +171,19 @@ def build_server(
     tools: Sequence[RegisteredTool],
     *,
     disconnect_poll: float = DISCONNECT_POLL_S,
+    metrics: Metrics | None = None,
+    tracer: Tracer | None = None,
 ) -> Server[Any]:
-    """A low-level server that lists ``tools`` and dispatches calls to their handlers.
+    """A low-level server that lists ``tools`` and dispatches calls to their handlers, each
+    call timed by ``metrics`` (issue #20) under its tool name.
 
     A call that reaches a handler without a :class:`Caller` on its request (a transport that
     bypassed :class:`AuthGate`) is refused as unauthenticated rather than run as anyone. Over
     HTTP a call ends when its client disconnects (:func:`while_connected`).
     """
     by_name = {entry.tool.name: entry for entry in tools}
+    timings = metrics if metrics is not None else NoMetrics()
+    spans = tracer if tracer is not None else NoTracer()
     listing = ListToolsResult(tools=[entry.tool for entry in tools])
 
     async def list_tools(
@@ -213,11 +220,15 @@ def build_server(
         )
 
         async def run() -> ToolOutcome:
+            started = time.perf_counter()
             try:
                 _check_storable(call.arguments)
-                return await entry.handler(call)
+                with spans.span(f"mcp.tool {params.name}", tool=params.name):
+                    return await entry.handler(call)
             except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)
                 return tool_error(exc, tool=params.name)
+            finally:
+                timings.tool_call(params.name, time.perf_counter() - started)
 
         if not isinstance(request, Request):
             return await run()

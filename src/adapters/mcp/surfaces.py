@@ -100,7 +100,11 @@ def external_server(services: Services, *, names: ToolNames | None = None) -> Se
         names.list_tasks: tools.list_tasks_handler(services.host),
     }
     return build_server(
-        "clarion-external", SERVER_VERSION, _register(external_tools(names), handlers)
+        "clarion-external",
+        SERVER_VERSION,
+        _register(external_tools(names), handlers),
+        metrics=services.metrics,
+        tracer=services.tracer,
     )
 
 
@@ -149,7 +153,13 @@ def session_server(
         else None
     )
     registered = _asking_tools(services, names or ToolNames(), progress_interval, elicitation=offer)
-    return build_server("clarion-session", SERVER_VERSION, registered)
+    return build_server(
+        "clarion-session",
+        SERVER_VERSION,
+        registered,
+        metrics=services.metrics,
+        tracer=services.tracer,
+    )
 
 
 def agent_server(
@@ -164,7 +174,13 @@ def agent_server(
     registered = _asking_tools(
         services, names or ToolNames(), progress_interval, binding.session_scope
     )
-    return build_server("clarion-agent", SERVER_VERSION, registered)
+    return build_server(
+        "clarion-agent",
+        SERVER_VERSION,
+        registered,
+        metrics=services.metrics,
+        tracer=services.tracer,
+    )
 
 
 def _session_id(scope: Scope) -> str:

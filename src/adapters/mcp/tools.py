@@ -24,6 +24,7 @@ from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import ClarionError, ValidationError
+from clarion.domain.resolved_by import Surface
 from clarion.ports.system import Clock
 
 WAITING_MESSAGE: Final = "Waiting for your response in Clarion"
@@ -56,7 +57,9 @@ def answer_handler(resolver: Resolver, *, tool: str) -> ToolHandler:
     async def handle(call: ToolCall) -> CallToolResult:
         pending_id, outcome = arguments.parse_answer(call.arguments)
         try:
-            resolution = await resolver.resolve(call.caller.identity, pending_id, outcome)
+            resolution = await resolver.resolve(
+                call.caller.identity, pending_id, outcome, surface=Surface.MCP
+            )
         except ClarionError as exc:
             return tool_error(exc, tool=tool, pending_id=pending_id)
         return json_result(wire.resolution_json(resolution))

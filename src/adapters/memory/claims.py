@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import structlog
 
+from clarion.adapters.memory.history import list_resolved_bundles
 from clarion.adapters.memory.listing import list_active_bundles
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
 from clarion.domain import transitions
@@ -26,10 +27,12 @@ from clarion.domain.activeness import (
     pending_action_for_session,
 )
 from clarion.domain.errors import NotFound, Resource
+from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.host import Turn
 from clarion.domain.listing import (
     ListPage,
     ListQuery,
+    PendingSummary,
 )
 from clarion.domain.model import (
     CANCELLED,
@@ -42,6 +45,7 @@ from clarion.domain.model import (
     Question,
 )
 from clarion.domain.questions import same_questions
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
     Asker,
     Bundle,
@@ -91,9 +95,10 @@ class InMemoryClaimRepository:
         record: MessageRecord,
         change: Callable[[Mapping[str, Any]], dict[str, Any]],
         updated_at: datetime | None,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClarificationRow:
         metadata = change(copy.deepcopy(dict(record.metadata)))
-        new = transitions.rewritten(record, frozen_metadata(metadata), updated_at)
+        new = transitions.rewritten(record, frozen_metadata(metadata), updated_at, resolved_by)
         self._store.put_message(new)
         return parse_row(new)
 
@@ -139,7 +144,12 @@ class InMemoryClaimRepository:
         return turn.id
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         if terminal not in TERMINAL_OUTCOMES:
             raise ValueError(f"invalid clarification terminal status {terminal!r}")
@@ -154,7 +164,7 @@ class InMemoryClaimRepository:
                 return ClaimResult(claimed=False)
             changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
             now = self._clock.now()
-            rows = [self._write(rec, change, now) for rec, change in changes]
+            rows = [self._write(rec, change, now, resolved_by) for rec, change in changes]
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
@@ -306,6 +316,15 @@ class InMemoryClaimRepository:
             }
         return min(len(asked), max(limit, 0))
 
+    def pending_summary(self) -> PendingSummary:
+        with self._store.lock:
+            rows = [row for row in map(parse_row, self._store.clarification_records())]
+            active = {
+                row.pending_id for row in rows if row.pending_id and self._store.row_is_active(row)
+            }
+            created = [row.created_at for row in rows if row.pending_id in active]
+        return PendingSummary(count=len(active), oldest_created_at=min(created, default=None))
+
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         for pending_id in self.active_pending_ids(session_id):
             bundle = self.load_bundle(pending_id)
@@ -353,3 +372,6 @@ class InMemoryClaimRepository:
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return list_active_bundles(self._store, query)
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        return list_resolved_bundles(self._store, query)

@@ -7,7 +7,7 @@ in a Starlette application on its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
@@ -99,13 +99,16 @@ def build_rest(
     database_check: DatabaseCheck | None = None,
     heartbeat_s: float = 15.0,
     allowed_hosts: HostAllowlist | None = None,
+    identified_paths: Collection[str] = (),
 ) -> RestApi:
     """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
     exception handlers answering every error in the surface's one shape. ``event_source``
     feeds the event stream (the in-process bus the use cases publish to, for example);
     ``database_check`` raises when the database is unreachable (``/healthz`` answers 503
     then); ``allowed_hosts`` are the ``Host`` names served
-    (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only)."""
+    (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only);
+    ``identified_paths`` are paths outside ``/api/`` whose routes read the caller's identity
+    (authenticated like ``/api/``; the route refuses a caller without one)."""
     limiter = services.limiter
     events = EventStream(
         event_source,
@@ -145,6 +148,7 @@ def build_rest(
             enabled=auth_enabled,
             authentication=authentication,
             limiter=limiter,
+            identified_paths=identified_paths,
         ),
         # Inside authentication: an unauthenticated REST request is refused before its body
         # is read (MCP authenticates inside its route, after this).
@@ -168,6 +172,7 @@ def create_rest_app(
     heartbeat_s: float = 15.0,
     allowed_hosts: HostAllowlist | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    identified_paths: Collection[str] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
 ) -> Starlette:
     """A Starlette application serving the REST surface (plus ``extra_routes`` behind the
@@ -180,6 +185,7 @@ def create_rest_app(
         database_check=database_check,
         heartbeat_s=heartbeat_s,
         allowed_hosts=allowed_hosts,
+        identified_paths=identified_paths,
     )
     app = Starlette(
         routes=[*rest.routes, *extra_routes],

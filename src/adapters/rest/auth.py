@@ -71,6 +71,7 @@ from clarion.app.usecases.auth import (
 )
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
+from clarion.domain.resolved_by import Surface
 
 log = structlog.get_logger(__name__)
 
@@ -122,6 +123,24 @@ def require_identity(connection: HTTPConnection) -> Identity:
     return identity
 
 
+SURFACE_HEADER: Final = "X-Clarion-Surface"
+_LABELLED_SURFACES: Final = frozenset({Surface.CLI.value, Surface.INBOX.value})
+
+
+def resolving_surface(connection: HTTPConnection) -> Surface:
+    """The surface a REST respond is recorded with (issue #20; docs/observability.md).
+
+    A request authenticated by the inbox's cookie session is the inbox — a fact of the
+    credential. Otherwise the caller may label itself with ``X-Clarion-Surface: cli`` (the
+    CLI's client) or ``inbox`` (the inbox with auth disabled, where there is no cookie): a
+    self-declared label for the audit record only, never used for any decision. Any other
+    value, or none, is plain REST."""
+    if auth_context(connection).via == "session":
+        return Surface.INBOX
+    label = connection.headers.get(SURFACE_HEADER, "").strip().lower()
+    return Surface(label) if label in _LABELLED_SURFACES else Surface.REST
+
+
 def _is_https(connection: HTTPConnection) -> bool:
     return connection.url.scheme in ("https", "wss")
 
@@ -145,6 +164,7 @@ class AuthMiddleware:
         authentication: Authentication | None,
         limiter: anyio.CapacityLimiter | None = None,
         public_paths: Collection[str] = (LOGIN_PATH, LOGOUT_PATH),
+        identified_paths: Collection[str] = (),
     ) -> None:
         if enabled and authentication is None:
             raise ValueError("auth enabled needs an Authentication")
@@ -153,10 +173,14 @@ class AuthMiddleware:
         self._authentication = authentication
         self._limiter = limiter
         self._public = frozenset(public_paths)
+        # Outside /api/ but served to an identity (e.g. /metrics, admin only): authenticated
+        # here like /api/, and the route itself refuses a caller without one.
+        self._identified = frozenset(identified_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = _route_path(scope) if scope["type"] == "http" else ""
-        if not path.startswith(PROTECTED_PREFIX) or AUTH_SCOPE_KEY in scope:
+        needs_identity = path.startswith(PROTECTED_PREFIX) or path in self._identified
+        if not needs_identity or AUTH_SCOPE_KEY in scope:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)

@@ -4,6 +4,8 @@
 ``POST /api/v1/clarification/request``         create a bundle → ``{"pending_id"}`` (A6; the
                                                session must be visible, fixes §9.20)
 ``GET  /api/v1/clarification/pending``         the caller's pending bundles (L1–L16 shape)
+``GET  /api/v1/clarification/resolved``        settled bundles, newest first, with who
+                                               resolved them (issue #20; REST only)
 ``GET  /api/v1/clarification/{id}``            the live request (A7: authorize first)
 ``GET  /api/v1/clarification/{id}/wait``       block until answered; 504 on drain/timeout (A5a)
 ``POST /api/v1/clarification/{id}/respond``    answer or reject (R10, R11, R12)
@@ -25,12 +27,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clarion.adapters import wire
-from clarion.adapters.rest.auth import require_identity
+from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
+from clarion.adapters.wire.history import resolved_page_json
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.live import LiveRequest, LiveRequests
@@ -106,6 +109,14 @@ def clarification_routes(
         )
         return JSONResponse(wire.list_json(page, now()))
 
+    async def resolved(request: Request) -> Response:
+        page = await listing.list_resolved(
+            require_identity(request),
+            cursor=request.query_params.get("cursor", ""),
+            limit=_query_limit(request),
+        )
+        return JSONResponse(resolved_page_json(page))
+
     async def get_request(request: Request) -> Response:
         live = await requests.get_request(
             require_identity(request), request.path_params["pending_id"]
@@ -127,7 +138,10 @@ def clarification_routes(
     async def respond(request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))
         resolution = await resolver.resolve(
-            require_identity(request), request.path_params["pending_id"], outcome
+            require_identity(request),
+            request.path_params["pending_id"],
+            outcome,
+            surface=resolving_surface(request),
         )
         return JSONResponse(wire.respond_body(resolution))
 
@@ -138,6 +152,7 @@ def clarification_routes(
     return {
         "createClarification": create,
         "listPendingClarifications": pending,
+        "listResolvedClarifications": resolved,
         "getClarification": get_request,
         "waitForClarification": wait,
         "respondToClarification": respond,

@@ -99,6 +99,20 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         ),
     ),
     RouteSpec(
+        f"{CLARIFICATION}/resolved",
+        "GET",
+        "listResolvedClarifications",
+        "The settled bundles the caller may see, newest first, with who resolved them",
+        ok=(200, "ResolvedPage", "One page of resolved bundles"),
+        errors=(400,),
+        parameters=(
+            _query_parameter("cursor", STRING, "A previous page's next_cursor"),
+            _query_parameter(
+                "limit", {"type": "integer"}, "Page size: default 50, clamped to 1-200"
+            ),
+        ),
+    ),
+    RouteSpec(
         f"{CLARIFICATION}/{{pending_id}}",
         "GET",
         "getClarification",

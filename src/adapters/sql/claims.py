@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql import changes, statements
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.history import list_resolved_bundles
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
 from clarion.adapters.sql.records import (
@@ -34,11 +35,13 @@ from clarion.adapters.sql.records import (
     load_current_turn,
     load_session,
     message_record,
+    resolver_values,
 )
 from clarion.adapters.sql.statements import Guard
 from clarion.domain import transitions
 from clarion.domain.errors import ClaimError, NotFound, Resource
-from clarion.domain.listing import ListPage, ListQuery
+from clarion.domain.history import ResolvedPage, ResolvedQuery
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary
 from clarion.domain.model import (
     CANCELLED,
     EXPIRED,
@@ -47,6 +50,7 @@ from clarion.domain.model import (
     Question,
 )
 from clarion.domain.questions import questions_digest, same_questions
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
     Asker,
     Bundle,
@@ -89,7 +93,11 @@ def _rewrite(
         values[f"metadata_{n}"] = metadata
     if updated_at is not None:
         values["updated_at"] = updated_at
-    statement = statements.rewrite(kind, len(changed), touch=updated_at is not None)
+    # A row leaving answered/rejected (a restore) drops who resolved it (issue #20).
+    release = not any(value.get(transitions.STATUS) in TERMINAL_OUTCOMES for _, value in changed)
+    statement = statements.rewrite(
+        kind, len(changed), touch=updated_at is not None, release=release
+    )
     if connection.execute(statement, values).rowcount != len(changed):
         raise _GuardLost
     return [transitions.rewritten(record, value, updated_at) for record, value in changed]
@@ -157,6 +165,11 @@ class SqlClaimRepository:
         with read_transaction(self._engine) as connection:
             return int(connection.execute(statement, params).scalar_one())
 
+    def pending_summary(self) -> PendingSummary:
+        with read_transaction(self._engine) as connection:
+            count, oldest = connection.execute(statements.pending_summary()).one()
+        return PendingSummary(count=int(count), oldest_created_at=oldest)
+
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         """One probe of ``ix_task_session_messages_pending_rows`` (session, current turn,
         digest) for the session's active rows carrying the questions' digest; a candidate is
@@ -188,6 +201,10 @@ class SqlClaimRepository:
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         with read_transaction(self._engine) as connection:
             return list_active_bundles(connection, query)
+
+    def list_resolved_bundles(self, query: ResolvedQuery) -> ResolvedPage:
+        with read_transaction(self._engine) as connection:
+            return list_resolved_bundles(connection, query)
 
     # -- creation ------------------------------------------------------------------------
 
@@ -227,13 +244,19 @@ class SqlClaimRepository:
     # -- the claim and its follow-ups ------------------------------------------------------
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         if terminal not in TERMINAL_OUTCOMES:
             raise ValueError(f"invalid clarification terminal status {terminal!r}")
         if not pending_id:
             return ClaimResult(claimed=False)
         answers, params = changes.claim_parameters(terminal, responses)
+        params.update(resolver_values(resolved_by))
         with self._writes.begin() as connection:
             lock_bundle(connection, pending_id)
             # Read inside the serialized section, so stamps follow commit order.

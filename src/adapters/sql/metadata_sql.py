@@ -26,7 +26,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 from sqlalchemy.types import TypeEngine
 
-from clarion.domain.model import CLARIFICATION_REQUEST, PENDING
+from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST, PENDING, REJECTED
 
 # The columns these readers need; any table or alias of ``task_session_messages`` has them.
 MessageFrom = sa.FromClause
@@ -155,6 +155,11 @@ def is_pendingish(m: MessageFrom) -> ColumnElement[bool]:
     """
     status = sa.func.coalesce(status_of(m), const(""))
     return sa.or_(status == const(""), status == const(PENDING))
+
+
+def is_resolved(m: MessageFrom) -> ColumnElement[bool]:
+    """D3: the row's status is "answered" or "rejected" (the claim's terminal outcomes)."""
+    return status_of(m).in_([const(ANSWERED), const(REJECTED)])
 
 
 def is_truthy_at(m: MessageFrom, key: str) -> ColumnElement[bool]:

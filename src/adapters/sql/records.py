@@ -18,6 +18,7 @@ from clarion.adapters.sql.schema import messages, task_session_turns, task_sessi
 from clarion.domain.host import Session, Turn
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.questions import questions_digest
+from clarion.domain.resolved_by import ResolvedBy, stored_resolver
 from clarion.domain.rows import Asker, MessageRecord, bundle_questions, parse_row
 
 MESSAGE_COLUMNS = (
@@ -33,6 +34,10 @@ MESSAGE_COLUMNS = (
     messages.c.content,
     messages.c.asker_id,
     messages.c.asker_via,
+    messages.c.resolver_id,
+    messages.c.resolver_kind,
+    messages.c.resolver_name,
+    messages.c.resolver_surface,
 )
 
 
@@ -51,6 +56,12 @@ def message_record(row: RowMapping) -> MessageRecord:
         author_type=row["author_type"],
         content=row["content"],
         asker=_asker(row),
+        resolved_by=stored_resolver(
+            row.get("resolver_id"),
+            row.get("resolver_kind"),
+            row.get("resolver_name"),
+            row.get("resolver_surface"),
+        ),
     )
 
 
@@ -85,7 +96,23 @@ def message_values(record: MessageRecord) -> dict[str, Any]:
         "updated_at": record.updated_at,
         "asker_id": None if record.asker is None else record.asker.user_id,
         "asker_via": None if record.asker is None else record.asker.via,
+        **resolver_values(record.resolved_by),
     }
+
+
+def resolver_values(resolved_by: ResolvedBy | None) -> dict[str, str | None]:
+    """The ``resolver_*`` columns of a record (all NULL when none is stored)."""
+    if resolved_by is None:
+        return dict.fromkeys(RESOLVER_COLUMNS)
+    return {
+        "resolver_id": resolved_by.identity_id,
+        "resolver_kind": resolved_by.kind.value,
+        "resolver_name": resolved_by.display_name,
+        "resolver_surface": resolved_by.surface.value,
+    }
+
+
+RESOLVER_COLUMNS = ("resolver_id", "resolver_kind", "resolver_name", "resolver_surface")
 
 
 # -- the derived bundle keys (schema: bundle_created_at, bundle_digest) ------------------------

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from clarion.adapters.sql.metadata_sql import (
     is_clarification,
     is_pendingish,
+    is_resolved,
     pending_id_of,
 )
 from clarion.adapters.sql.types import EMPTY, PAT_KIND_DEFAULT, Key, UtcDateTime
@@ -132,6 +133,14 @@ task_session_messages = sa.Table(
     # 0004 (NULL on other rows and older ones): the asking user's id and how it asked.
     sa.Column("asker_id", Key, nullable=True),
     sa.Column("asker_via", sa.Text, nullable=True),
+    # Who resolved the row (domain.resolved_by.ResolvedBy), written by the claim's own UPDATE
+    # and cleared by a restore to pending (migration 0005; issue #20). NULL on other rows and
+    # on rows resolved before it was recorded, which read as "unknown". Beside the metadata,
+    # not inside it, so transcripts read exactly as before. Its time is ``updated_at``.
+    sa.Column("resolver_id", Key, nullable=True),
+    sa.Column("resolver_kind", sa.Text, nullable=True),
+    sa.Column("resolver_name", sa.Text, nullable=True),
+    sa.Column("resolver_surface", sa.Text, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
 )
@@ -172,6 +181,18 @@ sa.Index(
     messages.c.bundle_pending_id,
     sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+)
+
+# The resolved list (newest first) and the audit export walk this index backwards in
+# (resolution time, pending id) order over resolved clarification rows and stop after a page;
+# a resolved row's ``updated_at`` is its claim's time (finalize keeps it; nothing else writes
+# a resolved row).
+sa.Index(
+    "ix_task_session_messages_resolved_order",
+    messages.c.updated_at,
+    messages.c.bundle_pending_id,
+    sqlite_where=sa.and_(is_clarification(messages), is_resolved(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_resolved(messages)),
 )
 
 users = sa.Table(

@@ -34,7 +34,7 @@ from clarion.adapters.sql.predicates import (
     on_current_turn,
     pending_id_of,
 )
-from clarion.adapters.sql.records import MESSAGE_COLUMNS
+from clarion.adapters.sql.records import MESSAGE_COLUMNS, RESOLVER_COLUMNS
 from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import task_sessions
 from clarion.domain.model import ANSWERED, RESUME
@@ -126,10 +126,11 @@ def select_rows(kind: Guard) -> sa.Select[Any]:
 
 
 @cache
-def rewrite(kind: Guard, count: int, *, touch: bool) -> sa.Update:
+def rewrite(kind: Guard, count: int, *, touch: bool, release: bool = False) -> sa.Update:
     """ONE conditional UPDATE of ``count`` rows: each row ``id_<n>`` gets ``metadata_<n>``
-    (and ``updated_at`` when ``touch``) only while ``kind`` still holds for it; the affected
-    row count tells the caller whether the guard held for all of them."""
+    (``updated_at`` when ``touch``; the ``resolver_*`` columns cleared when ``release``: a
+    row leaving answered/rejected) only while ``kind`` still holds for it; the affected row
+    count tells the caller whether the guard held for all of them."""
     ids: list[Any] = [sa.bindparam(f"id_{n}") for n in range(count)]
     new_metadata = sa.case(
         *[
@@ -141,6 +142,8 @@ def rewrite(kind: Guard, count: int, *, touch: bool) -> sa.Update:
     values: dict[str, Any] = {"metadata": new_metadata}
     if touch:
         values["updated_at"] = sa.bindparam("updated_at", type_=m.c.updated_at.type)
+    if release:
+        values.update(dict.fromkeys(RESOLVER_COLUMNS, sa.null()))
     return sa.update(m).where(m.c.id.in_(ids), guard(kind)).values(**values)
 
 
@@ -180,6 +183,21 @@ def active_asked(*, scoped: bool) -> sa.Select[Any]:
 
 
 @cache
+def pending_summary() -> sa.Select[int, Any]:
+    """Every active bundle (D4, live session): how many, and the oldest D1 ``created_at`` —
+    over ``ix_task_session_messages_pending_order`` (pending clarification rows only)."""
+    return sa.select(
+        sa.func.count(sa.distinct(m.c.bundle_pending_id)), sa.func.min(m.c.bundle_created_at)
+    ).where(
+        is_clarification(m),
+        is_pendingish(m),
+        m.c.bundle_pending_id.is_not(None),
+        on_current_turn(m),
+        in_live_session(m),
+    )
+
+
+@cache
 def marked_rows() -> sa.Select[Any]:
     """Every clarification row still marked ``response_delivery_pending`` (startup)."""
     return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))
@@ -198,9 +216,11 @@ def resume_records() -> sa.Select[Any]:
 @cache
 def claim(terminal: str, answers: int) -> sa.Update:
     """The claim (facts §4.5) as ONE conditional UPDATE … RETURNING: every claimable row
-    (the ``claimable`` guard) takes ``terminal``, the delivery marker, ``updated_at`` and —
-    answered only — the response bound for its question id (``question_<n>`` →
-    ``response_<n>``, JSON text; NULL when none was given, which the caller refuses)."""
+    (the ``claimable`` guard) takes ``terminal``, the delivery marker, ``updated_at``, who
+    resolved (the ``resolver_*`` columns, bound by the same names; NULL when not recorded;
+    issue #20) and — answered only — the response bound for its question id
+    (``question_<n>`` → ``response_<n>``, JSON text; NULL when none was given, which the
+    caller refuses)."""
     values: dict[str, Any] = {
         STATUS: _param("terminal"),
         DELIVERY_PENDING: AsJson(const("true")),
@@ -220,6 +240,7 @@ def claim(terminal: str, answers: int) -> sa.Update:
         .values(
             metadata=json_set(m, values),
             updated_at=sa.bindparam("updated_at", type_=m.c.updated_at.type),
+            **{name: _param(name) for name in RESOLVER_COLUMNS},
         )
         .returning(*MESSAGE_COLUMNS)
     )

@@ -165,6 +165,51 @@ class PendingPage:
     next_cursor: str
 
 
+# --- the resolved list (issue #20; REST only) --------------------------------------------------
+
+ResolverKind = Literal["user", "agent", "system", "unknown"]
+ResolverSurface = Literal[
+    "rest", "mcp", "inbox", "cli", "agent_client", "email", "slack", "deadline", "unknown"
+]
+
+
+@attrs.frozen
+class Resolver:
+    """Who resolved a bundle, and where (``unknown`` for bundles resolved before it was
+    recorded)."""
+
+    identity_id: str
+    kind: ResolverKind
+    display_name: str
+    surface: ResolverSurface
+
+
+@attrs.frozen
+class ResolvedBundle:
+    """One resolved bundle: what was asked, the outcome (R12's response shape, the winner's),
+    who resolved it and when (``resolved_at`` equals ``response.responded_at``)."""
+
+    pending_id: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+    context: str
+    questions: list[ListedQuestion]
+    status: Literal["answered", "rejected"]
+    response: Response
+    resolved_by: Resolver
+    resolved_at: datetime
+
+
+@attrs.frozen
+class ResolvedPage:
+    """``{"bundles", "count", "next_cursor"}`` like the pending list, newest first."""
+
+    bundles: list[ResolvedBundle]
+    count: int = attrs.field(metadata=_COUNT)
+    next_cursor: str
+
+
 # --- host records -----------------------------------------------------------------------------
 
 _ACTION: Final = replaced(
@@ -462,6 +507,9 @@ SHAPES: Final[tuple[type[Any], ...]] = (
     ListedQuestion,
     ListedBundle,
     PendingPage,
+    Resolver,
+    ResolvedBundle,
+    ResolvedPage,
     Task,
     TaskList,
     LiveQuestion,

@@ -26,7 +26,9 @@ class ClarionClient:
 
     def __init__(self, base_url: str, *, token: str = "") -> None:
         self._base = base_url.rstrip("/")
-        headers = {"Accept": "application/json"}
+        # A label for the record of who resolved (issue #20), never a credential: the server
+        # records answers sent through this client as the CLI's (docs/observability.md).
+        headers = {"Accept": "application/json", "X-Clarion-Surface": "cli"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._headers = headers
@@ -74,6 +76,22 @@ class ClarionClient:
     def find_pending(self, pending_id: str) -> dict[str, Any] | None:
         """The pending bundle with this id, or None when it is not pending (or not visible)."""
         return next((b for b in self.pending() if b["pending_id"] == pending_id), None)
+
+    def resolved(self, *, at_most: int) -> list[dict[str, Any]]:
+        """Up to ``at_most`` resolved bundles the caller may see, newest first, following
+        ``next_cursor`` as far as needed."""
+        bundles: list[dict[str, Any]] = []
+        cursor = ""
+        while len(bundles) < at_most:
+            query = {"limit": str(min(200, at_most - len(bundles)))}
+            if cursor:
+                query["cursor"] = cursor
+            page = self._request("GET", "/api/v1/clarification/resolved", params=query)
+            bundles.extend(page["bundles"])
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        return bundles[:at_most]
 
     def respond(self, pending_id: str, body: dict[str, Any]) -> dict[str, Any]:
         quoted = urllib.parse.quote(pending_id, safe="")

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 import attrs
@@ -38,6 +38,7 @@ from clarion.adapters.memory import (
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
+from clarion.adapters.prometheus import METRICS_PATH, PrometheusMetrics, RouteTimer, metrics_route
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
@@ -72,6 +73,9 @@ from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
 from clarion.ports.waiters import Waiters
 
+if TYPE_CHECKING:
+    from clarion.adapters.otel import OtelTracer
+
 log = structlog.get_logger(__name__)
 
 MEMORY_URL = "memory://"
@@ -85,8 +89,8 @@ class Clarion:
     """A wired Clarion service.
 
     ``asgi_app`` serves REST, both MCP surfaces and the web inbox; ``services`` are the use
-    cases (``services.resolver.resolve(identity, pending_id, outcome)`` is the spec's
-    ``ResolveBundle``); ``authentication`` issues users and personal access tokens;
+    cases (``services.resolver.resolve(identity, pending_id, outcome, surface=...)`` is the
+    spec's ``ResolveBundle``); ``authentication`` issues users and personal access tokens;
     ``answer_links`` makes the signed single-use answer links e-mail carries
     (``answer_links.link_for(recipient, pending_id)``) and serves their page.
     """
@@ -242,6 +246,32 @@ def administration(settings: Settings) -> Iterator[Authentication]:
     try:
         upgrade_database(engine)
         yield Authentication(SqlTokenStore(engine, clock, ids), clock, ids)
+    finally:
+        engine.dispose()
+
+
+def _otel_tracer() -> OtelTracer | None:
+    """Spans through the global OpenTelemetry provider when the ``otel`` extra is installed
+    (non-recording, so nothing is sent, until the host configures one); None otherwise."""
+    try:
+        from clarion.adapters.otel import OtelTracer
+    except ImportError:
+        return None
+    return OtelTracer()
+
+
+@contextmanager
+def audit_records(settings: Settings) -> Iterator[ClaimRepository]:
+    """The clarification rows on ``settings.database_url`` for ``clarion audit export``: read
+    only (after the migrations ``serve`` would apply), no lock, no recovery."""
+    clock, ids = SystemClock(), UuidIds()
+    if settings.database_url == MEMORY_URL:
+        yield InMemoryClaimRepository(InMemoryStore(), clock, ids)
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield SqlClaimRepository(engine, clock, ids)
     finally:
         engine.dispose()
 
@@ -426,6 +456,8 @@ def build_clarion(
             else OutboxResumeDispatcher(claims, limiter)
         )
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
+    metrics = PrometheusMetrics()
+    tracing = _otel_tracer()
     services = build_services(
         claims=claims,
         host=host,
@@ -441,6 +473,13 @@ def build_clarion(
         resume_timeout=settings.resume_timeout_s,
         users=tokens,
         limits=settings.limits,
+        metrics=metrics,
+        tracer=tracing,
+    )
+    metrics.observe_state(
+        pending=claims.pending_summary,
+        live_asks=lambda: services.asking.live_asks,
+        now=clock.now,
     )
     authentication = Authentication(tokens, clock, ids)
     runner = Runner(limiter)
@@ -498,9 +537,19 @@ def build_clarion(
         event_source=_event_source(events),
         database_check=storage.check,
         allowed_hosts=allowed_hosts,
-        extra_routes=[*mcp.routes, *web_routes(answer_links)],
+        extra_routes=[
+            *mcp.routes,
+            *web_routes(answer_links),
+            metrics_route(metrics, auth_enabled=settings.auth_enabled),
+        ],
+        identified_paths=(METRICS_PATH,),
         lifespan=lifespan,
     )
+    app.add_middleware(RouteTimer, metrics=metrics, routes=app.routes)
+    if tracing is not None:
+        from clarion.adapters.otel import TracingMiddleware
+
+        app.add_middleware(TracingMiddleware, tracer=tracing, routes=app.routes)
     clarion = Clarion(
         settings=settings,
         services=services,

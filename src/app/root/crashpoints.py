@@ -19,6 +19,7 @@ import structlog
 
 from clarion.domain.errors import ValidationError
 from clarion.domain.model import Answer
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import ClarificationRow
 from clarion.ports.claims import ClaimRepository, ClaimResult, ResumeRecord
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
@@ -59,9 +60,16 @@ class _CrashingClaims:
         return getattr(self._inner, name)
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
-        result = self._inner.complete_active_bundle(pending_id, terminal, responses)
+        result = self._inner.complete_active_bundle(
+            pending_id, terminal, responses, resolved_by=resolved_by
+        )
         if result.claimed and self._point == "claim":
             _die(self._point)
         return result

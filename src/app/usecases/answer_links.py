@@ -53,6 +53,7 @@ from clarion.domain.errors import (
 from clarion.domain.model import Identity, Outcome, Question, Resolution
 from clarion.domain.outcome import validate_outcome
 from clarion.domain.replay import replay_winner
+from clarion.domain.resolved_by import Surface
 from clarion.domain.rows import Bundle
 from clarion.ports.answer_links import AnswerLinkStore, LinkUse
 from clarion.ports.claims import ClaimRepository
@@ -341,7 +342,9 @@ class AnswerLinks:
     async def _resolve_as_recipient(self, target: _Target, outcome: Outcome) -> Resolution:
         """The one place answer links resolve: the shared resolver, as the link's recipient
         (seams: the lead adds ``surface="email"`` here)."""
-        return await self._resolver.resolve(target.identity, target.claims.pending_id, outcome)
+        return await self._resolver.resolve(
+            target.identity, target.claims.pending_id, outcome, surface=Surface.EMAIL
+        )
 
     async def _open(self, token: str) -> _Target | LinkPage:
         """Verify the token, its expiry and its recipient, and read the bundle as them."""

@@ -34,6 +34,7 @@ from clarion.domain.errors import (
     LimitExceeded,
     NotActive,
     NotFound,
+    ValidationError,
     failure_fields,
 )
 from clarion.domain.host import Session
@@ -54,6 +55,7 @@ from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
 from clarion.ports.system import IdGenerator
+from clarion.ports.telemetry import Metrics, NoMetrics
 from clarion.ports.waiters import WaitEnd, WaitEnded, Waiters
 
 log = structlog.get_logger(__name__)
@@ -113,6 +115,7 @@ class Asking:
     _run: Runner = attrs.field(alias="runner")
     ask_timeout: float = ASK_TIMEOUT_S
     limits: Limits = attrs.field(factory=Limits)
+    _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
     _asking: set[str] = attrs.field(factory=set, init=False)  # asks blocked in this process
     _closing: bool = attrs.field(default=False, init=False)
 
@@ -183,9 +186,23 @@ class Asking:
             LimitExceeded: the identity has too many active bundles.
             ClaimError: the store failed.
         """
-        validate_questions(drafts, self.limits)
-        validate_context(context, self.limits, context_paragraphs)
+        self._validated(drafts, context, context_paragraphs)
         await self._run.guarded(CREATE_FAILED, self._check_room, identity, 0)
+
+    def _validated(
+        self, drafts: Sequence[QuestionDraft], context: str, context_paragraphs: Sequence[str]
+    ) -> tuple[tuple[Question, ...], str]:
+        try:
+            questions = validate_questions(drafts, self.limits)
+            return questions, validate_context(context, self.limits, context_paragraphs)
+        except ValidationError:
+            self._metrics.validation_refused("ask")
+            raise
+
+    @property
+    def live_asks(self) -> int:
+        """How many asks are blocked waiting in this process right now."""
+        return len(self._asking)
 
     async def _make_durable(
         self, prepared: _Prepared, questions: Sequence[Question], context: str, asker: Asker
@@ -203,6 +220,7 @@ class Asking:
             asker=asker,
         )
         log.info("clarification.created", pending_id=prepared.pending_id)
+        self._metrics.bundle_created()
         publish_bundles(self._events, BUNDLE_CREATED, bundle.rows, prepared.session.task_id)
 
     async def create(
@@ -227,8 +245,7 @@ class Asking:
             NotActive: the session is COMPLETED, FAILED or CANCELLED.
             ClaimError: the store failed.
         """
-        questions = validate_questions(drafts, self.limits)
-        context = validate_context(context, self.limits, context_paragraphs)
+        questions, context = self._validated(drafts, context, context_paragraphs)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
@@ -271,8 +288,7 @@ class Asking:
             WaitEnded: the wait ended without an answer (timeout, cancelled, turn completed,
                 delivery failed); the bundle stays answerable through the resume path.
         """
-        questions = validate_questions(drafts, self.limits)
-        context = validate_context(context, self.limits, context_paragraphs)
+        questions, context = self._validated(drafts, context, context_paragraphs)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
@@ -317,8 +333,7 @@ class Asking:
             InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
                 as :meth:`create`.
         """
-        questions = validate_questions(drafts, self.limits)
-        context = validate_context(context, self.limits, context_paragraphs)
+        questions, context = self._validated(drafts, context, context_paragraphs)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )

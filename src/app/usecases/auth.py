@@ -299,7 +299,7 @@ class Authentication:
             record.last_used_at is None or now - record.last_used_at >= self._touch_interval
         ):
             self._tokens.touch_token(record.id, now)
-        return record, Identity.user(user.id, is_admin=user.is_admin)
+        return record, Identity.user(user.id, is_admin=user.is_admin, display_name=user.name)
 
 
 __all__ = [

@@ -276,4 +276,7 @@ class HostOperations:
             user = self._users.get_user(owner)
             if user is None or not user.active:
                 raise NotFound(resource=Resource.SESSION)
-        return Identity.user(owner or UNOWNED_WORKSPACE_USER)
+        # Issue #20: recorded as an agent (its session's token), acting as the owner.
+        return Identity.agent(
+            owner or UNOWNED_WORKSPACE_USER, display_name=f"agent of session {session_id}"
+        )

@@ -11,6 +11,7 @@ from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
 from clarion.domain.errors import NotFound
+from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import MAX_LIMIT, ListPage, ListQuery, clamp_limit
 from clarion.domain.model import Identity
 from clarion.ports.authorizer import TaskAuthorizer
@@ -19,6 +20,7 @@ from clarion.ports.claims import ClaimRepository
 log = structlog.get_logger(__name__)
 
 LIST_FAILED = "failed to list pending clarifications"
+HISTORY_FAILED = "failed to list resolved clarifications"
 
 
 @attrs.define(kw_only=True)
@@ -61,6 +63,47 @@ class Listing:
             after,
             clamp_limit(limit, self.max_page_size),
         )
+
+    async def list_resolved(
+        self,
+        identity: Identity,
+        *,
+        cursor: str = "",
+        limit: int | None = None,
+        resolved_since: datetime | None = None,
+    ) -> ResolvedPage:
+        """A page of settled bundles visible to ``identity`` — the pending list's visibility
+        (foreign ≡ absent) — newest resolution first, with outcome and who resolved (issue
+        #20). ``cursor`` and ``limit`` follow the pending list's rules (L9, L10, L13).
+
+        Raises:
+            InvalidArgument: ``cursor`` is unparseable (``field`` names it).
+            ClaimError: the store failed.
+        """
+        before = decode_cursor(cursor) if cursor else None
+        return await self._run.guarded(
+            HISTORY_FAILED,
+            self._resolved,
+            identity,
+            before,
+            clamp_limit(limit, self.max_page_size),
+            resolved_since,
+        )
+
+    def _resolved(
+        self,
+        identity: Identity,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        resolved_since: datetime | None,
+    ) -> ResolvedPage:
+        query = ResolvedQuery(
+            visibility=self._authorizer.visibility(identity),
+            limit=limit,
+            before=before,
+            resolved_since=resolved_since,
+        )
+        return self._claims.list_resolved_bundles(query)
 
     async def may_see_task(self, identity: Identity, task_id: str) -> bool:
         """Whether ``identity`` may see the task ``task_id`` (and so its bundles and events):

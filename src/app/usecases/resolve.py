@@ -25,16 +25,24 @@ import structlog
 from clarion.app.usecases.access import authorize_bundle
 from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
-from clarion.domain.errors import NOT_ACTIVE_MESSAGE, DeliveryError, NotActive, failure_fields
+from clarion.domain.errors import (
+    NOT_ACTIVE_MESSAGE,
+    DeliveryError,
+    NotActive,
+    ValidationError,
+    failure_fields,
+)
 from clarion.domain.model import REJECTED, Identity, Outcome, Resolution
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
+from clarion.domain.resolved_by import ResolvedBy, Surface
 from clarion.domain.rows import Bundle, ClarificationRow
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
+from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 from clarion.ports.waiters import Delivery, Waiters
 
 log = structlog.get_logger(__name__)
@@ -73,6 +81,8 @@ class Resolver:
     _run: Runner = attrs.field(alias="runner")
     _delivery_timeout: float = attrs.field(default=DELIVERY_TIMEOUT_S, alias="delivery_timeout")
     _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
+    _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
+    _tracer: Tracer = attrs.field(factory=NoTracer, alias="tracer")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
         """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
@@ -85,9 +95,12 @@ class Resolver:
             self._run, self._claims, self._authorizer, identity, pending_id
         )
 
-    async def resolve(self, identity: Identity, pending_id: str, outcome: Outcome) -> Resolution:
+    async def resolve(
+        self, identity: Identity, pending_id: str, outcome: Outcome, *, surface: Surface
+    ) -> Resolution:
         """Resolve the bundle with ``outcome``; the winner's resolution has ``claimed=True``,
-        a loser's replay of the winner has ``claimed=False`` (R2).
+        a loser's replay of the winner has ``claimed=False`` (R2). The claim records who
+        resolved — ``identity`` on ``surface`` (issue #20) — so only a winner is ever recorded.
 
         Raises:
             NotFound: unknown or foreign ``pending_id`` (A1, A3, A5).
@@ -98,27 +111,41 @@ class Resolver:
             DeliveryError: the winner's delivery failed (R7a); ``retryable`` says whether the
                 bundle is answerable again.
         """
-        bundle = await self.authorize_bundle(identity, pending_id)
-        questions = bundle.questions
-        validate_outcome(questions, outcome)
-        terminal, normalized = normalize_outcome(questions, outcome)
-        # From the claim on, the caller going away must not interrupt the work (facts §5.3).
-        with anyio.CancelScope(shield=True):
-            resolution = await self._claim_and_deliver(bundle, terminal, normalized)
+        span = self._tracer.span
+        with span("clarion.resolve", pending_id=pending_id, surface=surface.value):
+            with span("clarion.authorize", pending_id=pending_id):
+                bundle = await self.authorize_bundle(identity, pending_id)
+            questions = bundle.questions
+            with span("clarion.validate", pending_id=pending_id):
+                try:
+                    validate_outcome(questions, outcome)
+                except ValidationError:
+                    self._metrics.validation_refused("answer")
+                    raise
+                terminal, normalized = normalize_outcome(questions, outcome)
+            resolved_by = ResolvedBy.of(identity, surface)
+            # From the claim on, the caller going away must not interrupt the work (§5.3).
+            with anyio.CancelScope(shield=True):
+                resolution = await self._claim_and_deliver(
+                    bundle, terminal, normalized, resolved_by
+                )
         return resolution
 
     async def _claim_and_deliver(
-        self, bundle: Bundle, terminal: str, normalized: Outcome
+        self, bundle: Bundle, terminal: str, normalized: Outcome, resolved_by: ResolvedBy
     ) -> Resolution:
         pending_id = bundle.pending_id
-        result = await self._run.guarded(
-            StoreFailure(CLAIM_FAILED, pending_id=pending_id),
-            self._claims.complete_active_bundle,
-            pending_id,
-            terminal,
-            responses_by_question(normalized),
-        )
+        with self._tracer.span("clarion.claim", pending_id=pending_id):
+            result = await self._run.guarded(
+                StoreFailure(CLAIM_FAILED, pending_id=pending_id),
+                self._claims.complete_active_bundle,
+                pending_id,
+                terminal,
+                responses_by_question(normalized),
+                resolved_by=resolved_by,
+            )
         if not result.claimed:
+            self._metrics.claim_lost(resolved_by.surface.value)
             return await self._replay(pending_id)
         resolution = Resolution(
             pending_id=pending_id,
@@ -130,7 +157,10 @@ class Resolver:
             claimed=True,
         )
         log.info("clarification.won", pending_id=pending_id, status=terminal)
-        await self._deliver(bundle, result, resolution)
+        with self._tracer.span("clarion.deliver", pending_id=pending_id):
+            await self._deliver(bundle, result, resolution)
+        waited = (resolution.responded_at - bundle.created_at).total_seconds()
+        self._metrics.bundle_resolved(terminal, resolved_by.surface.value, max(0.0, waited))
         return resolution
 
     async def _replay(self, pending_id: str) -> Resolution:
@@ -197,8 +227,10 @@ class Resolver:
             log.warning(
                 "clarification.resume_refused", pending_id=bundle.pending_id, **failure_fields(exc)
             )
+            self._metrics.resume_dispatched("refused")
             await self._restore_or_raise(bundle, result, resolution, RESUME_RETRYABLE, RESUME_STUCK)
         log.info("clarification.resume_accepted", pending_id=bundle.pending_id)
+        self._metrics.resume_dispatched("accepted")
         if finalized is not None:
             # The dispatcher finalized the claim together with its resume record (the outbox).
             publish_bundles(self._events, BUNDLE_RESOLVED, finalized, bundle.task_id)

@@ -23,6 +23,7 @@ from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 from clarion.ports.tokens import UserDirectory
 from clarion.ports.waiters import Waiters
 
@@ -46,6 +47,8 @@ class Services:
     clock: Clock
     limiter: anyio.CapacityLimiter
     limits: Limits
+    metrics: Metrics = attrs.field(factory=NoMetrics)
+    tracer: Tracer = attrs.field(factory=NoTracer)
 
 
 def build_services(
@@ -65,6 +68,8 @@ def build_services(
     users: UserDirectory | None = None,
     limits: Limits | None = None,
     watch_interval: float = WATCH_INTERVAL_S,
+    metrics: Metrics | None = None,
+    tracer: Tracer | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -74,9 +79,12 @@ def build_services(
     resume (facts §4.7); ``users`` (the token store, in Clarion's own deployment) lets agent
     tokens stop working when the workspace owner they act as is deactivated; ``limits`` are
     the bounds every surface shares (defaults when None);
-    ``watch_interval`` is how often a bystander's wait re-reads the bundle.
+    ``watch_interval`` is how often a bystander's wait re-reads the bundle; ``metrics``
+    counts and times what happens (:class:`NoMetrics` when None).
     """
     limits = limits if limits is not None else Limits()
+    metrics = metrics if metrics is not None else NoMetrics()
+    tracer = tracer if tracer is not None else NoTracer()
     runner = Runner(limiter)
     resolver = Resolver(
         claims=claims,
@@ -87,6 +95,8 @@ def build_services(
         runner=runner,
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,
+        metrics=metrics,
+        tracer=tracer,
     )
     requests = LiveRequests(
         claims=claims,
@@ -109,6 +119,7 @@ def build_services(
             runner=runner,
             ask_timeout=ask_timeout,
             limits=limits,
+            metrics=metrics,
         ),
         requests=requests,
         listing=Listing(
@@ -128,4 +139,6 @@ def build_services(
         clock=clock,
         limiter=runner.limiter,
         limits=limits,
+        metrics=metrics,
+        tracer=tracer,
     )

@@ -22,8 +22,10 @@ from clarion.domain.model import (
 from clarion.domain.replay import replay_winner
 from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker, Bundle, question_json
 from clarion.ports.claims import ClaimResult
+from clarion.ports.testing.history import PendingSummaryContract, ResolvedListContract
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
+from clarion.ports.testing.resolved import ResolvedByContract
 from clarion.ports.testing.world import (
     ContractWorld,
     answers_for,
@@ -437,10 +439,15 @@ class ClaimTransitionsContract:
 
 
 class ClaimRepositoryContract(
-    ClaimTransitionsContract, ClaimLifecycleContract, ListActiveBundlesContract
+    ClaimTransitionsContract,
+    ClaimLifecycleContract,
+    ListActiveBundlesContract,
+    ResolvedByContract,
+    ResolvedListContract,
+    PendingSummaryContract,
 ):
     """The whole :class:`clarion.ports.ClaimRepository` contract: the claim, the lifecycle
-    around it, and the list query."""
+    around it, the list query, the record of who resolved, and the resolved list."""
 
 
 __all__ = ["ClaimRepositoryContract", "ClaimTransitionsContract", "race_claims"]

@@ -26,6 +26,7 @@ from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.model import ANSWERED, Answer, Identity, Outcome, Resolution
 from clarion.domain.questions import OptionDraft, QuestionDraft
+from clarion.domain.resolved_by import Surface
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +98,9 @@ async def test_restart_between_ask_and_answer_resumes_once_through_the_outbox(
             outcome = Outcome.answer(
                 Answer("q1", (f"q1_{option}",)), Answer("q2", ("q2_opt2", "q2_opt1"))
             )
-            results.append(await second.resolver.resolve(OWNER, pending_id, outcome))
+            results.append(
+                await second.resolver.resolve(OWNER, pending_id, outcome, surface=Surface.REST)
+            )
 
         def answer_from_a_thread(option: str) -> None:
             anyio.from_thread.run(answer, option)

@@ -16,6 +16,7 @@ import uvicorn
 from clarion.app.root.cli import main
 from clarion.app.root.compose import Clarion, build_clarion
 from clarion.app.root.settings import Settings
+from clarion.domain.resolved_by import Surface
 
 COMMANDS = [
     [],
@@ -140,12 +141,19 @@ def _serve(database_url: str, *, auth_enabled: bool = False) -> Iterator[tuple[s
         clarion.close()
 
 
+def _recorded_surface(clarion: Clarion, pending_id: str) -> Surface | None:
+    bundle = clarion.storage.claims.load_bundle(pending_id)
+    assert bundle is not None
+    surfaces = {row.resolved_by.surface for row in bundle.rows if row.resolved_by is not None}
+    return surfaces.pop() if len(surfaces) == 1 else None
+
+
 def test_questions_list_and_answer_by_label_against_a_running_server(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import httpx2
 
-    with _serve(database_url) as (url, _):
+    with _serve(database_url) as (url, clarion):
         task = httpx2.post(f"{url}/api/v1/tasks", json={"title": "t"}).json()
         session = httpx2.post(f"{url}/api/v1/tasks/{task['id']}/sessions", json={}).json()
         created = httpx2.post(
@@ -196,6 +204,7 @@ def test_questions_list_and_answer_by_label_against_a_running_server(
         out = capsys.readouterr().out
         assert "you answered it" in out
         assert "q1: q1_opt1" in out
+        assert _recorded_surface(clarion, pending_id) is Surface.CLI  # issue #20
 
         assert main(["questions", "answer", pending_id, "--url", url, "--reject"]) == 0
         assert "already settled" in capsys.readouterr().out  # R2: the winner's replay
@@ -294,3 +303,92 @@ def test_bad_serve_limits_fail_with_one_line_naming_them(
     assert err.startswith("clarion: error: ")
     assert named in err
     assert err.count("\n") == 1
+
+
+def _one_question_bundle(url: str, headers: dict[str, str]) -> str:
+    import httpx2
+
+    workspace = httpx2.post(f"{url}/api/v1/workspaces", json={"name": "w"}, headers=headers)
+    task = httpx2.post(
+        f"{url}/api/v1/tasks",
+        json={"title": "t", "workspace_id": workspace.json()["id"]},
+        headers=headers,
+    ).json()
+    session = httpx2.post(
+        f"{url}/api/v1/tasks/{task['id']}/sessions", json={}, headers=headers
+    ).json()
+    created = httpx2.post(
+        f"{url}/api/v1/clarification/request",
+        json={
+            "session_id": session["id"],
+            "questions": [
+                {
+                    "prompt": "Ship it?",
+                    "options": [
+                        {"label": "Yes", "description": "ship"},
+                        {"label": "No", "description": "wait"},
+                    ],
+                }
+            ],
+        },
+        headers=headers,
+    ).json()
+    pending_id = created["pending_id"]
+    assert isinstance(pending_id, str)
+    return pending_id
+
+
+def test_questions_history_shows_who_answered_where_and_only_what_the_caller_may_see(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #20: history goes through the REST client like the other commands."""
+    with _serve(database_url, auth_enabled=True) as (url, clarion):
+        auth = clarion.authentication
+        alice = auth.issue_token(auth.create_user("Alice").id).token
+        bob = auth.issue_token(auth.create_user("Bob").id).token
+        pending_id = _one_question_bundle(url, {"Authorization": f"Bearer {alice}"})
+        monkeypatch.setenv("CLARION_TOKEN", alice)
+        assert main(["questions", "answer", pending_id, "--url", url, "--select", "q1=yes"]) == 0
+        capsys.readouterr()
+        assert main(["questions", "history", "--url", url]) == 0
+        out = capsys.readouterr().out
+        assert pending_id in out
+        assert "answered  by Alice (user) via cli" in out
+        assert "q1: Ship it? → q1_opt1" in out
+        monkeypatch.setenv("CLARION_TOKEN", bob)
+        assert main(["questions", "history", "--url", url, "--json"]) == 0
+        assert '"count": 0' in capsys.readouterr().out  # foreign ≡ absent
+        assert main(["questions", "history", "--url", url, "--limit", "0"]) == 1
+
+
+def test_audit_export_writes_every_resolution_as_json_lines_from_the_database(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #20: the operator's export reads the database directly and sees every user's."""
+    import json
+
+    with _serve(database_url, auth_enabled=True) as (url, clarion):
+        auth = clarion.authentication
+        tokens = [auth.issue_token(auth.create_user(name).id).token for name in ("A", "B")]
+        answered = []
+        for token in tokens:
+            pending_id = _one_question_bundle(url, {"Authorization": f"Bearer {token}"})
+            monkeypatch.setenv("CLARION_TOKEN", token)
+            assert main(["questions", "answer", pending_id, "--url", url, "--reject"]) == 0
+            answered.append(pending_id)
+        _one_question_bundle(url, {"Authorization": f"Bearer {tokens[0]}"})  # still pending
+    capsys.readouterr()
+    assert main(["audit", "export", "--database-url", database_url, "--format", "jsonl"]) == 0
+    captured = capsys.readouterr()
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    assert [line["pending_id"] for line in lines] == answered[::-1]  # newest first
+    assert {line["resolved_by"]["display_name"] for line in lines} == {"A", "B"}
+    assert all(line["status"] == "rejected" for line in lines)
+    assert "exported 2 resolutions" in captured.err
+    since = lines[0]["resolved_at"]
+    assert main(["audit", "export", "--database-url", database_url, "--since", since]) == 0
+    assert [json.loads(x)["pending_id"] for x in capsys.readouterr().out.splitlines()] == [
+        answered[1]
+    ]
+    assert main(["audit", "export", "--database-url", database_url, "--since", "yesterday"]) == 1
+    assert "--since" in capsys.readouterr().err

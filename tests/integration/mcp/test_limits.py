@@ -14,6 +14,7 @@ import pytest
 
 from clarion.domain.limits import Limits
 from clarion.domain.model import Identity, Outcome
+from clarion.domain.resolved_by import Surface
 from tests.integration.mcp.harness import (
     ASK,
     LIST_PENDING,
@@ -132,7 +133,7 @@ async def _ask_and_reject(world: McpWorld, agent: Agent, arguments: dict[str, An
         tasks.start_soon(ask)
         created = await log.wait_for("bundle.created", session_id=agent.session.id)
         await world.services.resolver.resolve(
-            Identity.internal(), created.pending_id, Outcome.reject("done")
+            Identity.internal(), created.pending_id, Outcome.reject("done"), surface=Surface.REST
         )
     return results[0]
 
@@ -291,7 +292,10 @@ async def test_active_bundles_per_session_are_capped_alike_on_rest_and_mcp(
                 )
                 assert again.json() == first.json()
                 await world.services.resolver.resolve(
-                    Identity.internal(), created.pending_id, Outcome.reject("done")
+                    Identity.internal(),
+                    created.pending_id,
+                    Outcome.reject("done"),
+                    surface=Surface.REST,
                 )
             assert results
             assert not results[0].is_error

@@ -2,7 +2,8 @@
 
 Both entry points reach the one resolver and the one claim (P1), so across many rounds exactly
 one side claims, the other is told the winner's answer (R2, N4), and the blocked agent receives
-exactly that answer, once — on SQLite and on PostgreSQL, in both protocol eras.
+exactly that answer, once — on SQLite and on PostgreSQL, in both protocol eras. The claim
+records who resolved (issue #20): always the winner's surface, never the loser's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import anyio
 import pytest
 from mcp import Client
 
+from clarion.domain.model import Identity
+from clarion.domain.resolved_by import IdentityKind, Surface
 from tests.integration.mcp.harness import (
     ANSWER,
     ASK,
@@ -28,7 +31,7 @@ from tests.integration.mcp.harness import (
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SQLITE_ROUNDS = 20
-POSTGRES_ROUNDS = 10
+POSTGRES_ROUNDS = 20
 
 
 def _answers(option: int) -> list[dict[str, Any]]:
@@ -45,6 +48,7 @@ async def _one_round(
     external: Client,
     session_id: str,
     token: str,
+    user_id: str,
 ) -> None:
     asked: list[dict[str, Any]] = []
     rest_body: dict[str, Any] = {}
@@ -90,6 +94,14 @@ async def _one_round(
     for number in (1, 2):  # ... with the winner's answer
         assert received[f"q{number}"]["selected_options"] == [f"q{number}_opt{submitted}"]
     assert world.resumes == []  # a live waiter took it: no resume, and never one for the loser
+    bundle = await world.services.resolver.authorize_bundle(Identity.internal(), pending_id)
+    recorded = {row.resolved_by for row in bundle.rows}
+    expected_surface = Surface.REST if winner is rest_body else Surface.MCP
+    assert len(recorded) == 1, recorded
+    [resolved_by] = recorded
+    assert resolved_by is not None
+    assert (resolved_by.surface, resolved_by.identity_id) == (expected_surface, user_id)
+    assert resolved_by.kind is IdentityKind.USER
 
 
 async def _race(world: McpWorld, rounds: int, mode: str) -> None:
@@ -100,7 +112,15 @@ async def _race(world: McpWorld, rounds: int, mode: str) -> None:
         mcp_client(world.external_url, token=alice.token, mode=mode) as external,
     ):
         for round_number in range(rounds):
-            await _one_round(world, round_number, asker, external, agent.session.id, alice.token)
+            await _one_round(
+                world,
+                round_number,
+                asker,
+                external,
+                agent.session.id,
+                alice.token,
+                alice.identity.user_id or "",
+            )
 
 
 async def test_r3_rest_and_mcp_answers_race_and_exactly_one_claims_on_sqlite(

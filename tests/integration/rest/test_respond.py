@@ -17,6 +17,7 @@ from clarion.adapters.memory import InMemoryClaimRepository
 from clarion.adapters.resume import OutboxResumeDispatcher
 from clarion.domain.errors import ClaimError
 from clarion.domain.model import Answer
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import ClarificationRow
 from clarion.ports.claims import ClaimResult
 from clarion.ports.resume import ResumeRefused, ResumeRequest
@@ -292,10 +293,17 @@ class _BrokenClaims(InMemoryClaimRepository):
             raise self.raises(SECRET)
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         self._fail("complete_active_bundle")
-        return super().complete_active_bundle(pending_id, terminal, responses)
+        return super().complete_active_bundle(
+            pending_id, terminal, responses, resolved_by=resolved_by
+        )
 
     def load_bundle(self, pending_id: str) -> Any:
         self._fail("load_bundle")

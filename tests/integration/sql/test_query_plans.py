@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from clarion.domain.history import ResolvedQuery
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
 from clarion.ports.testing import ContractWorld
@@ -236,3 +237,33 @@ def test_deduplication_is_one_seek_of_the_pending_rows_index(
     ]
     assert seeks, tree
     assert "bundle_digest" in seeks[0].get("Index Cond", ""), seeks[0]
+
+
+def test_the_resolved_list_walks_the_resolved_order_index_and_sorts_no_history(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #20: the resolved list reads its page newest first from the partial index of
+    resolved rows by resolution time and stops at the limit — no sort over the history."""
+    query = ResolvedQuery(visibility=Visibility.owned_by("alice"), limit=3)
+    (statement,) = _captured(engine, lambda: world.claims.list_resolved_bundles(query))
+    sql, parameters = statement
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            plan = [
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            ]
+            assert "SCAN head USING INDEX ix_task_session_messages_resolved_order" in plan, plan
+            return
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    tree = raw if isinstance(raw, list) else json.loads(str(raw))
+    chain = list(_main_chain(tree[0]["Plan"]))
+    limits = [n for n in chain if n["Node Type"] == "Limit"]
+    assert limits
+    under_limit = list(_main_chain(limits[0]))
+    walks = [
+        n for n in under_limit if n.get("Index Name") == "ix_task_session_messages_resolved_order"
+    ]
+    assert [n["Alias"] for n in walks] == ["head"]
+    assert [n for n in under_limit if n["Node Type"] == "Sort"] == []

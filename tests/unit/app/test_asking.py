@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
@@ -25,6 +27,7 @@ from clarion.domain.model import (
     Resolution,
     SessionState,
 )
+from clarion.domain.resolved_by import Surface
 from clarion.domain.rows import ASKED_BY_REQUEST, Asker, Bundle
 from clarion.ports.waiters import WaitEnd, WaitEnded
 from tests.unit.app.world import ALICE, BOB, UNSCOPED, AppWorld, answer_all, drafts, make_world
@@ -95,7 +98,7 @@ async def test_identical_live_questions_reuse_the_pending_id(world: AppWorld) ->
     assert again == first
     assert different != first
     assert len(world.rows(first)) == 2
-    await world.services.resolver.resolve(ALICE, first, answer_all(2, "opt1"))
+    await world.services.resolver.resolve(ALICE, first, answer_all(2, "opt1"), surface=Surface.REST)
     after_answer = await world.services.asking.create(ALICE, session.id, drafts(2), "")
     assert after_answer != first
 
@@ -135,6 +138,7 @@ async def test_ask_waits_for_input_and_returns_every_selected_option(world: AppW
             ALICE,
             pending_id,
             Outcome.answer(Answer("q1", ("q1_opt2", "q1_opt1")), Answer("q2", (), " free ")),
+            surface=Surface.REST,
         )
     [result] = box
     assert isinstance(result, AskResult)
@@ -157,7 +161,9 @@ async def test_ask_reports_a_rejection_with_its_reason(world: AppWorld) -> None:
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_ask, world, session.id, box)
         pending_id = await _live_pending_id(world, session.id)
-        await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject("  not mine "))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, Outcome.reject("  not mine "), surface=Surface.REST
+        )
     [result] = box
     assert isinstance(result, AskResult)
     assert (result.rejected, result.reject_reason, dict(result.answers)) == (True, "not mine", {})
@@ -172,7 +178,9 @@ async def test_ask_sends_progress_while_it_waits(world: AppWorld) -> None:
         pings.append(count)
         if count == 3:
             pending_id = world.memory_claims.active_pending_ids(session.id)[0]
-            await world.services.resolver.resolve(UNSCOPED, pending_id, answer_all(1, "opt1"))
+            await world.services.resolver.resolve(
+                UNSCOPED, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+            )
             answered.set()
 
     result = await world.services.asking.ask(
@@ -191,7 +199,9 @@ async def test_a_failing_progress_callback_does_not_end_the_wait(world: AppWorld
 
     async def answer_later() -> None:
         pending_id = await _live_pending_id(world, session.id)
-        await world.services.resolver.resolve(UNSCOPED, pending_id, answer_all(1, "opt2"))
+        await world.services.resolver.resolve(
+            UNSCOPED, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+        )
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(answer_later)
@@ -213,7 +223,10 @@ async def test_answer_racing_bundle_creation_still_reaches_the_asking_agent(
         # Runs on the worker thread that just made the rows durable, before ask resumes.
         outcomes.append(
             anyio.from_thread.run(
-                world.services.resolver.resolve, UNSCOPED, bundle.pending_id, answer_all(1, "opt3")
+                functools.partial(world.services.resolver.resolve, surface=Surface.REST),
+                UNSCOPED,
+                bundle.pending_id,
+                answer_all(1, "opt3"),
             )
         )
 
@@ -234,7 +247,9 @@ async def test_ask_timeout_detaches_the_bundle_which_stays_answerable() -> None:
     pending_id = ended.value.pending_id
     assert [row.detached for row in world.rows(pending_id)] == [True]
     assert not world.waiters.has_entry(pending_id)
-    resolution = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+    resolution = await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+    )
     assert resolution.claimed
     assert [request.pending_id for request in world.dispatcher.requests] == [pending_id]
 
@@ -251,7 +266,9 @@ async def test_ask_whose_caller_goes_away_detaches_and_leaves_no_waiter(
     assert not world.waiters.has_entry(pending_id)
     assert [row.detached for row in world.rows(pending_id)] == [True]
     with anyio.fail_after(5):
-        resolution = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        resolution = await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert resolution.claimed
     assert len(world.dispatcher.requests) == 1
 
@@ -300,7 +317,9 @@ async def test_create_then_wait_receives_the_answer(world: AppWorld) -> None:
         tasks.start_soon(wait)
         while world.waiters.waiting(pending_id) == 0:
             await anyio.lowlevel.checkpoint()
-        winner = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt2"))
+        winner = await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+        )
     assert results == [winner]
     assert world.dispatcher.requests == []
 
@@ -325,7 +344,9 @@ async def test_abandoned_wait_does_not_block_the_next_answer(world: AppWorld) ->
             await anyio.lowlevel.checkpoint()
         tasks.cancel_scope.cancel()
     with anyio.fail_after(5):
-        resolution = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        resolution = await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert resolution.claimed
     assert len(world.dispatcher.requests) == 1
 
@@ -346,7 +367,9 @@ async def test_cancel_is_authorized_and_ends_the_wait_and_the_bundle(world: AppW
     assert world.statuses(pending_id) == [CANCELLED, CANCELLED]
     assert "bundle.cancelled" in world.events.kinds(pending_id)
     with pytest.raises(NotActive):
-        await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject())
+        await world.services.resolver.resolve(
+            ALICE, pending_id, Outcome.reject(), surface=Surface.REST
+        )
     with pytest.raises(NotFound):
         await world.services.requests.cancel(ALICE, pending_id)
 
@@ -364,7 +387,7 @@ async def test_cancel_needs_a_live_entry(world: AppWorld) -> None:
 async def test_answered_bundle_is_not_reused_for_a_new_ask(world: AppWorld) -> None:
     session = world.session()
     first = await world.services.asking.create(ALICE, session.id, drafts(1), "")
-    await world.services.resolver.resolve(ALICE, first, answer_all(1, "opt1"))
+    await world.services.resolver.resolve(ALICE, first, answer_all(1, "opt1"), surface=Surface.REST)
     assert world.statuses(first) == [ANSWERED]
     second = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     assert second != first
@@ -392,7 +415,9 @@ async def test_a_bystanders_wait_never_takes_the_delivery_and_the_agent_is_resum
         tasks.start_soon(_watch, world, BOB, pending_id, watched)
         await wait_all_tasks_blocked()
         assert world.waiters._entries[pending_id].waiting == 0  # Bob is not a live waiter
-        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt2"))
+        winner = await world.services.resolver.resolve(
+            BOB, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+        )
     [request] = world.dispatcher.requests
     assert request.pending_id == pending_id
     assert request.answers == winner.answers
@@ -423,7 +448,9 @@ async def test_a_bystander_waiting_does_not_stop_the_bundle_detaching_when_the_t
         [ended] = asked
         assert isinstance(ended, WaitEnded)
         assert all(row.detached for row in world.rows(pending_id))
-        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+        winner = await world.services.resolver.resolve(
+            BOB, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     [request] = world.dispatcher.requests
     assert request.answers == winner.answers
     assert len(watched) == 2
@@ -449,7 +476,9 @@ async def test_the_askers_own_wait_is_live_and_a_bystanders_ends_at_its_timeout(
         tasks.start_soon(asker)
         await wait_all_tasks_blocked()
         assert world.waiters.waiting(pending_id) == 1
-        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+        winner = await world.services.resolver.resolve(
+            BOB, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert results == [winner]
     assert world.dispatcher.requests == []
 
@@ -485,6 +514,8 @@ async def test_the_asker_is_recognised_by_a_replica_that_did_not_create_the_bund
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(asker)
         await wait_all_tasks_blocked()
-        winner = await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+        winner = await world.services.resolver.resolve(
+            BOB, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert results == [winner]
     assert world.dispatcher.requests == [], "the asker's wait took the delivery in the turn"

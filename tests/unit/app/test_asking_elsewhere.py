@@ -9,6 +9,7 @@ import pytest
 from clarion.app.usecases.ask import AskResult
 from clarion.domain.errors import NotFound
 from clarion.domain.model import Question, Resolution, SessionState
+from clarion.domain.resolved_by import Surface
 from clarion.ports.waiters import WaitEnd, WaitEnded
 from tests.unit.app.world import ALICE, BOB, AppWorld, answer_all, drafts, make_world
 
@@ -28,7 +29,9 @@ async def test_an_answer_from_alongside_is_claimed_and_delivered_to_the_wait(
 
     async def alongside(pending_id: str, questions: tuple[Question, ...]) -> Resolution:
         offered.append(pending_id)
-        return await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt2"))
+        return await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+        )
 
     result = await world.services.asking.ask(ALICE, session.id, drafts(1), "", alongside=alongside)
     assert result.answers["q1"].selected_options == ("q1_opt2",)
@@ -59,7 +62,9 @@ async def test_alongside_is_cancelled_when_another_answer_ends_the_wait(world: A
             tasks.start_soon(ask)
             await started.wait()
             [pending_id] = world.memory_claims.active_pending_ids(session.id)
-            await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+            await world.services.resolver.resolve(
+                ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+            )
     assert cancelled.is_set()
     assert box[0].answers["q1"].selected_options == ("q1_opt1",)
 
@@ -83,7 +88,9 @@ async def test_a_failing_alongside_does_not_end_the_wait(world: AppWorld) -> Non
             tasks.start_soon(ask)
             await failed.wait()
             [pending_id] = world.memory_claims.active_pending_ids(session.id)
-            await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt3"))
+            await world.services.resolver.resolve(
+                ALICE, pending_id, answer_all(1, "opt3"), surface=Surface.REST
+            )
     assert box[0].answers["q1"].selected_options == ("q1_opt3",)
 
 
@@ -98,7 +105,9 @@ async def test_offer_leaves_a_detached_bundle_whose_answer_resumes_the_agent(
     stored = world.host.get_session(session.id)
     assert stored is not None
     assert stored.state == SessionState.WAITING_FOR_INPUT
-    resolution = await world.services.resolver.resolve(ALICE, pending_id, answer_all(2, "opt1"))
+    resolution = await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(2, "opt1"), surface=Surface.REST
+    )
     assert resolution.claimed
     [resume] = world.dispatcher.requests
     assert resume.pending_id == pending_id
@@ -111,7 +120,9 @@ async def test_rejoin_waits_again_and_an_answer_from_alongside_is_delivered_live
     pending_id, _ = await world.services.asking.offer(ALICE, session.id, drafts(1), "")
 
     async def form(pending: str, questions: tuple[Question, ...]) -> Resolution:
-        return await world.services.resolver.resolve(ALICE, pending, answer_all(1, "opt2"))
+        return await world.services.resolver.resolve(
+            ALICE, pending, answer_all(1, "opt2"), surface=Surface.REST
+        )
 
     result = await world.services.asking.rejoin(ALICE, session.id, pending_id, alongside=form)
     assert result.answers["q1"].selected_options == ("q1_opt2",)
@@ -126,11 +137,17 @@ async def test_rejoin_on_a_bundle_answered_meanwhile_returns_the_winner_and_its_
 ) -> None:
     session = world.session()
     pending_id, _ = await world.services.asking.offer(ALICE, session.id, drafts(1), "")
-    await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+    await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+    )
     seen: list[Resolution] = []
 
     async def late(pending: str, questions: tuple[Question, ...]) -> Resolution:
-        seen.append(await world.services.resolver.resolve(ALICE, pending, answer_all(1, "opt2")))
+        seen.append(
+            await world.services.resolver.resolve(
+                ALICE, pending, answer_all(1, "opt2"), surface=Surface.REST
+            )
+        )
         return seen[-1]
 
     with anyio.fail_after(10):
@@ -157,7 +174,9 @@ async def test_a_replay_from_alongside_ends_the_rejoined_wait_with_the_winner(
             pending, "answered", {answer.question_id: answer for answer in winner.answers}
         )
         assert claim.claimed
-        return await world.services.resolver.resolve(ALICE, pending, answer_all(1, "opt2"))
+        return await world.services.resolver.resolve(
+            ALICE, pending, answer_all(1, "opt2"), surface=Surface.REST
+        )
 
     with anyio.fail_after(10):
         result = await world.services.asking.rejoin(ALICE, session.id, pending_id, alongside=loses)

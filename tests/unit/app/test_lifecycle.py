@@ -8,6 +8,7 @@ import pytest
 from clarion.app.usecases.ask import AskResult
 from clarion.domain.errors import ClaimError, InvalidArgument, NotActive, NotFound
 from clarion.domain.model import ANSWERED, EXPIRED, Outcome, SessionState
+from clarion.domain.resolved_by import Surface
 from clarion.ports.testing.world import answers_for
 from clarion.ports.waiters import WaitEnd, WaitEnded
 from tests.unit.app.world import ALICE, BOB, AppWorld, answer_all, drafts, make_world
@@ -53,7 +54,9 @@ async def test_turn_completion_during_a_wait_releases_the_agent_and_resumes_it_l
     assert [row.detached for row in world.rows(pending_id)] == [True, True]
     assert world.statuses(pending_id) == ["pending", "pending"]
     assert "bundle.detached" in world.events.kinds(pending_id)
-    resolution = await world.services.resolver.resolve(ALICE, pending_id, answer_all(2, "opt1"))
+    resolution = await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(2, "opt1"), surface=Surface.REST
+    )
     assert resolution.claimed
     [request] = world.dispatcher.requests
     assert (request.pending_id, request.session_id, request.task_id) == (
@@ -90,7 +93,9 @@ async def test_newer_turn_supersedes_the_bundle_and_releases_its_waiter(
     assert world.statuses(pending_id) == ["pending", "pending"]
     assert (await world.services.listing.list_pending(ALICE)).bundles == ()
     with pytest.raises(NotActive):
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(2, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(2, "opt1"), surface=Surface.REST
+        )
     assert world.dispatcher.requests == []
 
 
@@ -111,7 +116,9 @@ async def test_terminal_session_state_expires_bundles_and_releases_waiters(
     assert world.statuses(pending_id) == [EXPIRED, EXPIRED]
     assert "bundle.expired" in world.events.kinds(pending_id)
     with pytest.raises(NotActive):
-        await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject())
+        await world.services.resolver.resolve(
+            ALICE, pending_id, Outcome.reject(), surface=Surface.REST
+        )
 
 
 async def test_non_terminal_state_change_leaves_bundles_alone(world: AppWorld) -> None:
@@ -158,7 +165,9 @@ async def test_startup_reconciliation_makes_an_interrupted_delivery_answerable_a
     report = await restarted.services.lifecycle.reconcile_on_startup()
     assert report.restored == (pending_id,)
     assert world.statuses(pending_id) == ["pending"]
-    resolution = await restarted.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt2"))
+    resolution = await restarted.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+    )
     assert resolution.claimed
 
 
@@ -169,7 +178,9 @@ async def test_turn_completion_skips_superseded_and_resolved_bundles(world: AppW
     superseded = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     await world.services.lifecycle.start_turn(ALICE, session.id)
     answered = await world.services.asking.create(ALICE, session.id, drafts(1, "Other"), "")
-    await world.services.resolver.resolve(ALICE, answered, answer_all(1, "opt1"))
+    await world.services.resolver.resolve(
+        ALICE, answered, answer_all(1, "opt1"), surface=Surface.REST
+    )
     before = list(world.events.published)
     assert await world.services.lifecycle.complete_turn(ALICE, session.id) == 0
     assert [row.detached for row in world.rows(superseded)] == [False]

@@ -10,6 +10,7 @@ from clarion.app.usecases.host import AGENT_TOKEN_PREFIX, UNOWNED_WORKSPACE_USER
 from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import InvalidArgument, NotFound
 from clarion.domain.model import Identity, SessionState
+from clarion.domain.resolved_by import Surface
 from clarion.ports.resume import RESUME_MESSAGE_TYPE
 from tests.unit.app.world import ALICE, BOB, UNSCOPED, AppWorld, answer_all, drafts, make_world
 
@@ -157,7 +158,9 @@ async def test_workflow_guard_reports_an_active_bundle(world: AppWorld) -> None:
     assert not await world.services.host.session_has_active_bundle(ALICE, session.id)
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     assert await world.services.host.session_has_active_bundle(ALICE, session.id)
-    await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+    await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+    )
     assert not await world.services.host.session_has_active_bundle(ALICE, session.id)
 
 

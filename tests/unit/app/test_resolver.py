@@ -21,6 +21,7 @@ from clarion.domain.errors import (
     NotFound,
 )
 from clarion.domain.model import ANSWERED, REJECTED, Answer, Outcome, Resolution, SessionState
+from clarion.domain.resolved_by import Surface
 from clarion.domain.rows import clarification_metadata
 from clarion.ports.testing import sample_question
 from clarion.ports.waiters import WaitEnded
@@ -73,7 +74,9 @@ async def test_winner_delivers_to_the_live_waiter_with_every_selected_option(
             Answer("q2", ("q2_opt3",), "  later please  "),
             Answer("q1", ("q1_opt3", "q1_opt1", "q1_opt3")),
         )
-        resolution = await world.services.resolver.resolve(UNSCOPED, pending_id, outcome)
+        resolution = await world.services.resolver.resolve(
+            UNSCOPED, pending_id, outcome, surface=Surface.REST
+        )
     assert resolution.claimed is True
     assert resolution.status == ANSWERED
     assert resolution.answers == (
@@ -100,7 +103,11 @@ async def test_concurrent_resolvers_on_a_live_bundle_have_exactly_one_winner(
 
     async def answer(option: int) -> None:
         outcome = answer_all(2, f"opt{option}", f"opt{option}", text=f" choice {option} ")
-        results.append(await world.services.resolver.resolve(UNSCOPED, pending_id, outcome))
+        results.append(
+            await world.services.resolver.resolve(
+                UNSCOPED, pending_id, outcome, surface=Surface.REST
+            )
+        )
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_ask_in_background, world, session.id, box, 2)
@@ -131,7 +138,12 @@ async def test_concurrent_resolvers_on_threads_claim_once_and_resume_once(
     def answer_from_a_thread(option: int) -> None:
         outcome = answer_all(1, f"opt{option}")
         results.append(
-            anyio.from_thread.run(world.services.resolver.resolve, UNSCOPED, pending_id, outcome)
+            anyio.from_thread.run(
+                functools.partial(world.services.resolver.resolve, surface=Surface.REST),
+                UNSCOPED,
+                pending_id,
+                outcome,
+            )
         )
 
     limiter = anyio.CapacityLimiter(16)
@@ -154,10 +166,12 @@ async def test_loser_replays_the_winner_with_the_same_responded_at(world: AppWor
     session = world.session()
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(2), "")
     winner = await world.services.resolver.resolve(
-        ALICE, pending_id, answer_all(2, "opt2", "opt1", text="  both  ")
+        ALICE, pending_id, answer_all(2, "opt2", "opt1", text="  both  "), surface=Surface.REST
     )
     before = list(world.events.published)
-    loser = await world.services.resolver.resolve(ALICE, pending_id, answer_all(2, "opt3"))
+    loser = await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(2, "opt3"), surface=Surface.REST
+    )
     assert winner.claimed is True
     assert loser.claimed is False
     assert loser.answers == winner.answers
@@ -170,8 +184,12 @@ async def test_loser_of_a_rejection_replays_it_without_the_reason(world: AppWorl
     """R2b: a replayed rejection has no answers and an empty reason."""
     session = world.session()
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
-    await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject("not now"))
-    loser = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+    await world.services.resolver.resolve(
+        ALICE, pending_id, Outcome.reject("not now"), surface=Surface.REST
+    )
+    loser = await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+    )
     assert (loser.claimed, loser.status, loser.rejected) == (False, REJECTED, True)
     assert loser.answers == ()
     assert loser.reject_reason == ""
@@ -184,7 +202,9 @@ async def test_superseded_bundle_is_not_active(world: AppWorld) -> None:
     await world.services.lifecycle.start_turn(ALICE, session.id)
     before = list(world.events.published)
     with pytest.raises(NotActive) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert error.value.message == NOT_ACTIVE_MESSAGE
     assert world.statuses(pending_id) == ["pending"]
     assert world.events.published == before
@@ -196,16 +216,22 @@ async def test_terminal_session_bundle_is_not_active(world: AppWorld) -> None:
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     world.host.set_session_state(session.id, SessionState.COMPLETED)
     with pytest.raises(NotActive):
-        await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject())
+        await world.services.resolver.resolve(
+            ALICE, pending_id, Outcome.reject(), surface=Surface.REST
+        )
 
 
 async def test_validation_runs_before_the_loser_branch(world: AppWorld) -> None:
     """R2c: a malformed answer to a resolved bundle gets its validation error, no replay."""
     session = world.session()
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
-    await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+    await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+    )
     with pytest.raises(InvalidOutcome) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt9"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt9"), surface=Surface.REST
+        )
     assert error.value.field == "answers[0].selected_options"
 
 
@@ -214,7 +240,9 @@ async def test_invalid_outcome_leaves_the_bundle_untouched(world: AppWorld) -> N
     session = world.session()
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(2), "")
     with pytest.raises(InvalidOutcome):
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert world.statuses(pending_id) == ["pending", "pending"]
 
 
@@ -223,12 +251,18 @@ async def test_unknown_and_foreign_bundles_are_the_same_not_found(world: AppWorl
     session = world.session(owner_id="alice")
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     with pytest.raises(NotFound) as foreign:
-        await world.services.resolver.resolve(BOB, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            BOB, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     with pytest.raises(NotFound) as missing:
-        await world.services.resolver.resolve(BOB, "no-such-id", answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            BOB, "no-such-id", answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert foreign.value.message == missing.value.message == NOT_FOUND_MESSAGE
     assert world.statuses(pending_id) == ["pending"]
-    resolution = await world.services.resolver.resolve(UNSCOPED, pending_id, Outcome.reject())
+    resolution = await world.services.resolver.resolve(
+        UNSCOPED, pending_id, Outcome.reject(), surface=Surface.REST
+    )
     assert resolution.claimed  # A4: unscoped callers are never denied
 
 
@@ -256,7 +290,9 @@ async def test_empty_task_id_resolves_from_the_session_and_resumes_with_it(
     carries the session's task (fixes §9.28)."""
     session = world.session(owner_id="alice")
     _seed_legacy_bundle(world, session.id, "legacy")
-    resolution = await world.services.resolver.resolve(ALICE, "legacy", answer_all(1, "opt1"))
+    resolution = await world.services.resolver.resolve(
+        ALICE, "legacy", answer_all(1, "opt1"), surface=Surface.REST
+    )
     assert resolution.claimed
     [request] = world.dispatcher.requests
     assert request.task_id == session.task_id
@@ -272,7 +308,9 @@ async def test_unresolvable_task_is_not_found_for_scoped_callers_only(world: App
     with world.store.lock:
         world.store.sessions[session.id] = attrs.evolve(session, task_id="")
     with pytest.raises(NotFound):
-        await world.services.resolver.resolve(ALICE, "orphan", answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, "orphan", answer_all(1, "opt1"), surface=Surface.REST
+        )
     bundle = await world.services.resolver.authorize_bundle(UNSCOPED, "orphan")
     assert bundle.task_id == ""
 
@@ -287,8 +325,12 @@ async def test_restart_between_ask_and_answer_resumes_through_the_dispatcher(
     restarted = world.restarted()
     page = await restarted.services.listing.list_pending(ALICE)
     assert [bundle.pending_id for bundle in page.bundles] == [pending_id]
-    first = await restarted.services.resolver.resolve(UNSCOPED, pending_id, answer_all(1, "opt2"))
-    second = await restarted.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+    first = await restarted.services.resolver.resolve(
+        UNSCOPED, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+    )
+    second = await restarted.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+    )
     assert (first.claimed, second.claimed) == (True, False)
     assert second.answers == first.answers
     [request] = restarted.dispatcher.requests
@@ -310,7 +352,9 @@ async def test_refused_or_timed_out_resume_leaves_the_bundle_answerable(mode: st
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     world.dispatcher.mode = mode
     with pytest.raises(DeliveryError) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert error.value.retryable is True
     assert error.value.message == "failed to resume clarification; response can be retried"
     assert world.statuses(pending_id) == ["pending"]
@@ -319,7 +363,9 @@ async def test_refused_or_timed_out_resume_leaves_the_bundle_answerable(mode: st
     listed = await world.services.listing.list_pending(ALICE)
     assert [bundle.pending_id for bundle in listed.bundles] == [pending_id]
     world.dispatcher.mode = "accept"
-    retried = await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt2"))
+    retried = await world.services.resolver.resolve(
+        ALICE, pending_id, answer_all(1, "opt2"), surface=Surface.REST
+    )
     assert retried.claimed
     assert len(world.dispatcher.requests) == 2
     assert world.statuses(pending_id) == [ANSWERED]
@@ -329,7 +375,9 @@ async def test_detached_rejection_is_recorded_without_resuming(world: AppWorld) 
     """R9: no live waiter + rejection → finalized, nobody resumed."""
     session = world.session()
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
-    resolution = await world.services.resolver.resolve(ALICE, pending_id, Outcome.reject(" no "))
+    resolution = await world.services.resolver.resolve(
+        ALICE, pending_id, Outcome.reject(" no "), surface=Surface.REST
+    )
     assert (resolution.claimed, resolution.rejected, resolution.reject_reason) == (
         True,
         True,
@@ -350,7 +398,9 @@ async def test_live_delivery_needs_the_durable_confirmation(world: AppWorld) -> 
         tasks.start_soon(_ask_in_background, world, session.id, box)
         pending_id = await _live_pending_id(world, session.id)
         with pytest.raises(DeliveryError) as error:
-            await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+            await world.services.resolver.resolve(
+                ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+            )
     assert error.value.retryable is True
     assert isinstance(box[0], WaitEnded)
     assert world.statuses(pending_id) == ["pending"]
@@ -364,7 +414,9 @@ async def test_failed_restore_is_reported_as_not_retryable(world: AppWorld) -> N
     world.dispatcher.mode = "refuse"
     world.claims.fail_restore = True
     with pytest.raises(DeliveryError) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert error.value.retryable is False
     assert error.value.message == (
         "failed to resume clarification and recover pending clarification state"
@@ -381,7 +433,9 @@ async def test_publish_failure_after_restore_keeps_the_bundle_retryable(
     world.dispatcher.mode = "refuse"
     world.events.fail = True
     with pytest.raises(DeliveryError) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert error.value.retryable is True
     assert world.statuses(pending_id) == ["pending"]
 
@@ -391,7 +445,9 @@ async def test_accepted_resume_whose_finalize_fails_is_not_retryable(world: AppW
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     world.claims.refuse_finalize = True
     with pytest.raises(DeliveryError) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert error.value.retryable is False
     assert len(world.dispatcher.requests) == 1
 
@@ -404,7 +460,12 @@ async def test_caller_cancellation_after_the_claim_does_not_interrupt_delivery(
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     world.dispatcher.mode = "hang"
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(world.services.resolver.resolve, ALICE, pending_id, answer_all(1, "opt1"))
+        tasks.start_soon(
+            functools.partial(world.services.resolver.resolve, surface=Surface.REST),
+            ALICE,
+            pending_id,
+            answer_all(1, "opt1"),
+        )
         await world.dispatcher.started.wait()
         tasks.cancel_scope.cancel()
         world.dispatcher.release.set()
@@ -422,7 +483,9 @@ async def test_claim_failure_is_a_claim_error_that_never_leaks_driver_text(
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     world.claims.fail_claim = True
     with structlog.testing.capture_logs() as logs, pytest.raises(ClaimError) as error:
-        await world.services.resolver.resolve(ALICE, pending_id, answer_all(1, "opt1"))
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
     assert error.value.message == "failed to update clarification state"
     assert "hunter2" not in str(error.value)
     [failure] = [entry for entry in logs if entry["event"] == "store.failed"]

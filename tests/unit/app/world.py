@@ -18,6 +18,7 @@ from clarion.app.usecases.services import Services, build_services
 from clarion.domain.host import Session, Task, Workspace
 from clarion.domain.model import Answer, Identity, Outcome, Question
 from clarion.domain.questions import OptionDraft, QuestionDraft
+from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow
 from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.events import Event, EventPublisher
@@ -114,11 +115,18 @@ class FlakyClaims:
         return bundle
 
     def complete_active_bundle(
-        self, pending_id: str, terminal: str, responses: Mapping[str, Answer] | None
+        self,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        *,
+        resolved_by: ResolvedBy | None = None,
     ) -> ClaimResult:
         if self.fail_claim:
             raise RuntimeError("psycopg.OperationalError: password=hunter2 host=db.internal")
-        return self.inner.complete_active_bundle(pending_id, terminal, responses)
+        return self.inner.complete_active_bundle(
+            pending_id, terminal, responses, resolved_by=resolved_by
+        )
 
     def finalize_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]

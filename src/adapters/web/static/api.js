@@ -28,7 +28,8 @@ function csrfToken() {
  * when the server could not be reached and `body` is the parsed JSON (or null).
  */
 export async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
+  // A label for the record of who resolved; with a cookie session the server knows anyway.
+  const headers = { Accept: "application/json", "X-Clarion-Surface": "inbox" };
   const init = { method, headers, credentials: "include", cache: "no-store" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -79,5 +80,6 @@ export const paths = {
     if (cursor) query.set("cursor", cursor);
     return `api/v1/clarification/pending?${query}`;
   },
+  resolved: (limit) => `api/v1/clarification/resolved?limit=${limit}`,
   respond: (pendingId) => `api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
 };

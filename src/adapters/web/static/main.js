@@ -1,6 +1,7 @@
 // Entry point: find out whether authentication is on, sign in when it is, then run the inbox.
 
 import { api, errorText, paths, setCsrfToken } from "./api.js";
+import { AnsweredView } from "./answered.js";
 import { Inbox } from "./inbox.js";
 import { connectLive } from "./live.js";
 
@@ -8,10 +9,12 @@ const $ = (id) => document.getElementById(id);
 
 const views = ["loading", "signin", "inbox", "fatal"];
 let inbox = null;
+let answered = null;
 let live = null;
 
 function show(view) {
   for (const name of views) $(name).hidden = name !== view;
+  $("answered").hidden = view !== "inbox"; // shown with the inbox, below it
 }
 
 let announceTimer = null;
@@ -45,8 +48,10 @@ function setConnection(state) {
 function stopInbox() {
   if (live) live.stop();
   if (inbox) inbox.stop();
+  if (answered) answered.stop();
   live = null;
   inbox = null;
+  answered = null;
   $("connection").hidden = true;
 }
 
@@ -78,8 +83,18 @@ function startInbox(me) {
     onUnauthorized: () => showSignIn("Your session has ended. Sign in again."),
   });
   inbox.refresh();
+  answered = new AnsweredView({
+    list: $("answered-list"),
+    empty: $("answered-empty"),
+    announce,
+    onUnauthorized: () => showSignIn("Your session has ended. Sign in again."),
+  });
+  answered.refresh();
   live = connectLive(paths.events, {
-    onChange: () => inbox && inbox.refresh(),
+    onChange: () => {
+      if (inbox) inbox.refresh();
+      if (answered) answered.refresh();
+    },
     onState: (state) => {
       const before = $("connection").dataset.state;
       setConnection(state);

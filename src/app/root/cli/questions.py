@@ -1,4 +1,5 @@
-"""``clarion questions list`` and ``answer``: a person at a shell, over the REST API."""
+"""``clarion questions list``, ``answer`` and ``history``: a person at a shell, over the REST
+API."""
 
 from __future__ import annotations
 
@@ -47,6 +48,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     answer.add_argument("--json", action="store_true", help="print the raw JSON response")
     server_flags(answer)
     answer.set_defaults(handler=_questions_answer)
+    history = question_commands.add_parser(
+        "history", help="the resolved questions you may see, newest first, with who answered"
+    )
+    history.add_argument(
+        "--limit", type=int, default=20, help="show at most this many bundles (default 20)"
+    )
+    history.add_argument("--json", action="store_true", help="print the raw JSON bundles")
+    server_flags(history)
+    history.set_defaults(handler=_questions_history)
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -175,4 +185,37 @@ def _questions_answer(args: argparse.Namespace) -> int:
         if answer["custom_text"]:
             parts.append(json.dumps(answer["custom_text"], ensure_ascii=False))
         print(f"  {answer['question_id']}: {', '.join(parts) or '(no answer)'}")
+    return 0
+
+
+def _questions_history(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise CliError("--limit must be at least 1")
+    bundles = _client(args).resolved(at_most=args.limit)
+    if args.json:
+        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
+        return 0
+    if not bundles:
+        print("No resolved questions.")
+        return 0
+    for bundle in bundles:
+        who = bundle["resolved_by"]
+        name = who["display_name"] or who["identity_id"] or "unknown"
+        print(
+            f"{bundle['resolved_at']}  {bundle['pending_id']}  {bundle['status']}  "
+            f"by {name} ({who['kind']}) via {who['surface']}"
+        )
+        response = bundle["response"]
+        if response["rejected"]:
+            print(
+                "  rejected"
+                + (f": {response['reject_reason']}" if response["reject_reason"] else "")
+            )
+        prompts = {q["question_id"]: q["prompt"] for q in bundle["questions"]}
+        for answer in response["answers"]:
+            parts = [*answer["selected_options"]]
+            if answer["custom_text"]:
+                parts.append(json.dumps(answer["custom_text"], ensure_ascii=False))
+            prompt = prompts.get(answer["question_id"], "")
+            print(f"  {answer['question_id']}: {prompt} → {', '.join(parts) or '(no answer)'}")
     return 0

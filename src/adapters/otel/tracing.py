@@ -1,0 +1,78 @@
+"""Spans for the resolver's steps, MCP tool calls and HTTP requests (issue #20).
+
+Attributes are ids and small vocabularies only — ``pending_id``, ``surface``, ``tool``, the
+route template, method and status — never question or answer text (docs/observability.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Final
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, TracerProvider
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+INSTRUMENTATION: Final = "clarion"
+UNMATCHED: Final = "unmatched"
+
+
+class OtelTracer:
+    """The Tracer port over ``provider`` (default: the global provider, set by the host)."""
+
+    def __init__(self, provider: TracerProvider | None = None) -> None:
+        self._tracer = trace.get_tracer(INSTRUMENTATION, tracer_provider=provider)
+
+    def span(self, name: str, **attributes: str) -> AbstractContextManager[None]:
+        return self._span(name, attributes)
+
+    @contextmanager
+    def _span(self, name: str, attributes: dict[str, str]) -> Iterator[None]:
+        with self._tracer.start_as_current_span(name, attributes=attributes):
+            yield
+
+    @property
+    def tracer(self) -> trace.Tracer:
+        return self._tracer
+
+
+def route_template(routes: Sequence[BaseRoute], scope: Scope) -> str:
+    """The path as the route table writes it (a mount's prefix; ``unmatched`` otherwise)."""
+    for route in routes:
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            path = getattr(route, "path", "")
+            return path if isinstance(path, str) and path else UNMATCHED
+    return UNMATCHED
+
+
+class TracingMiddleware:
+    """Pure ASGI middleware: one server span per HTTP request, named ``METHOD template``."""
+
+    def __init__(self, app: ASGIApp, *, tracer: OtelTracer, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self._tracer = tracer.tracer
+        self._routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method = str(scope.get("method", ""))
+        route = route_template(self._routes, scope)
+        attributes = {"http.request.method": method, "http.route": route}
+        with self._tracer.start_as_current_span(
+            f"{method} {route}", kind=SpanKind.SERVER, attributes=attributes
+        ) as span:
+
+            async def recording(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    span.set_attribute("http.response.status_code", int(message["status"]))
+                await send(message)
+
+            await self.app(scope, receive, recording)
+
+
+__all__ = ["OtelTracer", "TracingMiddleware", "route_template"]

@@ -1,0 +1,93 @@
+"""``GET /metrics`` and the per-route request timer (issue #20).
+
+With auth enabled, ``/metrics`` answers only an admin credential (the identity the
+authentication middleware bound for this request, :func:`current_identity`): 401 without one,
+403 for a non-admin — the figures describe every user's questions. With auth disabled it is
+open, like everything else then.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Final
+
+import anyio
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clarion.adapters.prometheus.metrics import PrometheusMetrics
+from clarion.app.usecases.auth import current_identity
+from clarion.ports.telemetry import Metrics
+
+METRICS_PATH: Final = "/metrics"
+UNMATCHED: Final = "unmatched"
+
+
+def metrics_route(metrics: PrometheusMetrics, *, auth_enabled: bool) -> Route:
+    """The scrape endpoint over ``metrics.registry`` (admin only when ``auth_enabled``)."""
+
+    async def scrape(request: Request) -> Response:
+        if auth_enabled:
+            identity = current_identity()
+            if identity is None:
+                return JSONResponse(
+                    {"error": "authentication required"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            if not identity.is_admin:
+                return JSONResponse({"error": "an admin credential is required"}, status_code=403)
+        # Collecting reads the database (the pending gauges): off the event loop.
+        body = await anyio.to_thread.run_sync(generate_latest, metrics.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return Route(METRICS_PATH, scrape, methods=["GET"])
+
+
+class RouteTimer:
+    """Pure ASGI middleware timing every HTTP request under its route template (the path as
+    the route table writes it, ``/api/v1/clarification/{pending_id}/respond``; a mount's
+    prefix for MCP and ``unmatched`` for anything else), method and status."""
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self._metrics = metrics
+        self._routes = routes
+
+    def _template(self, scope: Scope) -> str:
+        for route in self._routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                path = getattr(route, "path", "")
+                return path if isinstance(path, str) and path else UNMATCHED
+        return UNMATCHED
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def recording(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording)
+        finally:
+            self._metrics.http_request(
+                self._template(scope),
+                str(scope.get("method", "")),
+                status,
+                time.perf_counter() - started,
+            )
+
+
+__all__ = ["METRICS_PATH", "RouteTimer", "metrics_route"]

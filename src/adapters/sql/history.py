@@ -1,0 +1,176 @@
+"""The resolved list (issue #20) as ONE statement whose cost follows the page.
+
+Shape::
+
+    page   = resolved clarification rows ("heads"), walked BACKWARDS through the partial index
+             ix_task_session_messages_resolved_order — (updated_at, bundle_pending_id) over
+             answered/rejected clarification rows — keeping a head when
+               it is the newest resolved row of its bundle (one head per bundle),
+               no row of its bundle still carries the delivery marker (settled),
+               its M5-resolved task exists (M5a) and is visible (L1c),
+               and it lies at/after resolved_since and strictly before the cursor;
+             LIMIT limit + 1
+    result = page JOIN the page's clarification rows (questions, responses, the resolver)
+
+A resolved row's ``updated_at`` is its claim's time (finalize keeps it; nothing else writes a
+resolved row), so the walk meets every bundle at its position and stops after ``limit + 1``
+accepted bundles however long the history is. Visibility and task resolution are the pending
+list's own predicates (:mod:`clarion.adapters.sql.listing`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from clarion.adapters.sql.listing import Shape, _absent, _task_id, _task_is_visible
+from clarion.adapters.sql.metadata_sql import (
+    Bytewise,
+    const,
+    is_clarification,
+    is_delivery_pending,
+    is_resolved,
+    pending_id_of,
+)
+from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record
+from clarion.adapters.sql.schema import messages
+from clarion.adapters.sql.types import UtcDateTime
+from clarion.domain.history import ResolvedBundle, ResolvedPage, ResolvedQuery, resolved_bundle
+from clarion.domain.listing import clamp_limit
+from clarion.domain.rows import ClarificationRow, parse_row
+
+
+def _shape(query: ResolvedQuery) -> Shape:
+    visibility = query.visibility
+    by_owner = not visibility.unscoped and visibility.owner_id is not None
+    return Shape(
+        scoped=not visibility.unscoped,
+        by_owner=by_owner,
+        with_ids=not visibility.unscoped and not by_owner and bool(visibility.workspace_ids),
+        by_workspace=False,
+        since=query.resolved_since is not None,
+        after=query.before is not None,
+    )
+
+
+def _parameters(query: ResolvedQuery, shape: Shape) -> dict[str, Any]:
+    values: dict[str, Any] = {"page_limit": clamp_limit(query.limit) + 1}
+    if shape.by_owner:
+        values["owner_id"] = query.visibility.owner_id
+    elif shape.with_ids:
+        values["visible_ids"] = sorted(query.visibility.workspace_ids)
+    if query.resolved_since is not None:
+        values["resolved_since"] = query.resolved_since
+    if query.before is not None:
+        values["before_at"], values["before_id"] = query.before
+    return values
+
+
+def _newest_resolved_row(head: sa.FromClause) -> Any:
+    """No resolved row of the same bundle comes after ``head`` by (``updated_at``, ``id``)."""
+    later = messages.alias("later")
+    return _absent(
+        head,
+        later,
+        later.c.bundle_pending_id == head.c.bundle_pending_id,
+        pending_id_of(later) == pending_id_of(head),
+        is_clarification(later),
+        is_resolved(later),
+        sa.or_(
+            later.c.updated_at > head.c.updated_at,
+            sa.and_(later.c.updated_at == head.c.updated_at, later.c.id > head.c.id),
+        ),
+    )
+
+
+def _settled(head: sa.FromClause) -> Any:
+    """No row of the bundle still waits for its delivery to settle."""
+    row = messages.alias("marked")
+    return _absent(
+        head,
+        row,
+        pending_id_of(row) == pending_id_of(head),
+        is_clarification(row),
+        is_delivery_pending(row),
+    )
+
+
+def _stamp(name: str) -> Any:
+    return sa.bindparam(name, type_=UtcDateTime())
+
+
+def _page_statement(shape: Shape) -> sa.Select[Any]:
+    head = messages.alias("head")
+    resolved_at = head.c.updated_at
+    pending_id = head.c.bundle_pending_id
+    task_id = _task_id(head)
+    accepted = sa.and_(
+        pending_id_of(head) != const(""),
+        _newest_resolved_row(head),
+        _settled(head),
+        _task_is_visible(shape, head, task_id),
+    )
+    statement = sa.select(
+        pending_id_of(head).label("pending_id"),
+        task_id.label("task_id"),
+        resolved_at.label("resolved_at"),
+    ).where(
+        # The partial index's own terms, so both databases walk it ...
+        is_clarification(head),
+        is_resolved(head),
+        pending_id.is_not(None),
+        # ... and every other test per head visited (see clarion.adapters.sql.listing).
+        sa.case((accepted, sa.true()), else_=sa.false()),
+    )
+    if shape.since:
+        statement = statement.where(resolved_at >= _stamp("resolved_since"))
+    if shape.after:  # strictly before the cursor; the <= bounds the index range
+        before_at = _stamp("before_at")
+        statement = statement.where(
+            resolved_at <= before_at,
+            sa.or_(
+                resolved_at < before_at,
+                pending_id < sa.bindparam("before_id", type_=sa.Text()),
+            ),
+        )
+    page_limit = sa.bindparam("page_limit", type_=sa.Integer())
+    return statement.order_by(resolved_at.desc(), pending_id.desc()).limit(page_limit)
+
+
+@cache
+def resolved_statement(shape: Shape) -> sa.Select[Any]:
+    """The page of bundles (``limit + 1``) joined to their clarification rows."""
+    page = _page_statement(shape).subquery("page")
+    return (
+        sa.select(
+            page.c.pending_id.label("bundle_pending_id"),
+            page.c.task_id.label("bundle_task_id"),
+            *MESSAGE_COLUMNS,
+        )
+        .join_from(
+            page,
+            messages,
+            sa.and_(pending_id_of(messages) == page.c.pending_id, is_clarification(messages)),
+        )
+        .order_by(page.c.resolved_at.desc(), Bytewise(page.c.pending_id).desc(), messages.c.id)
+    )
+
+
+def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> ResolvedPage:
+    """Run the resolved-list query and build the page (rows read through ``parse_row``)."""
+    limit = clamp_limit(query.limit)
+    shape = _shape(query)
+    grouped: dict[str, tuple[str, list[ClarificationRow]]] = {}
+    result = connection.execute(resolved_statement(shape), _parameters(query, shape))
+    for row in result.mappings():
+        entry = grouped.setdefault(row["bundle_pending_id"], (row["bundle_task_id"], []))
+        entry[1].append(parse_row(message_record(row)))
+    bundles: list[ResolvedBundle] = [
+        found
+        for pending_id, (task_id, rows) in grouped.items()
+        if (found := resolved_bundle(pending_id, task_id, rows)) is not None
+    ]
+    return ResolvedPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)

@@ -1,0 +1,120 @@
+// The "Answered" view (issue #20): the settled bundles this person may see, newest first —
+// what was asked, what was answered, who answered, where and when — re-read from
+// GET /api/v1/clarification/resolved whenever the live stream says something changed.
+
+import { api, errorText, paths } from "./api.js";
+import { h, joined } from "./dom.js";
+
+const SHOWN = 50; // the newest 50; the CLI and the REST route page through the rest
+
+const SURFACES = {
+  rest: "the REST API",
+  inbox: "the inbox",
+  cli: "the command line",
+  mcp: "MCP",
+  agent_client: "the agent's own client",
+  email: "e-mail",
+  slack: "Slack",
+  deadline: "a deadline",
+  unknown: "an unrecorded place",
+};
+
+function when(text) {
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? text : date.toLocaleString();
+}
+
+function who(resolvedBy) {
+  const name = resolvedBy.display_name || resolvedBy.identity_id || "someone unrecorded";
+  return resolvedBy.kind === "agent" ? `${name} (an agent)` : name;
+}
+
+/** Each answer with its option labels (ids when a label is missing) and free text. */
+function answerLines(bundle) {
+  const byQuestion = new Map(bundle.questions.map((q) => [q.question_id, q]));
+  return bundle.response.answers.map((answer) => {
+    const question = byQuestion.get(answer.question_id);
+    const labels = answer.selected_options.map((id) => {
+      const option = question && question.options.find((o) => o.option_id === id);
+      return option && option.label ? option.label : id;
+    });
+    if (answer.custom_text) labels.push(`“${answer.custom_text}”`);
+    return h(
+      "li",
+      {},
+      h("span", { class: "answered-prompt", text: question ? question.prompt : answer.question_id }),
+      " → ",
+      ...joined(labels.length ? labels : ["(no answer)"], ", "),
+    );
+  });
+}
+
+function entry(bundle) {
+  const rejected = bundle.status === "rejected";
+  return h(
+    "li",
+    { class: "answered-item", dataset: { pendingId: bundle.pending_id } },
+    h(
+      "p",
+      { class: "answered-who" },
+      h("strong", { text: rejected ? "Rejected" : "Answered" }),
+      " by ",
+      h("span", { class: "answered-by", text: who(bundle.resolved_by) }),
+      " via ",
+      h("span", { class: "answered-surface", text: SURFACES[bundle.resolved_by.surface] ?? bundle.resolved_by.surface }),
+      ", ",
+      h("time", { datetime: bundle.resolved_at, text: when(bundle.resolved_at) }),
+    ),
+    rejected
+      ? h("p", { class: "meta", text: bundle.questions.map((q) => q.prompt).join(" · ") })
+      : h("ul", { class: "answered-answers" }, ...answerLines(bundle)),
+  );
+}
+
+export class AnsweredView {
+  /** @param ui {list, empty, announce(text), onUnauthorized()} */
+  constructor(ui) {
+    this.ui = ui;
+    this.pending = null;
+    this.again = false;
+    this.stopped = false;
+  }
+
+  stop() {
+    this.stopped = true;
+    this.ui.list.replaceChildren();
+  }
+
+  /** Re-read the list; calls made while a read runs coalesce into one more read. */
+  refresh() {
+    if (this.pending) {
+      this.again = true;
+      return this.pending;
+    }
+    this.pending = (async () => {
+      do {
+        this.again = false;
+        await this.load();
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.pending = null;
+    });
+    return this.pending;
+  }
+
+  async load() {
+    const result = await api("GET", paths.resolved(SHOWN));
+    if (this.stopped) return;
+    if (result.status === 401) {
+      this.ui.onUnauthorized();
+      return;
+    }
+    if (!result.ok || !result.body || !Array.isArray(result.body.bundles)) {
+      this.ui.announce(errorText(result, "Could not load the answered questions"));
+      return;
+    }
+    const bundles = result.body.bundles;
+    this.ui.list.replaceChildren(...bundles.map(entry));
+    this.ui.empty.hidden = bundles.length > 0;
+  }
+}

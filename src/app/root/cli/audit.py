@@ -1,0 +1,74 @@
+"""``clarion audit export``: the record of every resolution, as JSON Lines, for an operator.
+
+It reads the configured database directly (``--database-url`` / ``CLARION_DATABASE_URL``),
+like ``clarion users`` and ``tokens``: whoever may run those may read the whole record, so it
+applies no per-user visibility — it is the operator's view, not a user's (users have
+``clarion questions history``). It only reads; it serves nothing and may run next to the
+serving process. Lines are written newest resolution first, one page (200 bundles) at a
+time, so memory stays flat however long the history is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+
+from clarion.app.root.cli.common import CliError, database_flag, settings_of
+from clarion.domain.cursor import parse_timestamp
+from clarion.domain.errors import InvalidArgument
+
+PAGE = 200
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = commands.add_parser("audit", help="the record of who resolved what (operators)")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    export = audit_commands.add_parser(
+        "export", help="every resolution as JSON Lines, newest first, read from the database"
+    )
+    export.add_argument(
+        "--since", default="", help="only resolutions at or after this RFC 3339 time"
+    )
+    export.add_argument(
+        "--format", choices=["jsonl"], default="jsonl", help="output format (jsonl)"
+    )
+    database_flag(export)
+    export.set_defaults(handler=_export)
+
+
+def _since(value: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return parse_timestamp(value, argument="--since")
+    except InvalidArgument as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _export(args: argparse.Namespace) -> int:
+    from clarion.adapters.wire.history import resolved_bundle_json
+    from clarion.app.root.compose import audit_records
+    from clarion.domain.history import ResolvedQuery
+    from clarion.domain.listing import Visibility
+
+    since = _since(args.since)
+    written = 0
+    with audit_records(settings_of(args)) as claims:
+        before: tuple[datetime, str] | None = None
+        while True:
+            query = ResolvedQuery(
+                visibility=Visibility.everything(), limit=PAGE, before=before, resolved_since=since
+            )
+            page = claims.list_resolved_bundles(query)
+            for bundle in page.bundles:
+                sys.stdout.write(json.dumps(resolved_bundle_json(bundle), ensure_ascii=False))
+                sys.stdout.write("\n")
+                written += 1
+            if not page.has_more:
+                break
+            last = page.bundles[-1]
+            before = (last.resolved_at, last.pending_id)
+    print(f"exported {written} resolutions", file=sys.stderr)
+    return 0
