@@ -49,6 +49,8 @@ def format_sqlite_timestamp(value: datetime) -> str:
 
 
 def parse_sqlite_timestamp(text: str) -> datetime:
+    if len(text) == SQLITE_TIMESTAMP_WIDTH and "+" not in text:  # what we write: one C call
+        return datetime.fromisoformat(text + "+00:00")
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
