@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                 medians,
                 marker="o",
                 color=STYLES.get(database),
-                linestyle="-" if number == len(args.runs) - 1 else "--",
+                # the last run solid, earlier ones dashed and dotted in turn
+                linestyle="-" if number == len(args.runs) - 1 else ("--", ":")[number % 2],
                 label=f"{database}, {label}",
             )
     axes.set_xscale("log")

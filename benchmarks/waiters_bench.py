@@ -11,7 +11,8 @@ Prints, for the in-memory and the SQLite repositories:
 
 Targets (issue 4): under 20 KiB per waiting ask; p99 under 50 ms on SQLite.
 
-    .venv/bin/python benchmarks/waiters_bench.py [--asks 10000] [--answerers 8]
+    .venv/bin/python benchmarks/waiters_bench.py [--asks 10000] [--answerers 8] \
+        [--sqlite-synchronous full,normal]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from clarion.adapters.sql import (
     create_engine,
     upgrade_database,
 )
+from clarion.adapters.sql.engine import SqliteSynchronous
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
@@ -175,13 +177,16 @@ def _memory(asks: int, answerers: int, threads: int) -> Callable[[], object]:
     return lambda: anyio.run(_run, "in-memory", services, waiters, events, host, asks, answerers)
 
 
-def _sqlite(directory: Path, asks: int, answerers: int, threads: int) -> Callable[[], object]:
-    engine = create_engine(f"sqlite:///{directory / 'bench.db'}")
+def _sqlite(
+    directory: Path, asks: int, answerers: int, threads: int, synchronous: SqliteSynchronous
+) -> Callable[[], object]:
+    engine = create_engine(f"sqlite:///{directory / 'bench.db'}", sqlite_synchronous=synchronous)
     upgrade_database(engine)
     clock, ids = SystemClock(), UuidIds()
     host = SqlHostRepository(engine, clock, ids)
     services, waiters, events = _services(SqlClaimRepository(engine, clock, ids), host, threads)
-    return lambda: anyio.run(_run, "sqlite", services, waiters, events, host, asks, answerers)
+    name = f"sqlite/{synchronous.lower()}"
+    return lambda: anyio.run(_run, name, services, waiters, events, host, asks, answerers)
 
 
 def main() -> None:
@@ -190,14 +195,25 @@ def main() -> None:
     parser.add_argument("--answerers", type=int, default=8)
     parser.add_argument("--threads", type=int, default=4, help="worker threads for the ports")
     parser.add_argument("--only", choices=["memory", "sqlite"], default=None)
+    parser.add_argument(
+        "--sqlite-synchronous",
+        default="full",
+        help="comma-separated SQLite synchronous modes to run in turn (full, normal)",
+    )
     args = parser.parse_args()
+    modes: list[SqliteSynchronous] = []
+    for mode in args.sqlite_synchronous.split(","):
+        if mode.strip().upper() not in ("FULL", "NORMAL"):
+            parser.error(f"--sqlite-synchronous: full or normal, not {mode!r}")
+        modes.append("FULL" if mode.strip().upper() == "FULL" else "NORMAL")
     # A benchmark is an entry point: keep per-event info logs out of the measurement.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.only in (None, "memory"):
         _memory(args.asks, args.answerers, args.threads)()
     if args.only in (None, "sqlite"):
-        with tempfile.TemporaryDirectory() as directory:
-            _sqlite(Path(directory), args.asks, args.answerers, args.threads)()
+        for mode in modes:  # one fresh database each, in turn (an A/B in one sitting)
+            with tempfile.TemporaryDirectory() as directory:
+                _sqlite(Path(directory), args.asks, args.answerers, args.threads, mode)()
 
 
 if __name__ == "__main__":

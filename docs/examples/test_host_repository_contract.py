@@ -142,6 +142,9 @@ class AuditedClaimRepository:
     def session_has_active_bundle(self, session_id: str) -> bool:
         return self._inner.session_has_active_bundle(session_id)
 
+    def count_active_in_session(self, session_id: str, limit: int) -> int:
+        return self._inner.count_active_in_session(session_id, limit)
+
     def count_active_asked(self, asker_id: str | None, limit: int) -> int:
         return self._inner.count_active_asked(asker_id, limit)
 

@@ -26,6 +26,10 @@ from clarion.domain.model import (
 )
 from clarion.domain.resolved_by import ResolvedBy
 
+# A JSON object as a reader may hold it; ``dict`` first, so the usual case is decided before
+# the slower abstract-class check.
+_OBJECT = (dict, Mapping)
+
 ASKED_BY_REQUEST = "request"  # created by a request that returns at once (REST ``POST /request``)
 ASKED_BY_ASK = "ask"  # created by a blocking ask (MCP): only that ask call waits live
 
@@ -129,7 +133,7 @@ def question_id_from_metadata(metadata: Mapping[str, Any]) -> str:
     if isinstance(flat, str) and flat:
         return flat
     nested = metadata.get("question")
-    if isinstance(nested, Mapping):
+    if isinstance(nested, _OBJECT):
         nested_id = nested.get("id")
         if isinstance(nested_id, str):
             return nested_id
@@ -163,13 +167,13 @@ def status_from_metadata(metadata: Mapping[str, Any]) -> str | None:
 
 def parse_question(raw: Any, question_id: str) -> Question | None:
     """Parse ``metadata.question``; options that are not objects are skipped (L15)."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, _OBJECT):
         return None
     options_raw = raw.get("options")
     options: list[Option] = []
     if isinstance(options_raw, list):
         for entry in options_raw:
-            if isinstance(entry, Mapping):
+            if isinstance(entry, _OBJECT):
                 options.append(
                     Option(
                         option_id=_string(entry.get("option_id")),
@@ -187,7 +191,7 @@ def parse_question(raw: Any, question_id: str) -> Question | None:
 
 def parse_response(raw: Any, question_id: str) -> Answer | None:
     """Parse a stored ``response`` object; a non-object response yields None (R2b)."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, _OBJECT):
         return None
     selected = raw.get("selected_options")
     options = tuple(s for s in selected if isinstance(s, str)) if isinstance(selected, list) else ()

@@ -196,6 +196,12 @@ class ClaimRepository(Protocol):
         """The workflow guard: ``bool(active_pending_ids(session_id))``."""
         ...
 
+    def count_active_in_session(self, session_id: str, limit: int) -> int:
+        """The per-session limit's count: ``min(len(active_pending_ids(session_id)), limit)``.
+        A database implementation reads the session's current-turn pending rows through an
+        index and stops after ``limit`` bundles."""
+        ...
+
     def count_active_asked(self, asker_id: str | None, limit: int) -> int:
         """The per-identity limit's count: how many active bundles (D4) were asked by the user
         ``asker_id`` (their stored ``Asker.user_id``), or by anyone when ``asker_id`` is None,

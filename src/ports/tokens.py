@@ -6,7 +6,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
+import attrs
+
 from clarion.domain.host import PERSONAL_ACCESS_TOKEN, AccessToken, User
+
+
+@attrs.frozen
+class CredentialLookup:
+    """A stored credential as authentication reads it: the record and its user (None when the
+    user row is gone), and — for a browser session — the parent token named by ``parent_id``
+    with that token's user (None when absent)."""
+
+    token: AccessToken
+    user: User | None
+    parent: AccessToken | None = None
+    parent_user: User | None = None
 
 
 class UserDirectory(Protocol):
@@ -65,6 +79,12 @@ class TokenStore(Protocol):
     def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
         """The token with its user (None when the user row is gone) in one read: what
         authenticating a request needs; None when no token has ``token_hash``."""
+        ...
+
+    def find_token_with_parent(self, token_hash: str) -> CredentialLookup | None:
+        """The token with its user, its parent token (when ``parent_id`` names a stored record)
+        and the parent's user, in one read: what resolving a browser session needs; None
+        when no token has ``token_hash``."""
         ...
 
     def revoke_token(self, token_id: str) -> bool:

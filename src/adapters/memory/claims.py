@@ -305,6 +305,9 @@ class InMemoryClaimRepository:
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
 
+    def count_active_in_session(self, session_id: str, limit: int) -> int:
+        return min(len(self.active_pending_ids(session_id)), max(limit, 0))
+
     def count_active_asked(self, asker_id: str | None, limit: int) -> int:
         with self._store.lock:
             asked = {

@@ -10,6 +10,7 @@ from clarion.adapters.memory.store import InMemoryStore
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.tokens import CredentialLookup
 
 
 class InMemoryTokenStore:
@@ -90,6 +91,19 @@ class InMemoryTokenStore:
         with self._store.lock:
             token = self.find_token(token_hash)
             return None if token is None else (token, self._store.users.get(token.user_id))
+
+    def find_token_with_parent(self, token_hash: str) -> CredentialLookup | None:
+        with self._store.lock:
+            token = self.find_token(token_hash)
+            if token is None:
+                return None
+            parent = self._store.tokens.get(token.parent_id) if token.parent_id else None
+            return CredentialLookup(
+                token=token,
+                user=self._store.users.get(token.user_id),
+                parent=parent,
+                parent_user=None if parent is None else self._store.users.get(parent.user_id),
+            )
 
     def revoke_token(self, token_id: str) -> bool:
         with self._store.lock:

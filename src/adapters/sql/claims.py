@@ -155,6 +155,13 @@ class SqlClaimRepository:
     def session_has_active_bundle(self, session_id: str) -> bool:
         return bool(self.active_pending_ids(session_id))
 
+    def count_active_in_session(self, session_id: str, limit: int) -> int:
+        if limit <= 0:
+            return 0
+        params = {"session_id": session_id, "limit": limit}
+        with read_transaction(self._engine) as connection:
+            return int(connection.execute(statements.active_in_session(), params).scalar_one())
+
     def count_active_asked(self, asker_id: str | None, limit: int) -> int:
         if limit <= 0:
             return 0

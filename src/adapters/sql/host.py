@@ -235,9 +235,8 @@ class SqlHostRepository:
             # Serializes with the claim (facts §1.7): a claim either committed before this
             # change or sees the new state in its non-terminal-session predicate.
             lock_sessions(connection, [session_id])
-            current = load_session(connection, session_id)
-            if current is None or (expected is not None and current.state not in expected):
-                return None
+            # One conditional UPDATE … RETURNING decides: no row back means the session is
+            # missing or not in an expected state (nothing written either way).
             now = self._clock.now()
             condition = task_sessions.c.id == session_id
             if expected is not None:

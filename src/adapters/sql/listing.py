@@ -47,7 +47,7 @@ from clarion.adapters.sql.predicates import (
     pending_id_of,
     session_is_live,
 )
-from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record
+from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record_at
 from clarion.adapters.sql.schema import messages, task_sessions, tasks, workspaces
 from clarion.adapters.sql.types import UtcDateTime
 from clarion.domain.listing import (
@@ -224,11 +224,14 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     pending_id = head.c.bundle_pending_id  # byte-wise on both databases (Key)
     task_id = _task_id(head)
     accepted = sa.and_(
+        # One head per bundle first: the walk meets every bundle once per pending row, and
+        # this single probe of the walked index turns the later rows away before the probes
+        # below (both databases evaluate the conjuncts in order and stop at the first false).
+        pending_id_of(head) != const(""),
+        _first_pending_row(head),
         # D4 (L2a): is_active_row's conjuncts, pending-ish (below), current turn, live session
         on_current_turn(head),
         _session_is_live(head),
-        pending_id_of(head) != const(""),
-        _first_pending_row(head),
         bundle_is_well_formed(head),  # the claim's guard
         _every_row_has_question_id(head),  # L16
         _task_is_visible(shape, head, task_id),  # M5a: an existing task; L1c; L7a
@@ -290,9 +293,11 @@ def list_active_bundles(connection: Connection, query: ListQuery) -> ListPage:
     limit = clamp_limit(query.limit)
     grouped: dict[str, tuple[str, list[ClarificationRow]]] = {}
     result = connection.execute(list_statement(Shape.of(query)), parameters(query))
-    for row in result.mappings():
-        entry = grouped.setdefault(row["bundle_pending_id"], (row["bundle_task_id"], []))
-        entry[1].append(parse_row(message_record(row)))
+    for row in result:  # (bundle_pending_id, bundle_task_id, *MESSAGE_COLUMNS)
+        entry = grouped.get(row[0])
+        if entry is None:
+            entry = grouped[row[0]] = (row[1], [])
+        entry[1].append(parse_row(message_record_at(row, 2)))
     bundles: list[ListedBundle] = [
         listed_bundle(pending_id, task_id, rows) for pending_id, (task_id, rows) in grouped.items()
     ]

@@ -65,6 +65,48 @@ def message_record(row: RowMapping) -> MessageRecord:
     )
 
 
+def message_record_at(row: Sequence[Any], start: int = 0) -> MessageRecord:
+    """:func:`message_record` for a positional row whose :data:`MESSAGE_COLUMNS` begin at
+    ``start`` (the list page's path: no lookups by name). The metadata object the driver has
+    just decoded is this row's own, so it is wrapped read-only without a copy."""
+    (
+        message_id,
+        session_id,
+        task_id,
+        turn_id,
+        message_type,
+        metadata,
+        created_at,
+        updated_at,
+        author_type,
+        content,
+        asker_id,
+        asker_via,
+        resolver_id,
+        resolver_kind,
+        resolver_name,
+        resolver_surface,
+    ) = row[start : start + len(MESSAGE_COLUMNS)]
+    if not isinstance(metadata, dict):
+        metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    return MessageRecord(
+        id=message_id,
+        session_id=session_id,
+        task_id=task_id,
+        turn_id=turn_id,
+        type=message_type,
+        metadata=MappingProxyType(metadata),
+        created_at=created_at,
+        updated_at=updated_at,
+        author_type=author_type,
+        content=content,
+        asker=None
+        if asker_id is None or asker_via is None
+        else Asker(user_id=asker_id, via=asker_via),
+        resolved_by=stored_resolver(resolver_id, resolver_kind, resolver_name, resolver_surface),
+    )
+
+
 def _asker(row: RowMapping) -> Asker | None:
     """The stored asker; None when absent (rows stored before migration 0004, other rows, or
     a reader of the table as an older migration knew it)."""

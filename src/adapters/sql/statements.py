@@ -159,6 +159,29 @@ def sessions_with_active_rows() -> sa.Select[Any]:
 
 
 @cache
+def active_in_session() -> sa.Select[Any]:
+    """The per-session limit's bounded count: the distinct bundles of the session's active
+    rows (the workflow-guard reading, as ``session_active``), stopping after ``limit`` of
+    them. The current turn is computed once from the bound session id, so the rows are one
+    range of ``ix_task_session_messages_pending_rows`` (session, turn)."""
+    session_id = _param("session_id")
+    bundles = (
+        sa.select(m.c.bundle_pending_id)
+        .where(
+            m.c.task_session_id == session_id,
+            m.c.turn_id == current_turn_id(session_id),
+            is_clarification(m),
+            is_pendingish(m),
+            m.c.bundle_pending_id.is_not(None),
+        )
+        .distinct()
+        .limit(sa.bindparam("limit", type_=sa.Integer()))
+        .subquery("in_session")
+    )
+    return sa.select(sa.func.count()).select_from(bundles)
+
+
+@cache
 def active_asked(*, scoped: bool) -> sa.Select[Any]:
     """The per-identity limit's bounded count: the number of distinct active bundles (D4, live
     session) — asked by ``asker_id`` when ``scoped`` — stopping after ``limit`` of them. Walks

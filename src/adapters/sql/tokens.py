@@ -3,24 +3,23 @@ sessions (SHA-256 hashes only; the credential text is never stored)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from functools import cache
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql.engine import (
-    check_engine,
-    for_writes,
-    read_transaction,
-    read_with_parent,
-)
+from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
 from clarion.adapters.sql.schema import access_tokens, users
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.tokens import CredentialLookup
 
 
-def _user(row: RowMapping) -> User:
+def _user(row: Mapping[Any, Any]) -> User:
     return User(
         id=row["id"],
         name=row["name"],
@@ -30,7 +29,7 @@ def _user(row: RowMapping) -> User:
     )
 
 
-def _token(row: RowMapping) -> AccessToken:
+def _token(row: Mapping[Any, Any]) -> AccessToken:
     return AccessToken(
         id=row["id"],
         user_id=row["user_id"],
@@ -42,6 +41,54 @@ def _token(row: RowMapping) -> AccessToken:
         last_used_at=row["last_used_at"],
         kind=row["kind"],
         parent_id=row["parent_id"],
+    )
+
+
+_TOKEN_FIELDS = tuple(column.name for column in access_tokens.c)
+_USER_FIELDS = ("id", "name", "is_admin", "active", "created_at")
+
+
+def _user_columns(user: sa.FromClause, prefix: str) -> list[Any]:
+    return [user.c[name].label(f"{prefix}{name}") for name in _USER_FIELDS]
+
+
+def _prefixed_user(row: Mapping[Any, Any], prefix: str) -> User | None:
+    """The user read under ``prefix`` by an outer join; None when the join found none."""
+    if row[f"{prefix}id"] is None:
+        return None
+    return _user({name: row[f"{prefix}{name}"] for name in _USER_FIELDS})
+
+
+@cache
+def _token_and_user() -> sa.Select[Any]:
+    owner = users.alias("owner")
+    return (
+        sa.select(access_tokens, *_user_columns(owner, "owner_"))
+        .select_from(access_tokens.outerjoin(owner, owner.c.id == access_tokens.c.user_id))
+        .where(access_tokens.c.token_hash == sa.bindparam("token_hash"))
+    )
+
+
+@cache
+def _token_with_parent() -> sa.Select[Any]:
+    """The token, its user, its parent token and the parent's user: one statement, every
+    join a primary-key probe."""
+    owner = users.alias("owner")
+    parent = access_tokens.alias("parent_token")
+    parent_owner = users.alias("parent_owner")
+    return (
+        sa.select(
+            access_tokens,
+            *_user_columns(owner, "owner_"),
+            *[parent.c[name].label(f"parent_token_{name}") for name in _TOKEN_FIELDS],
+            *_user_columns(parent_owner, "parent_owner_"),
+        )
+        .select_from(
+            access_tokens.outerjoin(owner, owner.c.id == access_tokens.c.user_id)
+            .outerjoin(parent, parent.c.id == access_tokens.c.parent_id)
+            .outerjoin(parent_owner, parent_owner.c.id == parent.c.user_id)
+        )
+        .where(access_tokens.c.token_hash == sa.bindparam("token_hash"))
     )
 
 
@@ -154,26 +201,27 @@ class SqlTokenStore:
             return tuple(_token(row) for row in rows)
 
     def find_token_and_user(self, token_hash: str) -> tuple[AccessToken, User | None] | None:
-        row = read_with_parent(
-            self._engine,
-            access_tokens,
-            users,
-            key="user_id",
-            prefix="owner_",
-            where=access_tokens.c.token_hash == token_hash,
-        )
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(_token_and_user(), {"token_hash": token_hash}).first()
         if row is None:
             return None
-        user = None
-        if row["owner_id"] is not None:
-            user = User(
-                id=row["owner_id"],
-                name=row["owner_name"],
-                is_admin=bool(row["owner_is_admin"]),
-                created_at=row["owner_created_at"],
-                active=bool(row["owner_active"]),
-            )
-        return _token(row), user
+        return _token(row._mapping), _prefixed_user(row._mapping, "owner_")
+
+    def find_token_with_parent(self, token_hash: str) -> CredentialLookup | None:
+        with read_transaction(self._engine) as connection:  # one statement
+            row = connection.execute(_token_with_parent(), {"token_hash": token_hash}).first()
+        if row is None:
+            return None
+        found = row._mapping
+        parent = None
+        if found["parent_token_id"] is not None:
+            parent = _token({name: found[f"parent_token_{name}"] for name in _TOKEN_FIELDS})
+        return CredentialLookup(
+            token=_token(found),
+            user=_prefixed_user(found, "owner_"),
+            parent=parent,
+            parent_user=_prefixed_user(found, "parent_owner_"),
+        )
 
     def revoke_token(self, token_id: str) -> bool:
         with self._writes.begin() as connection:

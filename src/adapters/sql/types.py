@@ -49,6 +49,11 @@ def format_sqlite_timestamp(value: datetime) -> str:
 
 
 def parse_sqlite_timestamp(text: str) -> datetime:
+    if len(text) == SQLITE_TIMESTAMP_WIDTH:  # what we write: parsed as UTC in one call
+        try:
+            return datetime.fromisoformat(text + "+00:00")
+        except ValueError:
+            pass  # a value of another shape: read it as before
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 

@@ -145,7 +145,8 @@ class Asking:
         duplicate = self._claims.find_active_duplicate(session.id, questions)
         if duplicate is not None:
             return _Prepared(session=session, pending_id=duplicate, is_new=False)
-        self._check_room(identity, len(self._claims.active_pending_ids(session.id)))
+        per_session = self.limits.max_active_bundles_per_session
+        self._check_room(identity, self._claims.count_active_in_session(session.id, per_session))
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
 
     def _check_room(self, identity: Identity, active_in_session: int) -> None:

@@ -247,13 +247,14 @@ class Authentication:
         logged out, or its parent token no longer authenticates."""
         if not _well_formed(cookie, SESSION_PREFIX):
             return None
-        found = self._usable(self._tokens.find_token_and_user(hash_credential(cookie)))
+        lookup = self._tokens.find_token_with_parent(hash_credential(cookie))  # one read
+        if lookup is None:
+            return None
+        found = self._usable((lookup.token, lookup.user))
         if found is None or found[0].kind != LOGIN_SESSION:
             return None
-        parent = self._tokens.get_token(found[0].parent_id)
-        # The parent is the same user's token: its user was read with the session.
-        owner = self._tokens.get_user(parent.user_id) if parent is not None else None
-        if parent is None or self._usable((parent, owner), touch=False) is None:
+        parent = lookup.parent
+        if parent is None or self._usable((parent, lookup.parent_user), touch=False) is None:
             return None
         return SessionIdentity(identity=found[1], csrf_token=self.csrf_token(cookie))
 

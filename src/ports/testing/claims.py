@@ -153,6 +153,31 @@ class ClaimTransitionsContract:
         world.claims.expire_active_bundle(session.id, "a1")
         assert world.claims.count_active_asked("alice", 10) == 1
 
+    def test_count_active_in_session_counts_what_active_pending_ids_lists_up_to_the_limit(
+        self, world: ContractWorld
+    ) -> None:
+        """Issue #15: the per-session limit is a bounded count of the session's active
+        bundles (the workflow-guard reading: no session-state check), bundles not rows."""
+        session = world.session()
+        world.ask(session.id, "s1", questions=3)
+        world.ask(session.id, "s2")
+        world.ask(session.id, "answered")
+        assert claim(world, "answered").claimed
+        world.ask(world.session().id, "elsewhere")
+        assert world.claims.count_active_in_session(session.id, 10) == 2
+        assert world.claims.count_active_in_session(session.id, 2) == 2
+        assert world.claims.count_active_in_session(session.id, 1) == 1
+        assert world.claims.count_active_in_session(session.id, 0) == 0
+        assert world.claims.count_active_in_session("no-such-session", 10) == 0
+        world.host.set_session_state(session.id, SessionState.COMPLETED)
+        assert world.claims.count_active_in_session(session.id, 10) == len(
+            world.claims.active_pending_ids(session.id)
+        )
+        world.claims.expire_active_bundle(session.id, "s1")
+        assert world.claims.count_active_in_session(session.id, 10) == 1
+        world.host.start_turn(session.id)
+        assert world.claims.count_active_in_session(session.id, 10) == 0
+
     def test_find_active_duplicate_finds_the_first_active_bundle_with_equal_questions(
         self, world: ContractWorld
     ) -> None:

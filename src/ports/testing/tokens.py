@@ -42,6 +42,47 @@ class TokenStoreContract:
         assert world.tokens.find_token_and_user(token_hash(secret)) == (stored, user)
         assert world.tokens.find_token_and_user(token_hash(secret + "x")) is None
 
+    def test_a_session_is_found_with_its_parent_token_and_users(self, world: ContractWorld) -> None:
+        user = world.tokens.create_user("ada")
+        parent = world.tokens.create_token(user.id, token_id="pat1", token_hash=token_hash("p"))
+        session = world.tokens.create_token(
+            user.id,
+            token_id="ses1",
+            token_hash=token_hash("s"),
+            kind=LOGIN_SESSION,
+            parent_id=parent.id,
+        )
+        found = world.tokens.find_token_with_parent(token_hash("s"))
+        assert found is not None
+        assert (found.token, found.user, found.parent, found.parent_user) == (
+            session,
+            user,
+            parent,
+            user,
+        )
+        alone = world.tokens.find_token_with_parent(token_hash("p"))  # a PAT has no parent
+        assert alone is not None
+        assert (alone.token, alone.user, alone.parent, alone.parent_user) == (
+            parent,
+            user,
+            None,
+            None,
+        )
+        assert world.tokens.find_token_with_parent(token_hash("x")) is None
+
+    def test_a_session_whose_parent_is_gone_is_found_without_it(self, world: ContractWorld) -> None:
+        user = world.tokens.create_user("ada")
+        world.tokens.create_token(
+            user.id,
+            token_id="ses1",
+            token_hash=token_hash("s"),
+            kind=LOGIN_SESSION,
+            parent_id="no-such-token",
+        )
+        found = world.tokens.find_token_with_parent(token_hash("s"))
+        assert found is not None
+        assert (found.user, found.parent, found.parent_user) == (user, None, None)
+
     def test_a_token_needs_an_existing_user(self, world: ContractWorld) -> None:
         with pytest.raises(NotFound):
             world.tokens.create_token("nope", token_id="t1", token_hash=token_hash("t1"))

@@ -164,6 +164,17 @@ def test_the_per_identity_count_never_scans_the_messages(
     assert _full_scans(engine, statements) == []
 
 
+def test_the_per_session_count_never_scans_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue 15: the per-session limit's count reads the session's current-turn pending rows
+    by index and stops at the limit; it is one statement (it used to read every active row)."""
+    session_id = world.bundle("p-4").session_id
+    statements = _captured(engine, lambda: world.claims.count_active_in_session(session_id, 10))
+    assert len(statements) == 1
+    assert _full_scans(engine, statements) == []
+
+
 def test_the_list_walks_the_pending_order_index_and_sorts_no_backlog(
     engine: Engine, world: ContractWorld
 ) -> None:

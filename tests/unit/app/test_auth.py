@@ -4,6 +4,7 @@ browser sessions tied to their token, CSRF tokens, and the request identity vari
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -227,3 +228,45 @@ def test_ended_sessions_are_purged_at_login_and_on_demand(
     assert auth.purge_sessions() == 1
     assert [t.id for t in auth.list_tokens(user.id)] == [token.record.id]
     assert auth.resolve_bearer(token.token) is not None  # tokens are never purged
+
+
+class CountingTokenStore(InMemoryTokenStore):
+    """The in-memory store, counting the reads authentication makes."""
+
+    reads: list[str]
+
+    def find_token_and_user(self, token_hash: str) -> Any:
+        self.reads.append("find_token_and_user")
+        return super().find_token_and_user(token_hash)
+
+    def find_token_with_parent(self, token_hash: str) -> Any:
+        self.reads.append("find_token_with_parent")
+        return super().find_token_with_parent(token_hash)
+
+    def get_token(self, token_id: str) -> Any:
+        self.reads.append("get_token")
+        return super().get_token(token_id)
+
+    def get_user(self, user_id: str) -> Any:
+        self.reads.append("get_user")
+        return super().get_user(user_id)
+
+
+def test_a_bearer_token_and_a_session_cookie_each_resolve_in_one_read(clock: ManualClock) -> None:
+    """Issue 15: authenticating a personal access token is one read, and so is resolving a
+    browser session (the session, its user, its parent token and that token's user)."""
+    tokens = CountingTokenStore(InMemoryStore(), clock, UuidIds())
+    tokens.reads = []
+    auth = Authentication(tokens, clock, UuidIds(), touch_interval=timedelta(hours=1))
+    user = auth.create_user("ann")
+    issued = auth.issue_token(user.id)
+    session = auth.login(issued.token)
+    assert session is not None
+    tokens.reads.clear()
+    assert auth.resolve_bearer(issued.token) == Identity.user(user.id)
+    assert tokens.reads == ["find_token_and_user"]
+    tokens.reads.clear()
+    resolved = auth.resolve_session(session.cookie)
+    assert resolved is not None
+    assert resolved.identity == Identity.user(user.id)
+    assert tokens.reads == ["find_token_with_parent"]
