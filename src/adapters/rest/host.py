@@ -15,6 +15,7 @@ from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_model
 from clarion.adapters.rest.errors import Resource, guarded
+from clarion.adapters.rest.query import page_parameters
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
@@ -92,9 +93,10 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
 
     @guarded(Resource.WORKSPACE)
     async def list_workspaces(request: Request) -> Response:
-        workspaces = await host.list_workspaces(require_identity(request))
-        items = [workspace_model(workspace) for workspace in workspaces]
-        return _json(models.WorkspaceList(items, len(items)))
+        cursor, limit = page_parameters(request)
+        page = await host.list_workspaces(require_identity(request), cursor=cursor, limit=limit)
+        items = [workspace_model(workspace) for workspace in page.items]
+        return _json(models.WorkspaceList(items, len(items), page.next_cursor))
 
     @guarded(Resource.WORKSPACE)  # the only thing creation can fail to find
     async def create_task(request: Request) -> Response:
@@ -104,10 +106,14 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
 
     @guarded(Resource.TASK)
     async def list_tasks(request: Request) -> Response:
-        views = await host.list_tasks(
-            require_identity(request), request.query_params.get("workspace_id", "")
+        cursor, limit = page_parameters(request)
+        page = await host.list_tasks(
+            require_identity(request),
+            request.query_params.get("workspace_id", ""),
+            cursor=cursor,
+            limit=limit,
         )
-        return JSONResponse(wire.tasks_json(views))
+        return JSONResponse(wire.task_page_json(page.items, page.next_cursor))
 
     @guarded(Resource.TASK)
     async def create_session(request: Request) -> Response:
@@ -154,15 +160,21 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
 
     @guarded(Resource.SESSION)
     async def messages(request: Request) -> Response:
-        records = await host.messages(require_identity(request), request.path_params["session_id"])
-        return _json(models.MessageList([message_model(record) for record in records]))
+        cursor, limit = page_parameters(request)
+        page = await host.messages(
+            require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
+        )
+        items = [message_model(record) for record in page.items]
+        return _json(models.MessageList(items, page.next_cursor))
 
     @guarded(Resource.SESSION)
     async def resumes(request: Request) -> Response:
-        records = await host.resumes_for_session(
-            require_identity(request), request.path_params["session_id"]
+        cursor, limit = page_parameters(request)
+        page = await host.resumes_for_session(
+            require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
         )
-        return _json(models.ResumeList([message_model(record) for record in records]))
+        items = [message_model(record) for record in page.items]
+        return _json(models.ResumeList(items, page.next_cursor))
 
     return {
         "createWorkspace": create_workspace,

@@ -127,7 +127,12 @@ def build_services(
             runner=runner,
         ),
         host=HostOperations(
-            host=host, claims=claims, authorizer=authorizer, runner=runner, users=users
+            host=host,
+            claims=claims,
+            authorizer=authorizer,
+            runner=runner,
+            users=users,
+            limits=limits,
         ),
         claims=claims,
         host_repository=host,

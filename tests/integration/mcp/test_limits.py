@@ -17,6 +17,7 @@ from clarion.domain.model import Identity, Outcome
 from tests.integration.mcp.harness import (
     ASK,
     LIST_PENDING,
+    LIST_TASKS,
     Agent,
     McpWorld,
     Person,
@@ -361,9 +362,9 @@ async def test_the_identity_limit_counts_what_the_identity_asked_not_what_it_may
 
 @pytest.mark.anyio
 async def test_every_page_is_at_most_the_configured_page_size_on_rest_and_mcp(
-    sqlite_url: str,
+    database_url: str,
 ) -> None:
-    async with _served(sqlite_url, Limits(max_page_size=3)) as world:
+    async with _served(database_url, Limits(max_page_size=3)) as world:
         alice = world.person("alice")
         agent = await world.agent(alice)
         for index in range(4):
@@ -384,3 +385,73 @@ async def test_every_page_is_at_most_the_configured_page_size_on_rest_and_mcp(
                 await client.call_tool(LIST_PENDING, {"cursor": listed["next_cursor"]})
             )
             assert rest["count"] == 1
+
+
+async def _walk(http: Any, url: str, key: str, limit: int | None = None) -> list[list[Any]]:
+    """Every page of a host list (``key`` names its array), following ``next_cursor``."""
+    pages: list[list[Any]] = []
+    cursor = ""
+    while True:
+        params = {"cursor": cursor} if cursor else {}
+        if limit is not None:
+            params["limit"] = str(limit)
+        response = await http.get(url, params=params)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        pages.append([item["id"] for item in body[key]])
+        if "total" in body:
+            assert body["total"] == len(body[key])
+        cursor = body["next_cursor"]
+        if not cursor:
+            return pages
+        assert len(pages) < 20
+
+
+@pytest.mark.anyio
+async def test_every_host_list_pages_by_cursor_within_the_page_sizes_on_rest_capped_on_mcp(
+    database_url: str,
+) -> None:
+    """Issue #14 "page size of every list": workspaces, tasks, a transcript and its resumes
+    page by cursor at CLARION_DEFAULT_PAGE_SIZE (2 here) or the ``limit`` asked, accepted at
+    CLARION_MAX_PAGE_SIZE (3) and refused one past it (400 naming ``limit``); a corrupt cursor
+    is a 400 naming ``cursor``. The MCP ``list_tasks`` takes no cursor (its input is pinned),
+    so it returns at most CLARION_MAX_PAGE_SIZE tasks, the oldest."""
+    async with _served(database_url, Limits(max_page_size=3, default_page_size=2)) as world:
+        alice, bob = world.person("alice"), world.person("bob")
+        agents = [await world.agent(alice) for _ in range(4)]
+        await world.agent(bob)  # a foreign workspace and task, never listed to alice
+        session = agents[0].session.id
+        await world.bundle(alice, agents[0], count=3)
+        base = world.base_url
+        lists = {
+            "workspaces": f"{base}/api/v1/workspaces",
+            "tasks": f"{base}/api/v1/tasks",
+            "messages": f"{base}/api/v1/sessions/{session}/messages",
+            "resumes": f"{base}/api/v1/sessions/{session}/resumes",
+        }
+        async with http_client(alice.token) as http:
+            workspaces = await _walk(http, lists["workspaces"], "workspaces")
+            assert workspaces == [
+                [agents[0].workspace.id, agents[1].workspace.id],  # type: ignore[union-attr]
+                [agents[2].workspace.id, agents[3].workspace.id],  # type: ignore[union-attr]
+            ]
+            tasks = await _walk(http, lists["tasks"], "tasks", limit=3)
+            assert tasks == [[a.task.id for a in agents[:3]], [agents[3].task.id]]
+            messages = await _walk(http, lists["messages"], "messages", limit=1)
+            assert [len(page) for page in messages] == [1, 1, 1]
+            assert len({m for page in messages for m in page}) == 3
+            assert await _walk(http, lists["resumes"], "resumes") == [[]]
+            for key, url in lists.items():
+                for bad, field in (("4", "limit"), ("0", "limit"), ("two", "limit")):
+                    refused = await http.get(url, params={"limit": bad})
+                    assert refused.status_code == 400, (key, bad)
+                    assert refused.json()["error"].startswith(f"{field}:"), refused.text
+                over = (await http.get(url, params={"limit": "4"})).json()["error"]
+                assert "CLARION_MAX_PAGE_SIZE" in over
+                corrupt = await http.get(url, params={"cursor": "not-a-cursor!"})
+                assert corrupt.status_code == 400
+                assert corrupt.json()["error"].startswith("cursor:")
+        async with mcp_client(world.external_url, token=alice.token) as client:
+            listed = structured(await client.call_tool(LIST_TASKS, {}))
+        assert [task["id"] for task in listed["tasks"]] == [a.task.id for a in agents[:3]]
+        assert listed["total"] == 3
