@@ -88,17 +88,6 @@ PARAGRAPH_CASE = (
 )
 
 
-@pytest.fixture(
-    name="database_url", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
-def fixture_database_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    url = request.getfixturevalue("postgres_database_url")
-    assert isinstance(url, str)
-    return url
-
-
 @asynccontextmanager
 async def _served(database_url: str, limits: Limits) -> AsyncIterator[McpWorld]:
     async with serving(McpWorld.build(database_url, progress_interval=0.05, limits=limits)) as w:
@@ -146,9 +135,9 @@ async def _ask_refused(world: McpWorld, agent: Agent, arguments: dict[str, Any])
 @pytest.mark.anyio
 @pytest.mark.parametrize(("field", "limit", "mutate", "what"), [*TEXT_CASES, PARAGRAPH_CASE])
 async def test_every_text_field_is_accepted_at_its_limit_and_refused_one_past_it_on_rest_and_mcp(
-    sqlite_url: str, field: str, limit: int, mutate: Mutation, what: str
+    database_url: str, field: str, limit: int, mutate: Mutation, what: str
 ) -> None:
-    async with _served(sqlite_url, SMALL_TEXT) as world:
+    async with _served(database_url, SMALL_TEXT) as world:
         alice = world.person("alice")
         expected = f"{field} is too long: {limit + 1} characters, the limit for {what} is {limit}"
         at_limit: tuple[list[dict[str, Any]], dict[str, Any]] = (question_args(), {})
@@ -203,10 +192,10 @@ MCP_HEADERS = {
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-async def test_the_body_limit_is_the_same_on_rest_and_mcp(sqlite_url: str, chunked: bool) -> None:
+async def test_the_body_limit_is_the_same_on_rest_and_mcp(database_url: str, chunked: bool) -> None:
     limit = 4096
     message = f"request body too large: the limit is {limit} bytes (CLARION_MAX_BODY_BYTES)"
-    async with _served(sqlite_url, Limits(max_body_bytes=limit)) as world:
+    async with _served(database_url, Limits(max_body_bytes=limit)) as world:
         alice = world.person("alice")
         agent = await world.agent(alice)
         rest_body = _bundle_body(agent, question_args(), {"context": "c"})
