@@ -94,7 +94,17 @@ async def _client(
     role = ROLES[index % len(ROLES)]
     timeout = httpx2.Timeout(30, read=60)
     async with httpx2.AsyncClient(base_url=base_url, timeout=timeout) as http:
-        session_id = await _session(http, workspace_id) if role in ("answer", "wait") else ""
+        session_id = ""
+        while role in ("answer", "wait") and not session_id:
+            # A loaded machine may time a connection out before the run starts: count it and
+            # retry, rather than losing the whole run to one client's setup.
+            if time.monotonic() >= deadline:
+                return
+            try:
+                session_id = await _session(http, workspace_id)
+            except httpx2.TransportError:
+                tally.transport_errors += 1
+                await anyio.sleep(0.1)
         while time.monotonic() < deadline:
             try:
                 await _step(http, tally, role, session_id, deadline)

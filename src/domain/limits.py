@@ -41,6 +41,9 @@ class Limits:
     max_active_bundles_per_session: int = attrs.field(default=10, validator=_positive)
     max_active_bundles_per_identity: int = attrs.field(default=200, validator=_positive)
     max_page_size: int = attrs.field(default=200, validator=_positive)
+    # The page size of the host's lists (workspaces, tasks, transcript, resumes) when a
+    # request names none; a default above ``max_page_size`` acts as ``max_page_size``.
+    default_page_size: int = attrs.field(default=50, validator=_positive)
     max_event_streams: int = attrs.field(default=16, validator=_positive)
     max_mcp_sessions: int = attrs.field(default=100, validator=_positive)
     mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)

@@ -6,6 +6,8 @@ from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.listing import Visibility
+from clarion.domain.paging import Page, PageRequest
 from clarion.domain.rows import MessageRecord
 
 
@@ -31,6 +33,13 @@ class HostRepository(Protocol):
         """All workspaces, oldest first."""
         ...
 
+    def page_workspaces(self, visibility: Visibility, page: PageRequest) -> Page[Workspace]:
+        """One page of the workspaces in ``visibility`` (L1a), by ``created_at``, ``id``,
+        strictly after ``page.after``. The visible set is a predicate of the query (the
+        owner rule is evaluated by the store), so a page reads about ``page.limit`` rows
+        whatever the number of workspaces."""
+        ...
+
     def create_task(self, title: str, workspace_id: str = "") -> Task: ...
 
     def get_task(self, task_id: str) -> Task | None: ...
@@ -43,6 +52,15 @@ class HostRepository(Protocol):
 
     def list_tasks(self, workspace_id: str = "") -> tuple[Task, ...]:
         """All tasks (or those of one workspace when ``workspace_id`` is given), oldest first."""
+        ...
+
+    def page_tasks(
+        self, visibility: Visibility, page: PageRequest, workspace_id: str = ""
+    ) -> Page[Task]:
+        """One page of the tasks ``visibility`` admits under L1c — workspace "", dangling,
+        or visible — and, when ``workspace_id`` is given, in that workspace; by
+        ``created_at``, ``id``, strictly after ``page.after``. Visibility is evaluated by the
+        store with the task's workspace, never by reading every workspace."""
         ...
 
     def delete_task(self, task_id: str) -> bool:
@@ -97,4 +115,11 @@ class HostRepository(Protocol):
 
     def list_messages(self, session_id: str) -> tuple[MessageRecord, ...]:
         """The session's transcript, clarification rows included, by ``created_at``, ``id``."""
+        ...
+
+    def page_messages(
+        self, session_id: str, page: PageRequest, type: str = ""
+    ) -> Page[MessageRecord]:
+        """One page of the session's transcript (only messages of ``type`` when given), by
+        ``created_at``, ``id``, strictly after ``page.after``; empty for a missing session."""
         ...

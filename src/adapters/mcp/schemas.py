@@ -112,7 +112,7 @@ def _answer_input(names: ToolNames) -> dict[str, Any]:
 
 # --- list_tasks (T1, T2; interfaces.md: optional workspace_id, {"tasks", "total"}) --------
 
-LIST_TASKS_OUTPUT: Final = object_schema(models.TaskList, _MCP)
+LIST_TASKS_OUTPUT: Final = object_schema(models.ToolTaskList, _MCP)
 LIST_TASKS_INPUT: Final = {
     "type": "object",
     "properties": {
@@ -251,7 +251,10 @@ def list_tasks_tool(names: ToolNames) -> Tool:
             "first.\n\n"
             'Each task carries "task_pending_action" and "primary_session_pending_action": '
             '"clarification" when an agent on that task (or on its primary session) is blocked '
-            "on a question, and null when nothing is pending."
+            "on a question, and null when nothing is pending.\n\n"
+            "At most the server's page-size limit of tasks is returned (200 unless the operator "
+            "set CLARION_MAX_PAGE_SIZE): the oldest ones. Pass workspace_id to narrow the list "
+            "when it is full."
         ),
         input_schema=LIST_TASKS_INPUT,
         output_schema=LIST_TASKS_OUTPUT,

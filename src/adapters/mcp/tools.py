@@ -167,11 +167,13 @@ def list_tasks_handler(host: HostOperations) -> ToolHandler:
     async def handle(call: ToolCall) -> CallToolResult:
         workspace_id = arguments.parse_list_tasks(call.arguments)
         caller = call.caller
-        views = (
-            await host.list_session_tasks(caller.identity, caller.session_id, workspace_id)
-            if caller.agent
-            else await host.list_tasks(caller.identity, workspace_id)
-        )
+        if caller.agent:
+            views = await host.list_session_tasks(caller.identity, caller.session_id, workspace_id)
+        else:
+            # The tool's input is pinned (interfaces.md: workspace_id only), so it takes no
+            # cursor: it returns the first page at the largest size, CLARION_MAX_PAGE_SIZE.
+            page = await host.list_tasks(caller.identity, workspace_id, limit=host.max_page_size)
+            views = page.items
         return json_result(wire.tasks_json(views))
 
     return handle

@@ -10,7 +10,9 @@ import attrs
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.listing import Visibility, task_visible
 from clarion.domain.model import SessionState
+from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
 from clarion.domain.transitions import new_message
 from clarion.ports.system import Clock, IdGenerator
@@ -41,6 +43,15 @@ class InMemoryHostRepository:
             return tuple(
                 sorted(self._store.workspaces.values(), key=lambda w: (w.created_at, w.id))
             )
+
+    def page_workspaces(self, visibility: Visibility, page: PageRequest) -> Page[Workspace]:
+        with self._store.lock:
+            found = [
+                workspace
+                for workspace in self._store.workspaces.values()
+                if visibility.sees(workspace.id, workspace.owner_id) and page.admits(workspace)
+            ]
+        return cut_page(sorted(found, key=lambda w: (w.created_at, w.id)), page.limit)
 
     def create_task(self, title: str, workspace_id: str = "") -> Task:
         with self._store.lock:
@@ -73,6 +84,27 @@ class InMemoryHostRepository:
                 if not workspace_id or task.workspace_id == workspace_id
             ]
             return tuple(sorted(tasks, key=lambda t: (t.created_at, t.id)))
+
+    def page_tasks(
+        self, visibility: Visibility, page: PageRequest, workspace_id: str = ""
+    ) -> Page[Task]:
+        with self._store.lock:
+            workspaces = self._store.workspaces
+            found = [
+                task
+                for task in self._store.tasks.values()
+                if (not workspace_id or task.workspace_id == workspace_id)
+                and page.admits(task)
+                and task_visible(
+                    visibility,
+                    task.workspace_id,
+                    task.workspace_id in workspaces,
+                    workspaces[task.workspace_id].owner_id
+                    if task.workspace_id in workspaces
+                    else "",
+                )
+            ]
+        return cut_page(sorted(found, key=lambda t: (t.created_at, t.id)), page.limit)
 
     def delete_task(self, task_id: str) -> bool:
         with self._store.lock:
@@ -187,3 +219,14 @@ class InMemoryHostRepository:
         with self._store.lock:
             records = list(self._store.session_messages(session_id))
         return tuple(sorted(records, key=lambda m: (m.created_at, m.id)))
+
+    def page_messages(
+        self, session_id: str, page: PageRequest, type: str = ""
+    ) -> Page[MessageRecord]:
+        with self._store.lock:
+            found = [
+                message
+                for message in self._store.session_messages(session_id)
+                if (not type or message.type == type) and page.admits(message)
+            ]
+        return cut_page(sorted(found, key=lambda m: (m.created_at, m.id)), page.limit)

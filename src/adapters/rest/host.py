@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_model
+from clarion.adapters.rest.query import page_parameters
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
@@ -89,9 +90,10 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
         return _json(workspace_model(workspace), status_code=201)
 
     async def list_workspaces(request: Request) -> Response:
-        workspaces = await host.list_workspaces(require_identity(request))
-        items = [workspace_model(workspace) for workspace in workspaces]
-        return _json(models.WorkspaceList(items, len(items)))
+        cursor, limit = page_parameters(request)
+        page = await host.list_workspaces(require_identity(request), cursor=cursor, limit=limit)
+        items = [workspace_model(workspace) for workspace in page.items]
+        return _json(models.WorkspaceList(items, len(items), page.next_cursor))
 
     async def create_task(request: Request) -> Response:
         body = await read_model(request, models.TaskIn)
@@ -99,10 +101,14 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
         return JSONResponse(wire.task_json(_NewTaskView(task=task)), status_code=201)
 
     async def list_tasks(request: Request) -> Response:
-        views = await host.list_tasks(
-            require_identity(request), request.query_params.get("workspace_id", "")
+        cursor, limit = page_parameters(request)
+        page = await host.list_tasks(
+            require_identity(request),
+            request.query_params.get("workspace_id", ""),
+            cursor=cursor,
+            limit=limit,
         )
-        return JSONResponse(wire.tasks_json(views))
+        return JSONResponse(wire.task_page_json(page.items, page.next_cursor))
 
     async def create_session(request: Request) -> Response:
         body = await read_model(request, models.SessionIn, optional=True)
@@ -143,14 +149,20 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
         return _json(models.Detached(detached))
 
     async def messages(request: Request) -> Response:
-        records = await host.messages(require_identity(request), request.path_params["session_id"])
-        return _json(models.MessageList([message_model(record) for record in records]))
+        cursor, limit = page_parameters(request)
+        page = await host.messages(
+            require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
+        )
+        items = [message_model(record) for record in page.items]
+        return _json(models.MessageList(items, page.next_cursor))
 
     async def resumes(request: Request) -> Response:
-        records = await host.resumes_for_session(
-            require_identity(request), request.path_params["session_id"]
+        cursor, limit = page_parameters(request)
+        page = await host.resumes_for_session(
+            require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
         )
-        return _json(models.ResumeList([message_model(record) for record in records]))
+        items = [message_model(record) for record in page.items]
+        return _json(models.ResumeList(items, page.next_cursor))
 
     return {
         "createWorkspace": create_workspace,

@@ -39,6 +39,17 @@ def _query_parameter(name: str, schema: Schema, description: str) -> Schema:
     }
 
 
+# The host lists' keyset pages (domain.paging): the same cursor codec as the pending list, but
+# a limit out of range is refused (400 naming limit) rather than clamped.
+_PAGE: Final = (
+    _query_parameter("cursor", STRING, "A previous page's next_cursor"),
+    _query_parameter(
+        "limit",
+        {"type": "integer"},
+        "Page size: default 50 (CLARION_DEFAULT_PAGE_SIZE), at most 200 "
+        "(CLARION_MAX_PAGE_SIZE); outside 1 to the maximum is a 400",
+    ),
+)
 _PENDING_ID: Final = _path_parameter("pending_id")
 _TASK_ID: Final = _path_parameter("task_id")
 _SESSION_ID: Final = _path_parameter("session_id")
@@ -166,6 +177,8 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "listWorkspaces",
         "The workspaces the caller may see",
         ok=(200, "WorkspaceList", "Visible workspaces, oldest first"),
+        errors=(400,),
+        parameters=_PAGE,
     ),
     RouteSpec(
         "/api/v1/tasks",
@@ -183,7 +196,11 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "listTasks",
         "The tasks the caller may see, with their pending actions (T1, T2)",
         ok=(200, "TaskList", "Visible tasks, oldest first"),
-        parameters=(_query_parameter("workspace_id", STRING, "Only this workspace's tasks"),),
+        errors=(400,),
+        parameters=(
+            _query_parameter("workspace_id", STRING, "Only this workspace's tasks"),
+            *_PAGE,
+        ),
     ),
     RouteSpec(
         "/api/v1/tasks/{task_id}/sessions",
@@ -242,8 +259,8 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "listMessages",
         "The session's transcript, clarification rows included",
         ok=(200, "MessageList", "Messages, oldest first"),
-        errors=(404,),
-        parameters=(_SESSION_ID,),
+        errors=(400, 404),
+        parameters=(_SESSION_ID, *_PAGE),
     ),
     RouteSpec(
         f"{SESSION}/resumes",
@@ -251,8 +268,8 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "listResumes",
         "Resume prompts recorded for detached answers (the outbox)",
         ok=(200, "ResumeList", "Resume messages, oldest first"),
-        errors=(404,),
-        parameters=(_SESSION_ID,),
+        errors=(400, 404),
+        parameters=(_SESSION_ID, *_PAGE),
     ),
     RouteSpec(
         "/api/v1/events",

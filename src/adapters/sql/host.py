@@ -5,11 +5,12 @@ messages, turn completion) take the session's write lock (:mod:`clarion.adapters
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.engine import (
     check_engine,
@@ -20,11 +21,13 @@ from clarion.adapters.sql.engine import (
 from clarion.adapters.sql.locks import lock_sessions
 from clarion.adapters.sql.predicates import is_clarification
 from clarion.adapters.sql.records import (
+    MESSAGE_COLUMNS,
     bundle_pending_ids,
     insert_messages,
     insert_turn,
     load_current_turn,
     load_session,
+    message_record,
     refresh_bundle_keys,
     select_messages,
     session_from_row,
@@ -38,7 +41,9 @@ from clarion.adapters.sql.schema import (
 )
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.listing import Visibility
 from clarion.domain.model import SessionState
+from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
 from clarion.domain.transitions import new_message
 from clarion.ports.system import Clock, IdGenerator
@@ -57,6 +62,41 @@ def _task(row: RowMapping) -> Task:
         workspace_id=row["workspace_id"],
         created_at=row["created_at"],
     )
+
+
+T = TypeVar("T", Workspace, Task, MessageRecord)
+
+
+def _after(table: sa.Table, page: PageRequest) -> ColumnElement[bool]:
+    """Strictly after the page's position in ``(created_at, id)`` order (true without one)."""
+    if page.after is None:
+        return sa.true()
+    after_at, after_id = page.after
+    return sa.or_(
+        table.c.created_at > after_at,
+        sa.and_(table.c.created_at == after_at, table.c.id > after_id),
+    )
+
+
+def _keyset(statement: sa.Select[Any], table: sa.Table, page: PageRequest) -> sa.Select[Any]:
+    """``statement`` from the page's position, in ``(created_at, id)`` order, ``limit + 1``
+    rows (the extra one tells whether a further page exists)."""
+    return (
+        statement.where(_after(table, page))
+        .order_by(table.c.created_at, table.c.id)
+        .limit(page.limit + 1)
+    )
+
+
+def _workspace_visible(visibility: Visibility, workspace: sa.FromClause) -> ColumnElement[bool]:
+    """L1a for an existing workspace row: the owner rule evaluated in SQL, or the id set."""
+    if visibility.unscoped:
+        return sa.true()
+    if visibility.owner_id is not None:
+        return workspace.c.owner_id.in_(sorted({"", visibility.owner_id}))
+    if not visibility.workspace_ids:  # no IN () for an empty set
+        return sa.false()
+    return workspace.c.id.in_(sorted(visibility.workspace_ids))
 
 
 class SqlHostRepository:
@@ -96,6 +136,17 @@ class SqlHostRepository:
         statement = sa.select(workspaces).order_by(workspaces.c.created_at, workspaces.c.id)
         with read_transaction(self._engine) as connection:
             return tuple(_workspace(row) for row in connection.execute(statement).mappings())
+
+    def page_workspaces(self, visibility: Visibility, page: PageRequest) -> Page[Workspace]:
+        statement = sa.select(workspaces).where(_workspace_visible(visibility, workspaces))
+        return self._page(_keyset(statement, workspaces, page), _workspace, page)
+
+    def _page(
+        self, statement: sa.Select[Any], build: Callable[[RowMapping], T], page: PageRequest
+    ) -> Page[T]:
+        with read_transaction(self._engine) as connection:
+            rows = [build(row) for row in connection.execute(statement).mappings()]
+        return cut_page(rows, page.limit)
 
     def create_task(self, title: str, workspace_id: str = "") -> Task:
         task = Task(
@@ -149,6 +200,27 @@ class SqlHostRepository:
             statement = statement.where(tasks.c.workspace_id == workspace_id)
         with read_transaction(self._engine) as connection:
             return tuple(_task(row) for row in connection.execute(statement).mappings())
+
+    def page_tasks(
+        self, visibility: Visibility, page: PageRequest, workspace_id: str = ""
+    ) -> Page[Task]:
+        # L1c with the task's own workspace, probed by primary key through the left join:
+        # an empty or dangling workspace id, or a visible workspace.
+        workspace = workspaces.alias("workspace")
+        statement = sa.select(tasks).select_from(
+            tasks.outerjoin(workspace, workspace.c.id == tasks.c.workspace_id)
+        )
+        if not visibility.unscoped:
+            statement = statement.where(
+                sa.or_(
+                    tasks.c.workspace_id == "",
+                    workspace.c.id.is_(None),
+                    _workspace_visible(visibility, workspace),
+                )
+            )
+        if workspace_id:
+            statement = statement.where(tasks.c.workspace_id == workspace_id)
+        return self._page(_keyset(statement, tasks, page), _task, page)
 
     def delete_task(self, task_id: str) -> bool:
         """Foreign keys cascade the delete to sessions, their turns and messages."""
@@ -329,3 +401,11 @@ class SqlHostRepository:
     def list_messages(self, session_id: str) -> tuple[MessageRecord, ...]:
         with read_transaction(self._engine) as connection:
             return tuple(select_messages(connection, messages.c.task_session_id == session_id))
+
+    def page_messages(
+        self, session_id: str, page: PageRequest, type: str = ""
+    ) -> Page[MessageRecord]:
+        statement = sa.select(*MESSAGE_COLUMNS).where(messages.c.task_session_id == session_id)
+        if type:
+            statement = statement.where(messages.c.type == type)
+        return self._page(_keyset(statement, messages, page), message_record, page)

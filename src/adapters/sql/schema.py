@@ -40,6 +40,8 @@ workspaces = sa.Table(
     sa.Column("owner_id", Key, nullable=False, server_default=EMPTY),  # "" = visible to everyone
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    # The paged list walks this index from its cursor (issue #14).
+    sa.Index("ix_workspaces_created", "created_at", "id"),
 )
 
 tasks = sa.Table(
@@ -52,6 +54,9 @@ tasks = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
     sa.Index("ix_tasks_workspace_id", "workspace_id"),
+    # The paged list walks one of these from its cursor: all tasks, or one workspace's.
+    sa.Index("ix_tasks_created", "created_at", "id"),
+    sa.Index("ix_tasks_workspace_created", "workspace_id", "created_at", "id"),
 )
 
 task_sessions = sa.Table(

@@ -214,9 +214,15 @@ def task_json(view: TaskWithActions) -> dict[str, Any]:
 
 
 def tasks_json(views: Sequence[TaskWithActions]) -> dict[str, Any]:
-    """``{"tasks": [...], "total"}`` for REST ``GET /tasks`` and ``list_tasks_kandev``."""
+    """``{"tasks": [...], "total"}`` for ``list_tasks_kandev``."""
     tasks = [task_model(view) for view in views]
-    return unstructure(models.TaskList(tasks, len(tasks)))
+    return unstructure(models.ToolTaskList(tasks, len(tasks)))
+
+
+def task_page_json(views: Sequence[TaskWithActions], next_cursor: str) -> dict[str, Any]:
+    """``{"tasks": [...], "total", "next_cursor"}`` for REST ``GET /tasks``."""
+    tasks = [task_model(view) for view in views]
+    return unstructure(models.TaskList(tasks, len(tasks), next_cursor))
 
 
 # --- input ---------------------------------------------------------------------------------

@@ -230,9 +230,23 @@ class Task:
     primary_session_pending_action: Literal["clarification"] | None = attrs.field(metadata=_ACTION)
 
 
+_NEXT_CURSOR: Final = schema(description="The cursor of the next page; empty on the last page")
+
+
 @attrs.frozen
 class TaskList:
-    """``{"tasks": [...], "total"}`` for REST ``GET /tasks`` and ``list_tasks_kandev``."""
+    """REST ``GET /tasks``: ``{"tasks": [...], "total", "next_cursor"}``; ``total`` is the
+    number of tasks on this page."""
+
+    tasks: list[Task]
+    total: int = attrs.field(metadata=_COUNT)
+    next_cursor: str = attrs.field(metadata=_NEXT_CURSOR)
+
+
+@attrs.frozen
+class ToolTaskList:
+    """``list_tasks_kandev``: ``{"tasks": [...], "total"}`` (interfaces.md; no cursor: the
+    tool's input takes none, so its result is capped at ``CLARION_MAX_PAGE_SIZE`` tasks)."""
 
     tasks: list[Task]
     total: int = attrs.field(metadata=_COUNT)
@@ -288,8 +302,11 @@ class Workspace:
 
 @attrs.frozen
 class WorkspaceList:
+    """``total`` is the number of workspaces on this page."""
+
     workspaces: list[Workspace]
     total: int = attrs.field(metadata=_COUNT)
+    next_cursor: str = attrs.field(metadata=_NEXT_CURSOR)
 
 
 @attrs.frozen
@@ -343,11 +360,13 @@ class Message:
 @attrs.frozen
 class MessageList:
     messages: list[Message]
+    next_cursor: str = attrs.field(metadata=_NEXT_CURSOR)
 
 
 @attrs.frozen
 class ResumeList:
     resumes: list[Message]
+    next_cursor: str = attrs.field(metadata=_NEXT_CURSOR)
 
 
 # --- identity, health and errors -------------------------------------------------------------

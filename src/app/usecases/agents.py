@@ -98,8 +98,16 @@ class AgentSessions:
         concurrent first asks in this process share one)."""
         owner = (identity.user_id or "") if identity.is_scoped else ""
         async with self._workspace_lock:
-            for workspace in await self._host.list_workspaces(identity):
-                if workspace.name == AGENT_WORKSPACE_NAME and workspace.owner_id == owner:
-                    return workspace.id
+            cursor = ""
+            while True:  # every page of the visible workspaces, largest pages first
+                page = await self._host.list_workspaces(
+                    identity, cursor=cursor, limit=self._host.max_page_size
+                )
+                for workspace in page.items:
+                    if workspace.name == AGENT_WORKSPACE_NAME and workspace.owner_id == owner:
+                        return workspace.id
+                cursor = page.next_cursor
+                if not cursor:
+                    break
             created = await self._host.create_workspace(identity, AGENT_WORKSPACE_NAME, owner)
             return created.id

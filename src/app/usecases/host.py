@@ -20,8 +20,10 @@ from clarion.app.usecases.runner import Runner
 from clarion.domain.activeness import primary_session_pending_action, task_pending_action
 from clarion.domain.errors import InvalidArgument, NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.limits import Limits
 from clarion.domain.listing import task_visible
 from clarion.domain.model import Identity, SessionState, is_terminal_state
+from clarion.domain.paging import Page, PageRequest, page_request
 from clarion.domain.rows import MessageRecord
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -65,6 +67,21 @@ class HostOperations:
     # Where agent tokens check that the workspace owner they act as is still an active user
     # (the composition root passes its token store).
     _users: UserDirectory | None = attrs.field(default=None, alias="users")
+    # The page sizes of the lists (CLARION_DEFAULT_PAGE_SIZE, CLARION_MAX_PAGE_SIZE).
+    _limits: Limits = attrs.field(factory=Limits, alias="limits")
+
+    @property
+    def max_page_size(self) -> int:
+        """The largest page any list returns (``CLARION_MAX_PAGE_SIZE``)."""
+        return self._limits.max_page_size
+
+    def _page_request(self, cursor: str, limit: int | None) -> PageRequest:
+        return page_request(
+            cursor,
+            limit,
+            default=self._limits.default_page_size,
+            maximum=self._limits.max_page_size,
+        )
 
     # -- workspaces ------------------------------------------------------------------------
 
@@ -91,13 +108,20 @@ class HostOperations:
                 raise InvalidArgument("owner_id may only name yourself", field="owner_id")
         return await self._run.guarded(HOST_FAILED, self._host.create_workspace, name, owner_id)
 
-    async def list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:
-        """The workspaces ``identity`` may see (per the authorizer's L1a set), oldest first."""
-        return await self._run.guarded(HOST_FAILED, self._list_workspaces, identity)
+    async def list_workspaces(
+        self, identity: Identity, *, cursor: str = "", limit: int | None = None
+    ) -> Page[Workspace]:
+        """One page of the workspaces ``identity`` may see (per the authorizer's L1a set),
+        oldest first, from ``cursor`` (a previous page's ``next_cursor``).
 
-    def _list_workspaces(self, identity: Identity) -> tuple[Workspace, ...]:
-        visibility = self._authorizer.visibility(identity)
-        return tuple(w for w in self._host.list_workspaces() if visibility.sees(w.id, w.owner_id))
+        Raises:
+            InvalidArgument: a corrupt ``cursor`` or a ``limit`` outside 1 to the maximum.
+        """
+        page = self._page_request(cursor, limit)
+        return await self._run.guarded(HOST_FAILED, self._list_workspaces, identity, page)
+
+    def _list_workspaces(self, identity: Identity, page: PageRequest) -> Page[Workspace]:
+        return self._host.page_workspaces(self._authorizer.visibility(identity), page)
 
     # -- tasks -----------------------------------------------------------------------------
 
@@ -123,10 +147,23 @@ class HostOperations:
                 raise NotFound(resource=Resource.WORKSPACE)
         return self._host.create_task(title, workspace_id)
 
-    async def list_tasks(self, identity: Identity, workspace_id: str = "") -> tuple[TaskView, ...]:
-        """The tasks ``identity`` may see (all, or one workspace's), with their pending-action
-        projection. A workspace the caller may not see lists as empty (as L7)."""
-        return await self._run.guarded(HOST_FAILED, self._list_tasks, identity, workspace_id)
+    async def list_tasks(
+        self,
+        identity: Identity,
+        workspace_id: str = "",
+        *,
+        cursor: str = "",
+        limit: int | None = None,
+    ) -> Page[TaskView]:
+        """One page of the tasks ``identity`` may see (all, or one workspace's), oldest first
+        from ``cursor``, with their pending-action projection. A workspace the caller may not
+        see lists as empty (as L7).
+
+        Raises:
+            InvalidArgument: a corrupt ``cursor`` or a ``limit`` outside 1 to the maximum.
+        """
+        page = self._page_request(cursor, limit)
+        return await self._run.guarded(HOST_FAILED, self._list_tasks, identity, workspace_id, page)
 
     async def list_session_tasks(
         self, identity: Identity, session_id: str, workspace_id: str = ""
@@ -135,34 +172,36 @@ class HostOperations:
         alone (when ``identity`` may see it and it is in ``workspace_id``, if given), with its
         pending-action projection; nothing for a missing session."""
         return await self._run.guarded(
-            HOST_FAILED, self._list_tasks, identity, workspace_id, session_id
+            HOST_FAILED, self._list_session_tasks, identity, workspace_id, session_id
         )
 
     def _list_tasks(
-        self, identity: Identity, workspace_id: str, session_id: str | None = None
+        self, identity: Identity, workspace_id: str, page: PageRequest
+    ) -> Page[TaskView]:
+        # Visibility is a predicate of the one page query (L1c), not a read of every workspace.
+        found = self._host.page_tasks(self._authorizer.visibility(identity), page, workspace_id)
+        return Page(items=self._with_actions(found.items), next_cursor=found.next_cursor)
+
+    def _list_session_tasks(
+        self, identity: Identity, workspace_id: str, session_id: str
     ) -> tuple[TaskView, ...]:
-        visibility = self._authorizer.visibility(identity)
-        owners = {workspace.id: workspace.owner_id for workspace in self._host.list_workspaces()}
-        if session_id is None:
-            candidates = self._host.list_tasks(workspace_id)
-        else:
-            session = self._host.get_session(session_id) if session_id else None
-            task = self._host.get_task(session.task_id) if session is not None else None
-            candidates = (
-                (task,)
-                if task is not None and (not workspace_id or task.workspace_id == workspace_id)
-                else ()
-            )
-        tasks = [
-            task
-            for task in candidates
-            if task_visible(
-                visibility,
-                task.workspace_id,
-                task.workspace_id in owners,
-                owners.get(task.workspace_id, ""),
-            )
-        ]
+        session = self._host.get_session(session_id) if session_id else None
+        found = self._host.get_task_and_workspace(session.task_id) if session else None
+        if found is None:
+            return ()
+        task, workspace = found
+        if workspace_id and task.workspace_id != workspace_id:
+            return ()
+        visible = task_visible(
+            self._authorizer.visibility(identity),
+            task.workspace_id,
+            workspace is not None,
+            workspace.owner_id if workspace is not None else "",
+        )
+        return self._with_actions((task,)) if visible else ()
+
+    def _with_actions(self, tasks: tuple[Task, ...]) -> tuple[TaskView, ...]:
+        """The tasks with their pending-action projection (T1, T2)."""
         sessions = self._host.sessions_for_tasks([task.id for task in tasks])
         # Only input-capable sessions can carry a pending action (facts §4.11).
         capable = [
@@ -224,17 +263,32 @@ class HostOperations:
             session_id,
         )
 
-    async def messages(self, identity: Identity, session_id: str) -> tuple[MessageRecord, ...]:
-        """The session's transcript, clarification rows included."""
-        session = await self.get_session(identity, session_id)
-        return await self._run.guarded(HOST_FAILED, self._host.list_messages, session.id)
+    async def messages(
+        self, identity: Identity, session_id: str, *, cursor: str = "", limit: int | None = None
+    ) -> Page[MessageRecord]:
+        """One page of the session's transcript, clarification rows included, oldest first.
+
+        Raises:
+            InvalidArgument: a corrupt ``cursor`` or a ``limit`` outside 1 to the maximum.
+            NotFound: the session is missing or not visible.
+        """
+        return await self._message_page(identity, session_id, cursor, limit, "")
 
     async def resumes_for_session(
-        self, identity: Identity, session_id: str
-    ) -> tuple[MessageRecord, ...]:
-        """The resume prompts the durable outbox recorded for the session, oldest first."""
-        messages = await self.messages(identity, session_id)
-        return tuple(message for message in messages if message.type == RESUME_MESSAGE_TYPE)
+        self, identity: Identity, session_id: str, *, cursor: str = "", limit: int | None = None
+    ) -> Page[MessageRecord]:
+        """One page of the resume prompts the durable outbox recorded for the session, oldest
+        first (raises as :meth:`messages`)."""
+        return await self._message_page(identity, session_id, cursor, limit, RESUME_MESSAGE_TYPE)
+
+    async def _message_page(
+        self, identity: Identity, session_id: str, cursor: str, limit: int | None, type: str
+    ) -> Page[MessageRecord]:
+        page = self._page_request(cursor, limit)
+        session = await self.get_session(identity, session_id)
+        return await self._run.guarded(
+            HOST_FAILED, self._host.page_messages, session.id, page, type
+        )
 
     async def session_has_active_bundle(self, identity: Identity, session_id: str) -> bool:
         """The workflow guard (facts §4.10): True while a bundle on the current turn is pending;

@@ -134,7 +134,12 @@ def build_services(
             runner=runner,
         ),
         host=HostOperations(
-            host=host, claims=claims, authorizer=authorizer, runner=runner, users=users
+            host=host,
+            claims=claims,
+            authorizer=authorizer,
+            runner=runner,
+            users=users,
+            limits=limits,
         ),
         clock=clock,
         limiter=runner.limiter,

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 import pytest
 
+from clarion.domain.cursor import decode_cursor
 from clarion.domain.errors import NotFound
+from clarion.domain.listing import Visibility
 from clarion.domain.model import SessionState
+from clarion.domain.paging import Page, PageRequest
 from clarion.ports.testing.world import ContractWorld, row_metadata
+
+T = TypeVar("T")
+
+
+def walk(fetch: Callable[[PageRequest], Page[T]], size: int) -> list[T]:
+    """Every item of a paged list, following ``next_cursor`` with pages of ``size``; every
+    page but the last is full, and the last one says so with an empty cursor."""
+    items: list[T] = []
+    after = None
+    for _ in range(1000):
+        page = fetch(PageRequest(size, after))
+        items.extend(page.items)
+        if not page.next_cursor:
+            return items
+        assert len(page.items) == size
+        after = decode_cursor(page.next_cursor)
+    raise AssertionError("the cursor never reached the end")
 
 
 class HostRepositoryContract:
@@ -167,3 +189,88 @@ class HostRepositoryContract:
         assert world.claims.load_bundle("p-1") is None
         assert world.claims.load_bundle("p-2") is not None
         assert not world.host.delete_task(session.task_id)
+
+    # -- keyset pages (issue #14: page size of every list) -----------------------------------
+
+    def test_workspace_pages_hold_the_visible_set_in_created_at_id_order(
+        self, world: ContractWorld
+    ) -> None:
+        """L1a evaluated by the store: the owner rule, an id set, or everything; ties on
+        ``created_at`` are broken by id, and no page repeats or skips a workspace."""
+        world.clock.set(world.clock.peek(), step=timedelta(0))  # one timestamp for all
+        tied = [world.workspace(f"w{i}", owner) for i, owner in enumerate(["", "alice", "bob"])]
+        world.clock.set(world.clock.peek() + timedelta(seconds=1), step=timedelta(milliseconds=1))
+        later = [world.workspace(f"v{i}", owner) for i, owner in enumerate(["alice", "", "bob"])]
+        ordered = sorted(tied + later, key=lambda w: (w.created_at, w.id))
+        for size in (1, 2, 6, 7):
+            everything = walk(
+                lambda p: world.host.page_workspaces(Visibility.everything(), p), size
+            )
+            assert everything == ordered
+            alice = walk(
+                lambda p: world.host.page_workspaces(Visibility.owned_by("alice"), p), size
+            )
+            assert alice == [w for w in ordered if w.owner_id in ("", "alice")]
+        chosen = Visibility.only([later[2].id, tied[0].id, "no-such-workspace"])
+        assert walk(lambda p: world.host.page_workspaces(chosen, p), 1) == [tied[0], later[2]]
+        nothing = world.host.page_workspaces(Visibility.only([]), PageRequest(5))
+        assert nothing == Page(items=(), next_cursor="")
+
+    def test_a_full_last_page_has_no_cursor(self, world: ContractWorld) -> None:
+        first, second = world.workspace("a"), world.workspace("b")
+        page = world.host.page_workspaces(Visibility.everything(), PageRequest(2))
+        assert page == Page(items=(first, second), next_cursor="")
+        page = world.host.page_workspaces(Visibility.everything(), PageRequest(1))
+        assert page.items == (first,)
+        assert decode_cursor(page.next_cursor) == (first.created_at, first.id)
+
+    def test_task_pages_apply_l1c_with_each_task_workspace(self, world: ContractWorld) -> None:
+        """L1c in the store: a task whose workspace is "", dangling or visible is listed; a
+        foreign workspace's task is not; the workspace filter narrows (and a foreign
+        workspace lists as empty)."""
+        mine, theirs = world.workspace("mine", "alice"), world.workspace("theirs", "bob")
+        shared = world.workspace("shared")
+        world.clock.set(world.clock.peek(), step=timedelta(0))
+        loose = world.task(title="loose")
+        dangling = world.task("no-such-workspace", "dangling")
+        placed = world.task(mine.id, "placed")
+        foreign = world.task(theirs.id, "foreign")
+        world.clock.set(world.clock.peek() + timedelta(seconds=1), step=timedelta(milliseconds=1))
+        common = world.task(shared.id, "common")
+        later = world.task(mine.id, "later")
+        every = sorted(
+            [loose, dangling, placed, foreign, common, later], key=lambda t: (t.created_at, t.id)
+        )
+        alice = Visibility.owned_by("alice")
+        for size in (1, 2, 5, 6):
+            assert walk(lambda p: world.host.page_tasks(Visibility.everything(), p), size) == every
+            assert walk(lambda p: world.host.page_tasks(alice, p), size) == [
+                t for t in every if t is not foreign
+            ]
+        assert walk(lambda p: world.host.page_tasks(alice, p, mine.id), 1) == [placed, later]
+        assert walk(lambda p: world.host.page_tasks(alice, p, theirs.id), 1) == []
+        assert walk(lambda p: world.host.page_tasks(alice, p, "no-such-workspace"), 1) == [dangling]
+        ids = Visibility.only([theirs.id])
+        assert walk(lambda p: world.host.page_tasks(ids, p), 2) == [
+            t for t in every if t not in (placed, common, later)
+        ]
+
+    def test_message_pages_walk_the_transcript_and_filter_by_type(
+        self, world: ContractWorld
+    ) -> None:
+        session, other = world.session(), world.session()
+        turn = world.turn(session.id)
+        world.clock.set(world.clock.peek(), step=timedelta(0))
+        written = [
+            world.host.append_message(
+                session.id, turn_id=turn.id, content=f"m{i}", type="resume" if i % 2 else "message"
+            )
+            for i in range(5)
+        ]
+        world.host.append_message(other.id, turn_id=world.turn(other.id).id, content="elsewhere")
+        ordered = sorted(written, key=lambda m: (m.created_at, m.id))
+        for size in (1, 2, 5):
+            assert walk(lambda p: world.host.page_messages(session.id, p), size) == ordered
+        resumes = walk(lambda p: world.host.page_messages(session.id, p, "resume"), 1)
+        assert resumes == [m for m in ordered if m.type == "resume"]
+        assert world.host.page_messages("no-such", PageRequest(3)) == Page(items=())

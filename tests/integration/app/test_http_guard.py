@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -257,3 +258,82 @@ def test_a_duplicate_key_in_an_mcp_body_is_a_400_parse_error(client: TestClient)
     }
     accepted = _send(client, "POST", path, INITIALIZE, {})
     assert accepted.status_code == 200, accepted.text
+
+
+@pytest.fixture(
+    name="stored_client",
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+)
+def fixture_stored_client(
+    request: pytest.FixtureRequest, tmp_path: Path, auth_enabled: bool
+) -> Iterator[TestClient]:
+    """A composed server over a SQLite file or a PostgreSQL database, with a workspace, a
+    task and a session already stored (the writes below must leave them as they are)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'clarion.db'}"
+    else:
+        url = request.getfixturevalue("postgres_database_url")
+    clarion = build_clarion(Settings(database_url=url, auth_enabled=auth_enabled))
+    try:
+        with TestClient(clarion.asgi_app, base_url=f"http://{LOCAL}") as client:
+            if auth_enabled:
+                admin = clarion.authentication.create_user("admin", is_admin=True)
+                token = clarion.authentication.issue_token(admin.id).token
+                client.headers["Authorization"] = f"Bearer {token}"
+            workspace = client.post("/api/v1/workspaces", json={"name": "kept"}).json()
+            task = client.post(
+                "/api/v1/tasks", json={"title": "kept", "workspace_id": workspace["id"]}
+            ).json()
+            created = client.post(f"/api/v1/tasks/{task['id']}/sessions", json={})
+            assert created.status_code == 201, created.text
+            yield client
+    finally:
+        clarion.close()
+
+
+def _stored(client: TestClient) -> tuple[Any, ...]:
+    """Everything the refused writes could have changed, as the API lists it."""
+    workspaces = client.get("/api/v1/workspaces").json()
+    tasks = client.get("/api/v1/tasks").json()
+    pending = client.get("/api/v1/clarification/pending").json()
+    return workspaces, tasks, pending
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+)
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/workspaces", {"name": "planted"}),
+        ("/api/v1/tasks", {"title": "planted"}),
+        ("/api/v1/clarification/request", {"session_id": "s", "questions": []}),
+    ],
+)
+def test_cross_site_body_types_get_415_and_store_nothing_on_sqlite_and_postgres(
+    stored_client: TestClient, path: str, body: Any, content_type: str
+) -> None:
+    """Issue #14 "Tests": ``text/plain`` and form-encoded writes change nothing, on both
+    databases (the memory tests above cover every route family)."""
+    before = _stored(stored_client)
+    response = stored_client.post(
+        path, content=json.dumps(body).encode(), headers={"Content-Type": content_type}
+    )
+    assert response.status_code == 415, response.text
+    assert _stored(stored_client) == before
+
+
+def test_a_duplicate_key_is_a_400_and_stores_nothing_on_sqlite_and_postgres(
+    stored_client: TestClient,
+) -> None:
+    before = _stored(stored_client)
+    for path, content in (
+        ("/api/v1/workspaces", b'{"name": "first", "name": "second"}'),
+        ("/api/v1/tasks", b'{"title": "a", "title": "b"}'),
+    ):
+        response = stored_client.post(
+            path, content=content, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 400, response.text
+        assert "duplicate key" in response.json()["error"]
+    assert _stored(stored_client) == before

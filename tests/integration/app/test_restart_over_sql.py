@@ -117,7 +117,7 @@ async def test_restart_between_ask_and_answer_resumes_once_through_the_outbox(
         assert {attrs.evolve(result, claimed=True) for result in results} == {winners[0]}
         assert winners[0].answers[1] == Answer("q2", ("q2_opt1", "q2_opt2"))
 
-        resumes = await second.host.resumes_for_session(OWNER, session_id)
+        resumes = (await second.host.resumes_for_session(OWNER, session_id)).items
         assert len(resumes) == 1
         assert resumes[0].metadata["pending_id"] == pending_id
         assert "Which database?" in resumes[0].content

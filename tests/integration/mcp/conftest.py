@@ -23,6 +23,19 @@ def fixture_sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'clarion.db'}"
 
 
+@pytest.fixture(
+    name="database_url", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def fixture_database_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    """A fresh database: a SQLite file, then a PostgreSQL database (issue #14: every check on
+    both)."""
+    if request.param == "sqlite":
+        return sqlite_url
+    url = request.getfixturevalue("postgres_database_url")
+    assert isinstance(url, str)
+    return url
+
+
 @pytest.fixture(name="world")
 async def fixture_world(sqlite_url: str) -> AsyncIterator[McpWorld]:
     """Auth enabled, a fast progress interval, served on a real socket."""

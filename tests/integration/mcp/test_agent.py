@@ -173,7 +173,7 @@ async def test_without_a_valid_personal_token_the_agent_endpoint_is_401(
         assert response.status_code == 401
         assert response.json() == {"error": "authentication required"}
         assert response.headers["www-authenticate"] == "Bearer"
-    assert await _rest(world, alice, "/tasks") == {"tasks": [], "total": 0}
+    assert await _rest(world, alice, "/tasks") == {"tasks": [], "total": 0, "next_cursor": ""}
 
 
 async def test_the_agents_question_is_the_callers_and_to_anyone_else_foreign_is_fabricated(

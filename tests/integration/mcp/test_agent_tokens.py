@@ -4,6 +4,8 @@ that session's task only; it is never a REST credential."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from clarion.domain.model import SessionState
@@ -14,12 +16,20 @@ from tests.integration.mcp.harness import (
     Person,
     http_client,
     mcp_client,
+    serving,
     structured,
 )
 
 pytestmark = pytest.mark.anyio
 
 REFUSED = (401, {"error": "authentication required"})
+
+
+@pytest.fixture(name="world")
+async def fixture_world(database_url: str) -> AsyncIterator[McpWorld]:
+    """As the package's world, on SQLite and on PostgreSQL."""
+    async with serving(McpWorld.build(database_url, progress_interval=0.05)) as world:
+        yield world
 
 
 async def _session_post(world: McpWorld, agent: Agent) -> tuple[int, object]:

@@ -18,6 +18,7 @@ from clarion.domain.resolved_by import Surface
 from tests.integration.mcp.harness import (
     ASK,
     LIST_PENDING,
+    LIST_TASKS,
     Agent,
     McpWorld,
     Person,
@@ -88,17 +89,6 @@ PARAGRAPH_CASE = (
 )
 
 
-@pytest.fixture(
-    name="database_url", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
-def fixture_database_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    url = request.getfixturevalue("postgres_database_url")
-    assert isinstance(url, str)
-    return url
-
-
 @asynccontextmanager
 async def _served(database_url: str, limits: Limits) -> AsyncIterator[McpWorld]:
     async with serving(McpWorld.build(database_url, progress_interval=0.05, limits=limits)) as w:
@@ -146,9 +136,9 @@ async def _ask_refused(world: McpWorld, agent: Agent, arguments: dict[str, Any])
 @pytest.mark.anyio
 @pytest.mark.parametrize(("field", "limit", "mutate", "what"), [*TEXT_CASES, PARAGRAPH_CASE])
 async def test_every_text_field_is_accepted_at_its_limit_and_refused_one_past_it_on_rest_and_mcp(
-    sqlite_url: str, field: str, limit: int, mutate: Mutation, what: str
+    database_url: str, field: str, limit: int, mutate: Mutation, what: str
 ) -> None:
-    async with _served(sqlite_url, SMALL_TEXT) as world:
+    async with _served(database_url, SMALL_TEXT) as world:
         alice = world.person("alice")
         expected = f"{field} is too long: {limit + 1} characters, the limit for {what} is {limit}"
         at_limit: tuple[list[dict[str, Any]], dict[str, Any]] = (question_args(), {})
@@ -203,10 +193,10 @@ MCP_HEADERS = {
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-async def test_the_body_limit_is_the_same_on_rest_and_mcp(sqlite_url: str, chunked: bool) -> None:
+async def test_the_body_limit_is_the_same_on_rest_and_mcp(database_url: str, chunked: bool) -> None:
     limit = 4096
     message = f"request body too large: the limit is {limit} bytes (CLARION_MAX_BODY_BYTES)"
-    async with _served(sqlite_url, Limits(max_body_bytes=limit)) as world:
+    async with _served(database_url, Limits(max_body_bytes=limit)) as world:
         alice = world.person("alice")
         agent = await world.agent(alice)
         rest_body = _bundle_body(agent, question_args(), {"context": "c"})
@@ -365,9 +355,9 @@ async def test_the_identity_limit_counts_what_the_identity_asked_not_what_it_may
 
 @pytest.mark.anyio
 async def test_every_page_is_at_most_the_configured_page_size_on_rest_and_mcp(
-    sqlite_url: str,
+    database_url: str,
 ) -> None:
-    async with _served(sqlite_url, Limits(max_page_size=3)) as world:
+    async with _served(database_url, Limits(max_page_size=3)) as world:
         alice = world.person("alice")
         agent = await world.agent(alice)
         for index in range(4):
@@ -388,3 +378,73 @@ async def test_every_page_is_at_most_the_configured_page_size_on_rest_and_mcp(
                 await client.call_tool(LIST_PENDING, {"cursor": listed["next_cursor"]})
             )
             assert rest["count"] == 1
+
+
+async def _walk(http: Any, url: str, key: str, limit: int | None = None) -> list[list[Any]]:
+    """Every page of a host list (``key`` names its array), following ``next_cursor``."""
+    pages: list[list[Any]] = []
+    cursor = ""
+    while True:
+        params = {"cursor": cursor} if cursor else {}
+        if limit is not None:
+            params["limit"] = str(limit)
+        response = await http.get(url, params=params)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        pages.append([item["id"] for item in body[key]])
+        if "total" in body:
+            assert body["total"] == len(body[key])
+        cursor = body["next_cursor"]
+        if not cursor:
+            return pages
+        assert len(pages) < 20
+
+
+@pytest.mark.anyio
+async def test_every_host_list_pages_by_cursor_within_the_page_sizes_on_rest_capped_on_mcp(
+    database_url: str,
+) -> None:
+    """Issue #14 "page size of every list": workspaces, tasks, a transcript and its resumes
+    page by cursor at CLARION_DEFAULT_PAGE_SIZE (2 here) or the ``limit`` asked, accepted at
+    CLARION_MAX_PAGE_SIZE (3) and refused one past it (400 naming ``limit``); a corrupt cursor
+    is a 400 naming ``cursor``. The MCP ``list_tasks`` takes no cursor (its input is pinned),
+    so it returns at most CLARION_MAX_PAGE_SIZE tasks, the oldest."""
+    async with _served(database_url, Limits(max_page_size=3, default_page_size=2)) as world:
+        alice, bob = world.person("alice"), world.person("bob")
+        agents = [await world.agent(alice) for _ in range(4)]
+        await world.agent(bob)  # a foreign workspace and task, never listed to alice
+        session = agents[0].session.id
+        await world.bundle(alice, agents[0], count=3)
+        base = world.base_url
+        lists = {
+            "workspaces": f"{base}/api/v1/workspaces",
+            "tasks": f"{base}/api/v1/tasks",
+            "messages": f"{base}/api/v1/sessions/{session}/messages",
+            "resumes": f"{base}/api/v1/sessions/{session}/resumes",
+        }
+        async with http_client(alice.token) as http:
+            workspaces = await _walk(http, lists["workspaces"], "workspaces")
+            assert workspaces == [
+                [agents[0].workspace.id, agents[1].workspace.id],  # type: ignore[union-attr]
+                [agents[2].workspace.id, agents[3].workspace.id],  # type: ignore[union-attr]
+            ]
+            tasks = await _walk(http, lists["tasks"], "tasks", limit=3)
+            assert tasks == [[a.task.id for a in agents[:3]], [agents[3].task.id]]
+            messages = await _walk(http, lists["messages"], "messages", limit=1)
+            assert [len(page) for page in messages] == [1, 1, 1]
+            assert len({m for page in messages for m in page}) == 3
+            assert await _walk(http, lists["resumes"], "resumes") == [[]]
+            for key, url in lists.items():
+                for bad, field in (("4", "limit"), ("0", "limit"), ("two", "limit")):
+                    refused = await http.get(url, params={"limit": bad})
+                    assert refused.status_code == 400, (key, bad)
+                    assert refused.json()["error"].startswith(f"{field}:"), refused.text
+                over = (await http.get(url, params={"limit": "4"})).json()["error"]
+                assert "CLARION_MAX_PAGE_SIZE" in over
+                corrupt = await http.get(url, params={"cursor": "not-a-cursor!"})
+                assert corrupt.status_code == 400
+                assert corrupt.json()["error"].startswith("cursor:")
+        async with mcp_client(world.external_url, token=alice.token) as client:
+            listed = structured(await client.call_tool(LIST_TASKS, {}))
+        assert [task["id"] for task in listed["tasks"]] == [a.task.id for a in agents[:3]]
+        assert listed["total"] == 3

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -36,8 +35,8 @@ PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
 
 
 @asynccontextmanager
-async def _served(tmp_path: Path, limits: Limits) -> AsyncIterator[McpWorld]:
-    world = McpWorld.build(f"sqlite:///{tmp_path / 'clarion.db'}", limits=limits)
+async def _served(database_url: str, limits: Limits) -> AsyncIterator[McpWorld]:
+    world = McpWorld.build(database_url, limits=limits)
     async with serving(world) as served:
         yield served
 
@@ -73,9 +72,9 @@ def _shape(response: httpx2.Response) -> tuple[int, Any]:
 
 @pytest.mark.anyio
 async def test_a_session_opened_with_one_token_is_refused_to_any_other_like_an_unknown_id(
-    tmp_path: Path,
+    database_url: str,
 ) -> None:
-    async with _served(tmp_path, Limits()) as world, httpx2.AsyncClient(timeout=30) as http:
+    async with _served(database_url, Limits()) as world, httpx2.AsyncClient(timeout=30) as http:
         alice, bob = world.person("alice"), world.person("bob")
         alices_other = _second_token(world, alice)
         session_id = await _session(http, world, alice.token)
@@ -94,11 +93,11 @@ async def test_a_session_opened_with_one_token_is_refused_to_any_other_like_an_u
 
 @pytest.mark.anyio
 async def test_each_identity_holds_at_most_the_configured_number_of_sessions(
-    tmp_path: Path,
+    database_url: str,
 ) -> None:
     message = "too many MCP sessions: the limit is 2 per identity (CLARION_MAX_MCP_SESSIONS)"
     async with (
-        _served(tmp_path, Limits(max_mcp_sessions=2)) as world,
+        _served(database_url, Limits(max_mcp_sessions=2)) as world,
         httpx2.AsyncClient(timeout=30) as http,
     ):
         alice, bob = world.person("alice"), world.person("bob")
@@ -122,9 +121,9 @@ async def test_each_identity_holds_at_most_the_configured_number_of_sessions(
 
 
 @pytest.mark.anyio
-async def test_an_idle_session_expires_and_its_id_is_then_unknown(tmp_path: Path) -> None:
+async def test_an_idle_session_expires_and_its_id_is_then_unknown(database_url: str) -> None:
     async with (
-        _served(tmp_path, Limits(mcp_session_idle_s=0.2)) as world,
+        _served(database_url, Limits(mcp_session_idle_s=0.2)) as world,
         httpx2.AsyncClient(timeout=30) as http,
     ):
         alice = world.person("alice")

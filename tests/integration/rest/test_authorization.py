@@ -257,7 +257,7 @@ def test_tasks_and_workspaces_the_caller_may_not_see_are_absent_or_404(
             "/api/v1/tasks", params={"workspace_id": alice.workspace_id}, headers=bob.headers
         )
     )
-    assert filtered == {"tasks": [], "total": 0}
+    assert filtered == {"tasks": [], "total": 0, "next_cursor": ""}
     for workspace_id in (alice.workspace_id, fabricated()):
         response = client.post(
             "/api/v1/tasks", json={"title": "t", "workspace_id": workspace_id}, headers=bob.headers

@@ -126,7 +126,8 @@ async def test_r7_a_live_waiter_receives_the_answer_in_the_same_turn(
                 f"/api/v1/sessions/{caller.session_id}/resumes", headers=caller.headers
             )
         )
-        assert resumes == {"resumes": []}  # delivered live: nobody needed resuming
+        # Delivered live: nobody needed resuming.
+        assert resumes == {"resumes": [], "next_cursor": ""}
 
 
 @pytest.mark.anyio

@@ -83,8 +83,8 @@ async def test_workspaces_are_created_and_listed_per_owner(world: AppWorld) -> N
         await world.services.host.create_workspace(ALICE, "stolen", owner_id="bob")
     assert error.value.field == "owner_id"
     visible = await world.services.host.list_workspaces(ALICE)
-    assert [w.name for w in visible] == ["mine", "shared"]
-    assert len(await world.services.host.list_workspaces(UNSCOPED)) == 3
+    assert [w.name for w in visible.items] == ["mine", "shared"]
+    assert len((await world.services.host.list_workspaces(UNSCOPED)).items) == 3
 
 
 async def test_tasks_only_go_into_visible_workspaces(world: AppWorld) -> None:
@@ -105,7 +105,7 @@ async def test_task_list_carries_the_pending_action_projection(world: AppWorld) 
     await world.services.asking.create(ALICE, blocked.id, drafts(1), "")
     await world.services.asking.create(ALICE, secondary.id, drafts(1), "")
     world.session("bob")
-    views = {view.task.id: view for view in await world.services.host.list_tasks(ALICE)}
+    views = {view.task.id: view for view in (await world.services.host.list_tasks(ALICE)).items}
     assert set(views) == {blocked.task_id, idle.task_id, secondary.task_id}
     assert views[blocked.task_id].task_pending_action == "clarification"
     assert views[blocked.task_id].primary_session_pending_action == "clarification"
@@ -146,8 +146,8 @@ async def test_resumes_for_a_session_are_read_from_the_outbox_records(world: App
         session.id, turn_id=turn.id, content="resume prompt", type=RESUME_MESSAGE_TYPE
     )
     resumes = await world.services.host.resumes_for_session(ALICE, session.id)
-    assert [m.content for m in resumes] == ["resume prompt"]
-    assert len(await world.services.host.messages(ALICE, session.id)) == 2
+    assert [m.content for m in resumes.items] == ["resume prompt"]
+    assert len((await world.services.host.messages(ALICE, session.id)).items) == 2
     with pytest.raises(NotFound):
         await world.services.host.resumes_for_session(BOB, session.id)
 

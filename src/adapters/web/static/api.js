@@ -74,7 +74,8 @@ export const paths = {
   login: "api/v1/auth/login",
   logout: "api/v1/auth/logout",
   events: "api/v1/events",
-  tasks: "api/v1/tasks",
+  // The server's default page size: a larger limit could exceed CLARION_MAX_PAGE_SIZE (a 400).
+  tasks: (cursor) => (cursor ? `api/v1/tasks?${new URLSearchParams({ cursor })}` : "api/v1/tasks"),
   pending: (cursor) => {
     const query = new URLSearchParams({ limit: "200" });
     if (cursor) query.set("cursor", cursor);

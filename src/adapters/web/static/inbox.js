@@ -6,6 +6,7 @@ import { BundleCard } from "./card.js";
 import { domId, h, setText } from "./dom.js";
 
 const MAX_PAGES = 10; // 10 × 200 bundles is more than a person can work through on one page
+const MAX_TASK_PAGES = 40; // task titles: 40 pages of 50 (the default page size)
 
 /** A sortable form of an RFC 3339 UTC time: the server trims trailing fractional zeros
  * ("…:05Z", "…:05.25Z"), so the raw strings do not sort; microseconds are kept (Date is ms). */
@@ -96,12 +97,21 @@ export class Inbox {
 
   /** Task titles make the groups readable; the ids are shown when titles are unavailable. */
   async learnTaskTitles(bundles) {
-    if (bundles.every((b) => this.taskTitles.has(b.task_id))) return;
-    const result = await api("GET", paths.tasks);
-    const tasks =
-      result.ok && result.body && Array.isArray(result.body.tasks) ? result.body.tasks : [];
-    for (const task of tasks) {
-      if (task && typeof task.id === "string") this.taskTitles.set(task.id, task.title || "");
+    const known = () => bundles.every((b) => this.taskTitles.has(b.task_id));
+    // The task list is paged: follow its cursor until every bundle's task is known.
+    let cursor = "";
+    for (let page = 0; page < MAX_TASK_PAGES && !known(); page += 1) {
+      const result = await api("GET", paths.tasks(cursor));
+      if (this.stopped) return;
+      const tasks =
+        result.ok && result.body && Array.isArray(result.body.tasks) ? result.body.tasks : [];
+      for (const task of tasks) {
+        if (task && typeof task.id === "string") this.taskTitles.set(task.id, task.title || "");
+      }
+      cursor = result.ok && result.body && typeof result.body.next_cursor === "string"
+        ? result.body.next_cursor
+        : "";
+      if (!cursor) break;
     }
     // A host without the tasks route (or a task it does not list) shows the id instead;
     // remember that, so the next refresh does not ask again.
