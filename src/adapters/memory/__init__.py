@@ -2,12 +2,14 @@
 
 from clarion.adapters.memory.claims import InMemoryClaimRepository
 from clarion.adapters.memory.host import InMemoryHostRepository
+from clarion.adapters.memory.notifications import InMemoryNotificationStore
 from clarion.adapters.memory.store import InMemoryStore
 from clarion.adapters.memory.tokens import InMemoryTokenStore
 
 __all__ = [
     "InMemoryClaimRepository",
     "InMemoryHostRepository",
+    "InMemoryNotificationStore",
     "InMemoryStore",
     "InMemoryTokenStore",
 ]

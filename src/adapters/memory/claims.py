@@ -41,6 +41,7 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.notifications import ANSWERABLE, CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
 from clarion.domain.questions import same_questions
 from clarion.domain.rows import (
     Asker,
@@ -62,10 +63,18 @@ class InMemoryClaimRepository:
     """Clarification rows in an :class:`InMemoryStore`; every operation holds the store lock,
     so each is one atomic step and exactly one concurrent claim can win."""
 
-    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+    def __init__(
+        self, store: InMemoryStore, clock: Clock, ids: IdGenerator, *, notifications: bool = True
+    ) -> None:
         self._store = store
         self._clock = clock
         self._ids = ids
+        self._notifications = notifications
+
+    def _record(self, pending_id: str, event: str) -> None:
+        """Issue #17: the event joins the transition's atomic step (the store lock is held)."""
+        if self._notifications:
+            self._store.record_event(self._ids.new_id(), pending_id, event, self._clock.now())
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -130,6 +139,7 @@ class InMemoryClaimRepository:
                 frozen = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
                 self._store.put_message(frozen)
                 rows.append(parse_row(frozen))
+            self._record(pending_id, ANSWERABLE)
             return make_bundle(pending_id, rows, session.task_id)
 
     def _start_turn(self, session_id: str) -> str:
@@ -155,6 +165,7 @@ class InMemoryClaimRepository:
             changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
             now = self._clock.now()
             rows = [self._write(rec, change, now) for rec, change in changes]
+            self._record(pending_id, RESOLVED)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
@@ -264,6 +275,8 @@ class InMemoryClaimRepository:
             ]
             now = self._clock.now() if targets else None
             rows = [self._write(rec, change, now) for rec in targets]
+            if rows:
+                self._record(pending_id, EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT)
         return order_rows(rows)
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:

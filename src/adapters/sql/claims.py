@@ -28,6 +28,7 @@ from clarion.adapters.sql import changes, statements
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
+from clarion.adapters.sql.notifications import record_event
 from clarion.adapters.sql.records import (
     insert_messages,
     insert_turn,
@@ -46,6 +47,7 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.notifications import ANSWERABLE, CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
 from clarion.domain.questions import questions_digest, same_questions
 from clarion.domain.rows import (
     Asker,
@@ -111,13 +113,24 @@ class SqlClaimRepository:
     """Clarification rows in ``task_session_messages``; see the module docstring.
 
     The empty string names no bundle: every lookup of ``""`` finds nothing.
+
+    With ``notifications`` (the default) every create, winning claim, expiry and cancel also
+    records its notification event in ``notification_outbox`` in the same transaction
+    (issue #17); the claim itself stays the one conditional UPDATE (P1).
     """
 
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock, ids: IdGenerator, *, notifications: bool = True
+    ) -> None:
         self._engine = check_engine(engine)
         self._writes = for_writes(engine)
         self._clock = clock
         self._ids = ids
+        self._notifications = notifications
+
+    def _record(self, connection: Connection, pending_id: str, event: str) -> None:
+        if self._notifications:
+            record_event(connection, self._ids.new_id(), pending_id, event, self._clock.now())
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -222,6 +235,7 @@ class SqlClaimRepository:
                 now=self._clock.now,
             )
             insert_messages(connection, records)
+            self._record(connection, pending_id, ANSWERABLE)
         return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
 
     # -- the claim and its follow-ups ------------------------------------------------------
@@ -246,6 +260,7 @@ class SqlClaimRepository:
             # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
             for row in map(parse_row, written):
                 transitions.claimed_answer(row.id, row.question_id, terminal, responses)
+            self._record(connection, pending_id, RESOLVED)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(
             claimed=True, rows=order_rows(parse_row(r) for r in written), responded_at=now
@@ -348,7 +363,10 @@ class SqlClaimRepository:
         if not pending_id:
             return ()
         params = {"session_id": session_id, "pending_id": pending_id}
-        return self._session_transition(session_id, "ending", params, transitions.ended(status))
+        event = EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT
+        return self._session_transition(
+            session_id, "ending", params, transitions.ended(status), (pending_id, event)
+        )
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
         params = {"session_id": session_id}
@@ -360,6 +378,7 @@ class SqlClaimRepository:
         kind: Guard,
         params: dict[str, Any],
         change: Callable[[Mapping[str, Any]], dict[str, Any]],
+        event: tuple[str, str] | None = None,
     ) -> tuple[ClarificationRow, ...]:
         try:
             with self._writes.begin() as connection:
@@ -370,6 +389,8 @@ class SqlClaimRepository:
                 now = self._clock.now()
                 changed = [(r, change(r.metadata)) for r in targets]
                 written = _rewrite(connection, kind, params, changed, now)
+                if event is not None:
+                    self._record(connection, *event)
         except _GuardLost as exc:
             raise ClaimError(f"session {session_id} changed during a transition") from exc
         return order_rows(parse_row(r) for r in written)
