@@ -31,16 +31,19 @@ from clarion.adapters.mcp import build_mcp
 from clarion.adapters.memory import (
     InMemoryClaimRepository,
     InMemoryHostRepository,
+    InMemoryNotificationStore,
     InMemoryStore,
     InMemoryTokenStore,
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
+from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
 from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
     SqlClaimRepository,
     SqlHostRepository,
+    SqlNotificationStore,
     SqlTokenStore,
     create_engine,
     database_probe,
@@ -54,6 +57,8 @@ from clarion.app.root.crashpoints import crashing_claims, crashing_dispatcher
 from clarion.app.root.settings import Settings
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.notification_routes import NotificationRouting
+from clarion.app.usecases.notifications import DeliveryPolicy, NotificationWorker
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.app.usecases.services import Services, build_services
@@ -62,6 +67,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher, EventSource
 from clarion.ports.host import HostRepository
+from clarion.ports.notifications import AnswerLinkIssuer, NotificationStore, Notifier
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
@@ -89,6 +95,9 @@ class Clarion:
     authentication: Authentication
     asgi_app: Starlette
     storage: Storage
+    # The notification worker and route management (None: the storage keeps no outbox).
+    notifications: NotificationWorker | None = None
+    notification_routes: NotificationRouting | None = None
     _lock_released: bool = attrs.field(default=False, init=False)
 
     @property
@@ -141,6 +150,8 @@ class Storage:
     claims: ClaimRepository
     host: HostRepository
     tokens: TokenStore
+    # Routes and the outbox ``claims`` records events in (None: no notifications).
+    notifications: NotificationStore | None = None
     label: str = "provided by the host"
     engine: Engine | None = None
     check: Callable[[], object] | None = None  # the health probe (``/healthz``)
@@ -156,6 +167,7 @@ class Storage:
             claims=InMemoryClaimRepository(store, clock, ids),
             host=InMemoryHostRepository(store, clock, ids),
             tokens=InMemoryTokenStore(store, clock, ids),
+            notifications=InMemoryNotificationStore(store, clock, ids),
             label="in memory (nothing is kept)",
         )
 
@@ -170,6 +182,7 @@ class Storage:
             claims=SqlClaimRepository(engine, clock, ids),
             host=SqlHostRepository(engine, clock, ids),
             tokens=SqlTokenStore(engine, clock, ids),
+            notifications=SqlNotificationStore(engine, clock, ids),
             label=engine.url.render_as_string(hide_password=True),
             engine=engine,
             check=check,
@@ -317,6 +330,61 @@ def _allowed_hosts(settings: Settings) -> HostAllowlist:
         raise ValidationError(str(exc), field="allowed_hosts") from exc
 
 
+def default_notifiers(
+    settings: Settings, answer_links: AnswerLinkIssuer | None = None
+) -> dict[str, Notifier]:
+    """The channels ``settings`` configure: webhook and Apprise always, e-mail with an SMTP
+    host (its answer links from ``answer_links``, else the inbox deep link)."""
+    secret = settings.notify_webhook_secret or settings.resume_webhook_secret
+    notifiers: dict[str, Notifier] = {
+        "webhook": WebhookNotifier(secret=secret),
+        "apprise": AppriseNotifier(),
+    }
+    if settings.smtp_host:
+        smtp = SmtpSettings(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            security=settings.smtp_security,
+            username=settings.smtp_username,
+            password=settings.smtp_password,
+            sender=settings.smtp_from,
+        )
+        notifiers["email"] = EmailNotifier(smtp, links=answer_links)
+    return notifiers
+
+
+def _notifications(
+    settings: Settings,
+    storage: Storage,
+    services: Services,
+    tokens: TokenStore,
+    notifiers: dict[str, Notifier],
+) -> tuple[NotificationWorker | None, NotificationRouting | None]:
+    store = storage.notifications
+    if store is None:
+        return None, None
+    worker = NotificationWorker(
+        store=store,
+        claims=services.claims,
+        host=services.host_repository,
+        authorizer=services.authorizer,
+        users=tokens,
+        notifiers=notifiers,
+        expire=services.lifecycle.expire_bundle,
+        answer=services.resolver.resolve,
+        clock=services.clock,
+        runner=services.runner,
+        public_url=settings.base_url,
+        policy=DeliveryPolicy(
+            max_attempts=settings.notify_max_attempts, poll_interval_s=settings.notify_poll_s
+        ),
+    )
+    routing = NotificationRouting(
+        store=store, host=services.host_repository, users=tokens, runner=services.runner
+    )
+    return worker, routing
+
+
 def build_clarion(
     settings: Settings | None = None,
     *,
@@ -327,6 +395,8 @@ def build_clarion(
     events: EventPublisher | None = None,
     clock: Clock | None = None,
     ids: IdGenerator | None = None,
+    notifiers: dict[str, Notifier] | None = None,
+    answer_links: AnswerLinkIssuer | None = None,
 ) -> Clarion:
     """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``).
 
@@ -337,7 +407,9 @@ def build_clarion(
     database is opened, created or migrated while building; the ASGI lifespan upgrades its
     schema first thing at start-up (:meth:`Clarion.upgrade` without a lifespan).
     ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event stream
-    and the web inbox to work.
+    and the web inbox to work. ``notifiers`` (channel kind → :class:`Notifier`) replaces the
+    channels the settings configure; ``answer_links`` gives the e-mail channel its signed
+    answer links.
     """
     settings = settings if settings is not None else Settings.from_env()
     allowed_hosts = _allowed_hosts(settings)
@@ -382,6 +454,8 @@ def build_clarion(
         limits=settings.limits,
     )
     authentication = Authentication(tokens, clock, ids)
+    channels = notifiers if notifiers is not None else default_notifiers(settings, answer_links)
+    worker, routing = _notifications(settings, storage, services, tokens, channels)
     mcp = build_mcp(
         services,
         auth_enabled=settings.auth_enabled,
@@ -423,6 +497,8 @@ def build_clarion(
                 if not storage.recovers_at_once:
                     background.start_soon(_keep_recovering, services, clock, settings)
                 background.start_soon(_keep_purging_sessions, authentication, services.runner)
+                if worker is not None:
+                    background.start_soon(worker.run_forever)
                 try:
                     yield
                 finally:
@@ -445,4 +521,6 @@ def build_clarion(
         authentication=authentication,
         asgi_app=app,
         storage=storage,
+        notifications=worker,
+        notification_routes=routing,
     )

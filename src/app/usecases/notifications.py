@@ -56,11 +56,19 @@ from clarion.domain.rows import Bundle
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
-from clarion.ports.notifications import Notification, NotificationStore, Notifier, Sent
+from clarion.ports.notifications import (
+    DeliveryOutcome,
+    Notification,
+    NotificationStore,
+    Notifier,
+    Sent,
+)
 from clarion.ports.system import Clock
 from clarion.ports.tokens import UserDirectory
 
 log = structlog.get_logger(__name__)
+
+NOTIFY_FAILED = "failed to read or write the notification outbox"
 
 ExpireBundle = Callable[[Bundle], Awaitable[object]]
 AnswerBundle = Callable[[Identity, str, Outcome], Awaitable[object]]
@@ -101,8 +109,8 @@ class NotificationWorker:
         """Handle every entry due now (up to one batch); returns how many were handed out."""
         now = self._clock.now()
         policy = self._policy
-        entries = await self._run(
-            self._store.claim_due, now, limit=policy.batch, lease_s=policy.lease_s
+        entries = await self._run.guarded(
+            NOTIFY_FAILED, self._store.claim_due, now, limit=policy.batch, lease_s=policy.lease_s
         )
         for entry in entries:
             await self._handle(entry)
@@ -115,7 +123,7 @@ class NotificationWorker:
                 while await self.run_once() >= self._policy.batch:
                     pass
                 before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
-                await self._run(self._store.purge_finished, before)
+                await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
             except ClarionError as exc:
                 log.warning("notifications.round_failed", **failure_fields(exc))
             await anyio.sleep(self._policy.poll_interval_s)
@@ -124,7 +132,9 @@ class NotificationWorker:
 
     async def _handle(self, entry: OutboxEntry) -> None:
         try:
-            bundle = await self._run(self._claims.load_bundle, entry.pending_id)
+            bundle = await self._run.guarded(
+                NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id
+            )
             if bundle is None:
                 await self._finish(entry, DROPPED, "the bundle no longer exists")
             elif not entry.route_id:
@@ -144,7 +154,8 @@ class NotificationWorker:
         why: str = "",
         follow_ups: tuple[NewEntry, ...] = (),
     ) -> None:
-        finished = await self._run(
+        finished = await self._run.guarded(
+            NOTIFY_FAILED,
             self._store.finish,
             entry.id,
             entry.lease_token,
@@ -169,14 +180,20 @@ class NotificationWorker:
             return
         delay = backoff(attempts, self._policy.backoff_base_s, self._policy.backoff_cap_s)
         due = self._clock.now() + delay
-        await self._run(self._store.retry, entry.id, entry.lease_token, due, why)
+        await self._run.guarded(
+            NOTIFY_FAILED, self._store.retry, entry.id, entry.lease_token, due, why
+        )
 
     async def _workspace_of(self, bundle: Bundle) -> str:
-        found = await self._run(self._host.get_task_and_workspace, bundle.task_id)
+        found = await self._run.guarded(
+            NOTIFY_FAILED, self._host.get_task_and_workspace, bundle.task_id
+        )
         return "" if found is None else found[0].workspace_id
 
     async def _fan_out(self, entry: OutboxEntry, bundle: Bundle) -> None:
-        routes = await self._run(self._store.routes_for, await self._workspace_of(bundle))
+        routes = await self._run.guarded(
+            NOTIFY_FAILED, self._store.routes_for, await self._workspace_of(bundle)
+        )
         follow_ups: list[NewEntry] = []
         for route in routes:
             if route.hears(entry.event):
@@ -186,7 +203,9 @@ class NotificationWorker:
         await self._finish(entry, DONE, follow_ups=tuple(follow_ups))
 
     async def _is_answerable(self, bundle: Bundle) -> bool:
-        active = await self._run(self._claims.active_pending_ids, bundle.session_id)
+        active = await self._run.guarded(
+            NOTIFY_FAILED, self._claims.active_pending_ids, bundle.session_id
+        )
         return bundle.pending_id in active
 
     async def _recipient(self, route: Route, task_id: str) -> Identity | None:
@@ -195,18 +214,20 @@ class NotificationWorker:
         if route.user_id:
             user = None
             if self._users is not None:
-                user = await self._run(self._users.get_user, route.user_id)
+                user = await self._run.guarded(NOTIFY_FAILED, self._users.get_user, route.user_id)
             if user is None or not user.active:
                 return None
             identity = Identity.user(user.id, is_admin=user.is_admin)
         try:
-            await self._run(self._authorizer.authorize_task, identity, task_id)
+            await self._run.guarded(
+                NOTIFY_FAILED, self._authorizer.authorize_task, identity, task_id
+            )
         except NotFound:
             return None
         return identity
 
     async def _deliver(self, entry: OutboxEntry, bundle: Bundle) -> None:
-        route = await self._run(self._store.get_route, entry.route_id)
+        route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)
         if route is None:
             await self._finish(entry, DROPPED, "the route was removed")
             return
@@ -247,7 +268,11 @@ class NotificationWorker:
             answers=winner.answers if winner is not None and route.include_answers else (),
             rejected=winner.rejected if winner is not None else False,
         )
-        outcome = await notifier.deliver(notification)
+        try:
+            outcome = await notifier.deliver(notification)
+        except Exception as exc:  # a channel's bug must not stop the worker: retry it later
+            log.warning("notification.channel_raised", pending_id=entry.pending_id, exc_info=True)
+            outcome = DeliveryOutcome(Sent.RETRY, f"channel raised {type(exc).__name__}")
         if outcome.status is Sent.SENT:
             follow_ups: tuple[NewEntry, ...] = ()
             if entry.event == REMINDER and route.remind_after_s is not None:
@@ -260,7 +285,7 @@ class NotificationWorker:
             await self._finish(entry, FAILED, outcome.detail)
 
     async def _deadline(self, entry: OutboxEntry, bundle: Bundle) -> None:
-        route = await self._run(self._store.get_route, entry.route_id)
+        route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)
         if route is None:
             await self._finish(entry, DROPPED, "the route was removed")
             return
