@@ -239,6 +239,34 @@ def administration(settings: Settings) -> Iterator[Authentication]:
         engine.dispose()
 
 
+@contextmanager
+def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
+    """Notification routes on ``settings.database_url`` for ``clarion notify`` (the operator is
+    unscoped: it manages every route). Like :func:`administration`, no file lock is taken."""
+    clock, ids = SystemClock(), UuidIds()
+    runner = Runner()
+    if settings.database_url == MEMORY_URL:
+        store = InMemoryStore()
+        yield NotificationRouting(
+            store=InMemoryNotificationStore(store, clock, ids),
+            host=InMemoryHostRepository(store, clock, ids),
+            users=InMemoryTokenStore(store, clock, ids),
+            runner=runner,
+        )
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield NotificationRouting(
+            store=SqlNotificationStore(engine, clock, ids),
+            host=SqlHostRepository(engine, clock, ids),
+            users=SqlTokenStore(engine, clock, ids),
+            runner=runner,
+        )
+    finally:
+        engine.dispose()
+
+
 async def _recover(services: Services, clock: Clock, settings: Settings) -> None:
     # The grace is longer than any delivery can take (the resume wait is bounded at 30 s, live
     # delivery at 35 s), so no process rolls back a delivery another one is still making.
