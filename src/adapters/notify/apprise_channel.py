@@ -8,7 +8,9 @@ worker's maximum attempts); an Apprise URL it cannot parse is permanent.
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import structlog
@@ -17,6 +19,7 @@ from clarion.adapters.notify.body import subject
 from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 
 def _apprise() -> Any:
@@ -42,19 +45,32 @@ class AppriseNotifier:
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
         try:
-            apprise = _apprise()
+            apprise = await anyio.to_thread.run_sync(_quietly, _apprise)
         except RuntimeError as exc:
             return DeliveryOutcome(Sent.PERMANENT, str(exc))
-        sender = apprise.Apprise()
-        if not sender.add(notification.route.channel.target):
-            return DeliveryOutcome(Sent.PERMANENT, "not an Apprise URL Apprise can use")
-        sent = await anyio.to_thread.run_sync(
-            lambda: bool(
-                sender.notify(title=subject(notification), body=message_text(notification))
-            )
-        )
+
+        def send() -> bool | None:
+            sender = apprise.Apprise()
+            if not sender.add(notification.route.channel.target):
+                return None
+            title, body = subject(notification), message_text(notification)
+            return bool(sender.notify(title=title, body=body))
+
+        sent = await anyio.to_thread.run_sync(_quietly, send)
         log.info("notification.apprise", pending_id=notification.pending_id, sent=sent)
-        return DeliveryOutcome(Sent.SENT) if sent else DeliveryOutcome(Sent.RETRY, "apprise failed")
+        if sent is None:
+            return DeliveryOutcome(Sent.PERMANENT, "not an Apprise URL Apprise can use")
+        if not sent:
+            return DeliveryOutcome(Sent.RETRY, "apprise failed")
+        return DeliveryOutcome(Sent.SENT)
+
+
+def _quietly(work: Callable[[], T]) -> T:
+    """Run ``work`` with Apprise's own deprecation noise silenced: it loads its plugins lazily,
+    and one of them imports the deprecated ``imghdr`` — its business, not our callers'."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return work()
 
 
 __all__ = ["AppriseNotifier", "message_text"]

@@ -4,9 +4,11 @@ told (no mocks)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import attrs
@@ -21,7 +23,13 @@ from clarion.domain.host import Workspace
 from clarion.domain.model import Answer, Identity, Outcome, Resolution
 from clarion.domain.notifications import OutboxEntry, Route, RouteSpec, parse_channel
 from clarion.domain.rows import Bundle
-from clarion.ports.notifications import DeliveryOutcome, Notification, NotificationStore, Sent
+from clarion.ports.notifications import (
+    DeliveryOutcome,
+    Notification,
+    NotificationStore,
+    Notifier,
+    Sent,
+)
 from clarion.ports.testing import ManualClock, sample_questions
 from tests.integration.sql.support import empty_database, migrated_postgres_engine
 
@@ -96,14 +104,18 @@ class NotifyWorld:
         return list(self.store.entries(pending_id))
 
 
-def notify_world(storage: Storage, clock: ManualClock) -> NotifyWorld:
+def notify_world(
+    storage: Storage, clock: ManualClock, notifiers: dict[str, Notifier] | None = None
+) -> NotifyWorld:
+    """A service on ``storage`` whose channels are ``notifiers`` (default: one fake channel
+    for webhook and e-mail)."""
     channel = FakeChannel()
     settings = Settings(database_url="memory://", public_url=PUBLIC_URL, live_delivery="memory")
     clarion = build_clarion(
         settings,
         storage=storage,
         clock=clock,
-        notifiers={"webhook": channel, "email": channel},
+        notifiers=notifiers if notifiers is not None else {"webhook": channel, "email": channel},
     )
     return NotifyWorld(clarion=clarion, clock=clock, channel=channel)
 
@@ -127,3 +139,42 @@ def storage_for(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> It
     with migrated_postgres_engine(server) as engine:
         empty_database(engine)
         yield Storage.sql(engine, clock, UuidIds())
+
+
+class Receiver:
+    """A loopback HTTP receiver: records each POST (headers, body) and answers with the next
+    status of ``statuses`` (then 200)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.statuses: list[int] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+
+    def __enter__(self) -> Receiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
