@@ -12,6 +12,7 @@ which rows they pick, which is what the differential test compares.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -71,10 +72,12 @@ class InMemoryClaimRepository:
         self._ids = ids
         self._notifications = notifications
 
-    def _record(self, pending_id: str, event: str) -> None:
-        """Issue #17: the event joins the transition's atomic step (the store lock is held)."""
+    def _record(self, pending_id: str, event: str, now: datetime) -> None:
+        """Issue #17: the event joins the transition's atomic step (the store lock is held),
+        at the transition's timestamp; its id is internal, drawn apart from the injected
+        generator so recording changes no id a surface shows."""
         if self._notifications:
-            self._store.record_event(self._ids.new_id(), pending_id, event, self._clock.now())
+            self._store.record_event(uuid.uuid4().hex, pending_id, event, now)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -139,7 +142,8 @@ class InMemoryClaimRepository:
                 frozen = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
                 self._store.put_message(frozen)
                 rows.append(parse_row(frozen))
-            self._record(pending_id, ANSWERABLE)
+            if records:
+                self._record(pending_id, ANSWERABLE, records[0].created_at)
             return make_bundle(pending_id, rows, session.task_id)
 
     def _start_turn(self, session_id: str) -> str:
@@ -165,7 +169,7 @@ class InMemoryClaimRepository:
             changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
             now = self._clock.now()
             rows = [self._write(rec, change, now) for rec, change in changes]
-            self._record(pending_id, RESOLVED)
+            self._record(pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
@@ -275,8 +279,9 @@ class InMemoryClaimRepository:
             ]
             now = self._clock.now() if targets else None
             rows = [self._write(rec, change, now) for rec in targets]
-            if rows:
-                self._record(pending_id, EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT)
+            if rows and now is not None:
+                event = EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT
+                self._record(pending_id, event, now)
         return order_rows(rows)
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:

@@ -4,6 +4,7 @@ lock as the transition that causes them)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -19,6 +20,12 @@ from clarion.domain.notifications import (
     check_route_spec,
 )
 from clarion.ports.system import Clock, IdGenerator
+
+
+def _internal_id() -> str:
+    """Outbox entry ids and lease tokens: internal, so drawn apart from the injected id
+    generator (whose ids surfaces show, and which the worker must not disturb)."""
+    return uuid.uuid4().hex
 
 
 class InMemoryNotificationStore:
@@ -75,7 +82,7 @@ class InMemoryNotificationStore:
             )[:limit]
             claimed = []
             for entry in due:
-                held = attrs.evolve(entry, lease_token=self._ids.new_id())
+                held = attrs.evolve(entry, lease_token=_internal_id())
                 self._store.notification_outbox[entry.id] = held
                 leases[entry.id] = now + timedelta(seconds=lease_s)
                 claimed.append(held)
@@ -109,7 +116,7 @@ class InMemoryNotificationStore:
                 if new.idempotency_key in known:
                     continue
                 known.add(new.idempotency_key)
-                new_id = self._ids.new_id()
+                new_id = _internal_id()
                 outbox[new_id] = OutboxEntry(
                     **attrs.asdict(new, recurse=False),
                     id=new_id,

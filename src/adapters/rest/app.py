@@ -29,6 +29,7 @@ from clarion.adapters.rest.clarifications import clarification_routes
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.events import CanSee, EventStream
 from clarion.adapters.rest.host import host_routes
+from clarion.adapters.rest.notifications import notification_routes
 from clarion.adapters.rest.openapi import openapi_document
 from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
@@ -36,6 +37,7 @@ from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_rout
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.services import Services
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
@@ -106,6 +108,7 @@ def build_rest(
     database_check: DatabaseCheck | None = None,
     heartbeat_s: float = 15.0,
     allowed_hosts: HostAllowlist | None = None,
+    notification_routing: NotificationRouting | None = None,
 ) -> RestApi:
     """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
     JSON 404/405 handler. ``event_source`` feeds the event stream (the in-process bus the
@@ -140,6 +143,7 @@ def build_rest(
             now=services.clock.now,
         ),
         host=host_routes(host=services.host, lifecycle=services.lifecycle),
+        notifications=notification_routes(notification_routing),
     )
     routes: list[BaseRoute] = [*starlette_routes(endpoints)]
     middleware = (
@@ -175,6 +179,7 @@ def create_rest_app(
     allowed_hosts: HostAllowlist | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
+    notification_routing: NotificationRouting | None = None,
 ) -> Starlette:
     """A Starlette application serving the REST surface (plus ``extra_routes`` behind the
     same middleware); ``app.state.rest`` is its :class:`RestApi`."""
@@ -186,6 +191,7 @@ def create_rest_app(
         database_check=database_check,
         heartbeat_s=heartbeat_s,
         allowed_hosts=allowed_hosts,
+        notification_routing=notification_routing,
     )
     app = Starlette(
         routes=[*rest.routes, *extra_routes],

@@ -17,6 +17,7 @@ Every transition is one write transaction that first takes the bundle's session 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -128,9 +129,12 @@ class SqlClaimRepository:
         self._ids = ids
         self._notifications = notifications
 
-    def _record(self, connection: Connection, pending_id: str, event: str) -> None:
+    def _record(self, connection: Connection, pending_id: str, event: str, now: datetime) -> None:
+        """Record ``event`` at the transition's own timestamp. Outbox ids are internal and
+        drawn apart from the injected generator and clock, so that recording changes no id or
+        timestamp a surface shows."""
         if self._notifications:
-            record_event(connection, self._ids.new_id(), pending_id, event, self._clock.now())
+            record_event(connection, uuid.uuid4().hex, pending_id, event, now)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -235,7 +239,8 @@ class SqlClaimRepository:
                 now=self._clock.now,
             )
             insert_messages(connection, records)
-            self._record(connection, pending_id, ANSWERABLE)
+            if records:
+                self._record(connection, pending_id, ANSWERABLE, records[0].created_at)
         return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
 
     # -- the claim and its follow-ups ------------------------------------------------------
@@ -260,7 +265,7 @@ class SqlClaimRepository:
             # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
             for row in map(parse_row, written):
                 transitions.claimed_answer(row.id, row.question_id, terminal, responses)
-            self._record(connection, pending_id, RESOLVED)
+            self._record(connection, pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(
             claimed=True, rows=order_rows(parse_row(r) for r in written), responded_at=now
@@ -390,7 +395,7 @@ class SqlClaimRepository:
                 changed = [(r, change(r.metadata)) for r in targets]
                 written = _rewrite(connection, kind, params, changed, now)
                 if event is not None:
-                    self._record(connection, *event)
+                    self._record(connection, *event, now)
         except _GuardLost as exc:
             raise ClaimError(f"session {session_id} changed during a transition") from exc
         return order_rows(parse_row(r) for r in written)

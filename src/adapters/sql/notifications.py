@@ -12,6 +12,7 @@ own transaction, so an event is durable exactly when the change that causes it i
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -115,6 +116,12 @@ def _route(row: Any) -> Route:
     )
 
 
+def _internal_id() -> str:
+    """Outbox entry ids and lease tokens: internal, so drawn apart from the injected id
+    generator (whose ids surfaces show, and which the worker must not disturb)."""
+    return uuid.uuid4().hex
+
+
 class SqlNotificationStore:
     """Routes and outbox on ``engine`` (see the module docstring)."""
 
@@ -191,7 +198,7 @@ class SqlNotificationStore:
         claimed: list[OutboxEntry] = []
         with self._writes.begin() as connection:
             for entry_id in connection.execute(query).scalars().all():
-                token = self._ids.new_id()
+                token = _internal_id()
                 row = connection.execute(
                     sa.update(outbox)
                     .where(outbox.c.id == entry_id)
@@ -228,7 +235,7 @@ class SqlNotificationStore:
             )
             if done.rowcount != 1:
                 return False
-            rows = [_entry_values(entry, self._ids.new_id(), now) for entry in follow_ups]
+            rows = [_entry_values(entry, _internal_id(), now) for entry in follow_ups]
             _insert_ignoring_duplicates(connection, rows)
         return True
 

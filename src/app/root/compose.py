@@ -542,6 +542,7 @@ def build_clarion(
         allowed_hosts=allowed_hosts,
         extra_routes=[*mcp.routes, *web_routes()],
         lifespan=lifespan,
+        notification_routing=routing,
     )
     return Clarion(
         settings=settings,
