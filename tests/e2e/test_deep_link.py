@@ -4,6 +4,7 @@ bundle focused and marked, and following another link moves the focus."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from playwright.sync_api import expect
 
@@ -12,13 +13,17 @@ from tests.e2e.conftest import PageFactory
 from tests.e2e.inbox import bundle_card
 from tests.e2e.server import ServedClarion
 
-TEA = question("Coffee or tea?", [("Coffee", "Black"), ("Tea", "Green")])
+
+def _drink(n: int) -> dict[str, Any]:
+    # Distinct questions: identical ones in one session would be the same bundle (dedup).
+    return question(f"Drink {n}: coffee or tea?", [("Coffee", "Black"), ("Tea", "Green")])
 
 
 def test_the_deep_link_opens_and_focuses_its_bundle(
     open_page: PageFactory, clarion: ServedClarion, rest: Rest, agent_session: AgentSession
 ) -> None:
-    ids = [rest.create_bundle(agent_session, [TEA]) for _ in range(3)]
+    ids = [rest.create_bundle(agent_session, [_drink(n)]) for n in range(3)]
+    assert len(set(ids)) == 3
     page = open_page(clarion, navigate=False)
     page.goto(clarion.url(f"/#{ids[1]}"))
     target = bundle_card(page, ids[1])
