@@ -311,6 +311,7 @@ def _wire_values(kind: Any) -> st.SearchStrategy[Any]:
         str: st.text(max_size=10),
         bool: st.booleans(),
         int: st.integers(min_value=0, max_value=2**53),
+        float: st.floats(min_value=0.001, max_value=1e9, allow_nan=False),
         datetime: utc_datetimes(),
         type(None): st.none(),
     }

@@ -46,6 +46,8 @@ class Resource(enum.Enum):
     SESSION = "session not found"
     TURN = "turn not found"
     USER = "user not found"
+    NOTIFICATION_ROUTE = "notification route not found"
+    NOTIFICATIONS = "notifications are not available with this storage"
 
 
 class ClarionError(Exception):

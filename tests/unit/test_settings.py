@@ -150,3 +150,47 @@ def test_a_bad_answer_link_lifetime_names_the_variable(text: str) -> None:
     with pytest.raises(ValidationError) as caught:
         Settings.from_env({"CLARION_ANSWER_LINK_TTL": text})
     assert caught.value.field == "CLARION_ANSWER_LINK_TTL"
+
+
+def test_notification_settings_are_read_and_links_default_to_the_served_address() -> None:
+    """Issue #17: CLARION_PUBLIC_URL, the notification worker and SMTP settings."""
+    assert Settings(port=9000).base_url == "http://127.0.0.1:9000"
+    settings = Settings.from_env(
+        {
+            "CLARION_PUBLIC_URL": "https://clarion.example.com/",
+            "CLARION_NOTIFY_WEBHOOK_SECRET": "s",
+            "CLARION_NOTIFY_POLL_S": "0.5",
+            "CLARION_NOTIFY_MAX_ATTEMPTS": "3",
+            "CLARION_SMTP_HOST": "smtp.example.com",
+            "CLARION_SMTP_PORT": "465",
+            "CLARION_SMTP_SECURITY": "TLS",
+            "CLARION_SMTP_USERNAME": "clarion",
+            "CLARION_SMTP_PASSWORD": "pw",
+            "CLARION_SMTP_FROM": "questions@example.com",
+        }
+    )
+    assert settings.base_url == "https://clarion.example.com"
+    assert (settings.notify_poll_s, settings.notify_max_attempts) == (0.5, 3)
+    assert (settings.smtp_host, settings.smtp_port, settings.smtp_security) == (
+        "smtp.example.com",
+        465,
+        "tls",
+    )
+    assert (settings.smtp_username, settings.smtp_from) == ("clarion", "questions@example.com")
+    assert "pw" not in repr(settings)
+    assert "'s'" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CLARION_PUBLIC_URL", "clarion.example.com"),
+        ("CLARION_SMTP_SECURITY", "ssl"),
+        ("CLARION_SMTP_PORT", "smtp"),
+        ("CLARION_NOTIFY_MAX_ATTEMPTS", "0"),
+    ],
+)
+def test_a_bad_notification_setting_names_its_variable(name: str, value: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({name: value})
+    assert caught.value.field == name

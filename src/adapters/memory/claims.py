@@ -12,6 +12,7 @@ which rows they pick, which is what the differential test compares.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -44,6 +45,7 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.notifications import ANSWERABLE, CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
 from clarion.domain.questions import same_questions
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
@@ -66,10 +68,20 @@ class InMemoryClaimRepository:
     """Clarification rows in an :class:`InMemoryStore`; every operation holds the store lock,
     so each is one atomic step and exactly one concurrent claim can win."""
 
-    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+    def __init__(
+        self, store: InMemoryStore, clock: Clock, ids: IdGenerator, *, notifications: bool = True
+    ) -> None:
         self._store = store
         self._clock = clock
         self._ids = ids
+        self._notifications = notifications
+
+    def _record(self, pending_id: str, event: str, now: datetime) -> None:
+        """Issue #17: the event joins the transition's atomic step (the store lock is held),
+        at the transition's timestamp; its id is internal, drawn apart from the injected
+        generator so recording changes no id a surface shows."""
+        if self._notifications:
+            self._store.record_event(uuid.uuid4().hex, pending_id, event, now)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -135,6 +147,8 @@ class InMemoryClaimRepository:
                 frozen = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
                 self._store.put_message(frozen)
                 rows.append(parse_row(frozen))
+            if records:
+                self._record(pending_id, ANSWERABLE, records[0].created_at)
             return make_bundle(pending_id, rows, session.task_id)
 
     def _start_turn(self, session_id: str) -> str:
@@ -165,6 +179,7 @@ class InMemoryClaimRepository:
             changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
             now = self._clock.now()
             rows = [self._write(rec, change, now, resolved_by) for rec, change in changes]
+            self._record(pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
@@ -274,6 +289,9 @@ class InMemoryClaimRepository:
             ]
             now = self._clock.now() if targets else None
             rows = [self._write(rec, change, now) for rec in targets]
+            if rows and now is not None:
+                event = EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT
+                self._record(pending_id, event, now)
         return order_rows(rows)
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -17,6 +18,7 @@ import attrs
 from clarion.domain.activeness import bundle_is_well_formed, current_turn_id, row_is_active
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
 from clarion.domain.model import CLARIFICATION_REQUEST
+from clarion.domain.notifications import OutboxEntry, Route, event_entry
 from clarion.domain.rows import ClarificationRow, MessageRecord
 
 
@@ -42,6 +44,10 @@ class InMemoryStore:
     messages: dict[str, MessageRecord] = attrs.field(factory=dict)
     users: dict[str, User] = attrs.field(factory=dict)
     tokens: dict[str, AccessToken] = attrs.field(factory=dict)
+    notification_routes: dict[str, Route] = attrs.field(factory=dict)
+    notification_outbox: dict[str, OutboxEntry] = attrs.field(factory=dict)
+    # An outbox entry's lease end (the SQL ``locked_until``), kept beside the entry.
+    outbox_leases: dict[str, datetime] = attrs.field(factory=dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
     _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
     _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
@@ -49,7 +55,21 @@ class InMemoryStore:
 
     def collection_names(self) -> tuple[str, ...]:
         """The stores this world keeps (the P1 structural check reads this)."""
-        return ("workspaces", "tasks", "sessions", "turns", "messages", "users", "tokens")
+        return (
+            "workspaces",
+            "tasks",
+            "sessions",
+            "turns",
+            "messages",
+            "users",
+            "tokens",
+            "notification_routes",
+            "notification_outbox",
+        )
+
+    def record_event(self, entry_id: str, pending_id: str, event: str, now: datetime) -> None:
+        """Record a notification event (the caller holds ``lock`` for its transition)."""
+        self.notification_outbox[entry_id] = event_entry(entry_id, pending_id, event, now)
 
     def put_turn(self, turn: Turn) -> None:
         self.turns[turn.id] = turn

@@ -28,6 +28,7 @@ from clarion.adapters.rest.clarifications import clarification_routes
 from clarion.adapters.rest.errors import EXCEPTION_HANDLERS, failure
 from clarion.adapters.rest.events import CanSee, EventStream
 from clarion.adapters.rest.host import host_routes
+from clarion.adapters.rest.notifications import notification_routes
 from clarion.adapters.rest.openapi import openapi_document
 from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.request_log import RequestLogMiddleware
@@ -35,6 +36,7 @@ from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_rout
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.listing import Listing
+from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.services import Services
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
@@ -100,6 +102,7 @@ def build_rest(
     heartbeat_s: float = 15.0,
     allowed_hosts: HostAllowlist | None = None,
     identified_paths: Collection[str] = (),
+    notification_routing: NotificationRouting | None = None,
 ) -> RestApi:
     """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
     exception handlers answering every error in the surface's one shape. ``event_source``
@@ -137,6 +140,7 @@ def build_rest(
             now=services.clock.now,
         ),
         host=host_routes(host=services.host, lifecycle=services.lifecycle),
+        notifications=notification_routes(notification_routing),
     )
     routes: list[BaseRoute] = [*starlette_routes(endpoints)]
     middleware = (
@@ -174,6 +178,7 @@ def create_rest_app(
     extra_routes: Sequence[BaseRoute] = (),
     identified_paths: Collection[str] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
+    notification_routing: NotificationRouting | None = None,
 ) -> Starlette:
     """A Starlette application serving the REST surface (plus ``extra_routes`` behind the
     same middleware); ``app.state.rest`` is its :class:`RestApi`."""
@@ -186,6 +191,7 @@ def create_rest_app(
         heartbeat_s=heartbeat_s,
         allowed_hosts=allowed_hosts,
         identified_paths=identified_paths,
+        notification_routing=notification_routing,
     )
     app = Starlette(
         routes=[*rest.routes, *extra_routes],

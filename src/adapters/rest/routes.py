@@ -21,6 +21,7 @@ JSON: Final = "application/json"
 API: Final = "/api/v1"
 CLARIFICATION: Final = f"{API}/clarification"
 SESSION: Final = f"{API}/sessions/{{session_id}}"
+NOTIFICATION_ROUTES: Final = f"{API}/notifications/routes"
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -325,6 +326,33 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         protected=False,
         internal_errors=False,
         ok_schema={"type": "object"},
+    ),
+    RouteSpec(
+        NOTIFICATION_ROUTES,
+        "POST",
+        "addNotificationRoute",
+        "Route a workspace's notifications to a channel (admin, or the workspace's owner)",
+        ok=(201, "NotificationRoute", "The stored route"),
+        errors=(404,),
+        body="NotificationRouteIn",
+        write=True,
+    ),
+    RouteSpec(
+        NOTIFICATION_ROUTES,
+        "GET",
+        "listNotificationRoutes",
+        "The notification routes the caller may manage, oldest first",
+        ok=(200, "NotificationRouteList", "The routes"),
+    ),
+    RouteSpec(
+        f"{NOTIFICATION_ROUTES}/{{route_id}}",
+        "DELETE",
+        "removeNotificationRoute",
+        "Remove a notification route; its outstanding notifications are dropped",
+        ok=(200, "Success", "Removed"),
+        errors=(404,),
+        parameters=(_path_parameter("route_id"),),
+        write=True,
     ),
 )
 """Every REST route, in matching order (``/pending`` before ``/{pending_id}``)."""

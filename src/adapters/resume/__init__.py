@@ -5,9 +5,9 @@ from clarion.adapters.resume.outbox import OutboxResumeDispatcher
 from clarion.adapters.resume.webhook import (
     WebhookResumeDispatcher,
     is_plain_http_to_another_host,
-    sign,
     webhook_payload,
 )
+from clarion.domain.signing import sign
 
 __all__ = [
     "CallableResumeDispatcher",

@@ -15,8 +15,6 @@ check the sender (``docs/operations.md`` has a receiver that verifies both).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import json
 import time
@@ -28,6 +26,7 @@ import httpx2
 import structlog
 
 from clarion.domain.rows import response_metadata
+from clarion.domain.signing import sign
 from clarion.ports.resume import ResumeRefused, ResumeRequest
 
 log = structlog.get_logger(__name__)
@@ -36,12 +35,6 @@ DEFAULT_TIMEOUT_S = 30.0
 KEY_HEADER = "Idempotency-Key"
 TIMESTAMP_HEADER = "Clarion-Timestamp"
 SIGNATURE_HEADER = "Clarion-Signature"
-
-
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    """The ``Clarion-Signature`` value for ``body`` sent at ``timestamp``."""
-    message = timestamp.encode() + b"." + body
-    return "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
 def is_plain_http_to_another_host(url: str) -> bool:

@@ -15,6 +15,7 @@ from clarion.adapters.sql.filelock import release as release_sqlite_file
 from clarion.adapters.sql.health import database_probe
 from clarion.adapters.sql.host import SqlHostRepository
 from clarion.adapters.sql.migrate import head_revision, upgrade_database
+from clarion.adapters.sql.notifications import SqlNotificationStore
 from clarion.adapters.sql.schema import TABLE_NAMES, metadata
 from clarion.adapters.sql.tokens import SqlTokenStore
 
@@ -25,6 +26,7 @@ __all__ = [
     "SqlAnswerLinkStore",
     "SqlClaimRepository",
     "SqlHostRepository",
+    "SqlNotificationStore",
     "SqlTokenStore",
     "create_engine",
     "database_probe",

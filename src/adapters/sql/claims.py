@@ -17,6 +17,7 @@ Every transition is one write transaction that first takes the bundle's session 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,7 @@ from clarion.adapters.sql.engine import check_engine, for_writes, read_transacti
 from clarion.adapters.sql.history import list_resolved_bundles
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
+from clarion.adapters.sql.notifications import record_event
 from clarion.adapters.sql.records import (
     insert_messages,
     insert_turn,
@@ -49,6 +51,7 @@ from clarion.domain.model import (
     Answer,
     Question,
 )
+from clarion.domain.notifications import ANSWERABLE, CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
 from clarion.domain.questions import questions_digest, same_questions
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
@@ -119,13 +122,27 @@ class SqlClaimRepository:
     """Clarification rows in ``task_session_messages``; see the module docstring.
 
     The empty string names no bundle: every lookup of ``""`` finds nothing.
+
+    With ``notifications`` (the default) every create, winning claim, expiry and cancel also
+    records its notification event in ``notification_outbox`` in the same transaction
+    (issue #17); the claim itself stays the one conditional UPDATE (P1).
     """
 
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock, ids: IdGenerator, *, notifications: bool = True
+    ) -> None:
         self._engine = check_engine(engine)
         self._writes = for_writes(engine)
         self._clock = clock
         self._ids = ids
+        self._notifications = notifications
+
+    def _record(self, connection: Connection, pending_id: str, event: str, now: datetime) -> None:
+        """Record ``event`` at the transition's own timestamp. Outbox ids are internal and
+        drawn apart from the injected generator and clock, so that recording changes no id or
+        timestamp a surface shows."""
+        if self._notifications:
+            record_event(connection, uuid.uuid4().hex, pending_id, event, now)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -246,6 +263,8 @@ class SqlClaimRepository:
                 now=self._clock.now,
             )
             insert_messages(connection, records)
+            if records:
+                self._record(connection, pending_id, ANSWERABLE, records[0].created_at)
         return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
 
     # -- the claim and its follow-ups ------------------------------------------------------
@@ -276,6 +295,7 @@ class SqlClaimRepository:
             # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
             for row in map(parse_row, written):
                 transitions.claimed_answer(row.id, row.question_id, terminal, responses)
+            self._record(connection, pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(
             claimed=True, rows=order_rows(parse_row(r) for r in written), responded_at=now
@@ -378,7 +398,10 @@ class SqlClaimRepository:
         if not pending_id:
             return ()
         params = {"session_id": session_id, "pending_id": pending_id}
-        return self._session_transition(session_id, "ending", params, transitions.ended(status))
+        event = EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT
+        return self._session_transition(
+            session_id, "ending", params, transitions.ended(status), (pending_id, event)
+        )
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
         params = {"session_id": session_id}
@@ -390,6 +413,7 @@ class SqlClaimRepository:
         kind: Guard,
         params: dict[str, Any],
         change: Callable[[Mapping[str, Any]], dict[str, Any]],
+        event: tuple[str, str] | None = None,
     ) -> tuple[ClarificationRow, ...]:
         try:
             with self._writes.begin() as connection:
@@ -400,6 +424,8 @@ class SqlClaimRepository:
                 now = self._clock.now()
                 changed = [(r, change(r.metadata)) for r in targets]
                 written = _rewrite(connection, kind, params, changed, now)
+                if event is not None:
+                    self._record(connection, *event, now)
         except _GuardLost as exc:
             raise ClaimError(f"session {session_id} changed during a transition") from exc
         return order_rows(parse_row(r) for r in written)

@@ -247,4 +247,46 @@ answer_link_uses = sa.Table(
     sa.Index("ix_answer_link_uses_expires_at", "expires_at"),
 )
 
+# Notifications (issue #17): routes, and the outbox the claim repository writes in the same
+# transaction as the transition that causes an event (migration 0006_notifications).
+notification_routes = sa.Table(
+    "notification_routes",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("workspace_id", Key, nullable=False, server_default=EMPTY),  # "" = default route
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("user_id", Key, nullable=False, server_default=EMPTY),  # on whose behalf
+    sa.Column("created_by", Key, nullable=False, server_default=EMPTY),
+    sa.Column("events", JsonDocument, nullable=False),
+    sa.Column("remind_after_s", sa.Float, nullable=True),
+    sa.Column("escalate_after_s", sa.Float, nullable=True),
+    sa.Column("escalate_to", Key, nullable=False, server_default=EMPTY),
+    sa.Column("deadline_after_s", sa.Float, nullable=True),
+    sa.Column("on_deadline", sa.Text, nullable=False),
+    sa.Column("include_answers", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index("ix_notification_routes_workspace_id", "workspace_id"),
+)
+
+notification_outbox = sa.Table(
+    "notification_outbox",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("pending_id", Key, nullable=False),
+    sa.Column("event", sa.Text, nullable=False),
+    sa.Column("route_id", Key, nullable=False, server_default=EMPTY),  # "" = still to fan out
+    sa.Column("sequence", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("due_at", UtcDateTime, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("idempotency_key", sa.Text, nullable=False, unique=True),
+    # The lease of the worker holding the entry: it comes back once locked_until passes.
+    sa.Column("lease_token", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("locked_until", UtcDateTime, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index("ix_notification_outbox_status_due_at", "status", "due_at"),
+    sa.Index("ix_notification_outbox_pending_id", "pending_id"),
+)
+
 TABLE_NAMES = tuple(metadata.tables)

@@ -47,6 +47,7 @@ _SIMPLE: Final[dict[Any, Schema]] = {
     str: {"type": "string"},
     bool: {"type": "boolean"},
     int: {"type": "integer"},
+    float: {"type": "number"},
     datetime: {"type": "string", "format": "date-time"},
 }
 

@@ -494,6 +494,49 @@ class LoginIn:
     token: str
 
 
+# --- notification routes (issue #17; docs/notifications.md) ------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class NotificationRouteIn:
+    """A route to add: ``channel`` is ``email:ADDRESS``, ``webhook:URL`` or ``apprise:URL``;
+    ``events`` empty means every event."""
+
+    channel: str = attrs.field(metadata=schema(minLength=1))
+    workspace_id: str = ""
+    user_id: str = ""
+    events: list[str] = attrs.field(factory=list)
+    remind_after_s: float | None = None
+    escalate_after_s: float | None = None
+    escalate_to: str = ""
+    deadline_after_s: float | None = None
+    on_deadline: str = "keep"
+    include_answers: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class NotificationRoute:
+    id: str
+    workspace_id: str
+    channel: str
+    user_id: str
+    events: list[str]
+    remind_after_s: float | None
+    escalate_after_s: float | None
+    escalate_to: str
+    deadline_after_s: float | None
+    on_deadline: str
+    include_answers: bool
+    created_by: str
+    created_at: datetime
+
+
+@attrs.frozen
+class NotificationRouteList:
+    routes: list[NotificationRoute]
+    total: int = attrs.field(metadata=_COUNT)
+
+
 REQUESTS: Final[tuple[type[Any], ...]] = (
     AnswerIn,
     RespondRequest,
@@ -505,6 +548,7 @@ REQUESTS: Final[tuple[type[Any], ...]] = (
     SessionIn,
     SessionPatch,
     LoginIn,
+    NotificationRouteIn,
 )
 """Every request body the REST routes read (and the MCP answer tool's arguments)."""
 
@@ -548,5 +592,7 @@ SHAPES: Final[tuple[type[Any], ...]] = (
     LoggedIn,
     Health,
     Error,
+    NotificationRoute,
+    NotificationRouteList,
 )
 """Every output shape, for the round-trip property test and the schema generator."""

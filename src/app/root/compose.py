@@ -33,10 +33,12 @@ from clarion.adapters.memory import (
     InMemoryAnswerLinkStore,
     InMemoryClaimRepository,
     InMemoryHostRepository,
+    InMemoryNotificationStore,
     InMemoryStore,
     InMemoryTokenStore,
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
+from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
 from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
 from clarion.adapters.prometheus import METRICS_PATH, PrometheusMetrics, RouteTimer, metrics_route
 from clarion.adapters.rest.app import create_rest_app
@@ -45,6 +47,7 @@ from clarion.adapters.sql import (
     SqlAnswerLinkStore,
     SqlClaimRepository,
     SqlHostRepository,
+    SqlNotificationStore,
     SqlTokenStore,
     create_engine,
     database_probe,
@@ -59,6 +62,8 @@ from clarion.app.root.settings import Settings
 from clarion.app.usecases.answer_links import AnswerLinks
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.notification_routes import NotificationRouting
+from clarion.app.usecases.notifications import DeliveryPolicy, NotificationWorker
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.app.usecases.services import Services, build_services
@@ -68,6 +73,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher, EventSource
 from clarion.ports.host import HostRepository
+from clarion.ports.notifications import AnswerLinkIssuer, NotificationStore, Notifier
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
@@ -101,6 +107,9 @@ class Clarion:
     asgi_app: Starlette
     storage: Storage
     answer_links: AnswerLinks
+    # The notification worker and route management (None: the storage keeps no outbox).
+    notifications: NotificationWorker | None = None
+    notification_routes: NotificationRouting | None = None
     _lock: Path | None = attrs.field(default=None, init=False)
     _upgraded: bool = attrs.field(default=False, init=False)
 
@@ -171,6 +180,8 @@ class Storage:
     host: HostRepository
     tokens: TokenStore
     answer_links: AnswerLinkStore | None = None
+    # Routes and the outbox ``claims`` records events in (None: no notifications).
+    notifications: NotificationStore | None = None
     label: str = "provided by the host"
     engine: Engine | None = None
     check: Callable[[], object] | None = None  # the health probe (``/healthz``)
@@ -187,6 +198,7 @@ class Storage:
             host=InMemoryHostRepository(store, clock, ids),
             tokens=InMemoryTokenStore(store, clock, ids),
             answer_links=InMemoryAnswerLinkStore(),
+            notifications=InMemoryNotificationStore(store, clock, ids),
             label="in memory (nothing is kept)",
         )
 
@@ -202,6 +214,7 @@ class Storage:
             host=SqlHostRepository(engine, clock, ids),
             tokens=SqlTokenStore(engine, clock, ids),
             answer_links=SqlAnswerLinkStore(engine),
+            notifications=SqlNotificationStore(engine, clock, ids),
             label=engine.url.render_as_string(hide_password=True),
             engine=engine,
             check=check,
@@ -246,6 +259,34 @@ def administration(settings: Settings) -> Iterator[Authentication]:
     try:
         upgrade_database(engine)
         yield Authentication(SqlTokenStore(engine, clock, ids), clock, ids)
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
+    """Notification routes on ``settings.database_url`` for ``clarion notify`` (the operator is
+    unscoped: it manages every route). Like :func:`administration`, no file lock is taken."""
+    clock, ids = SystemClock(), UuidIds()
+    runner = Runner()
+    if settings.database_url == MEMORY_URL:
+        store = InMemoryStore()
+        yield NotificationRouting(
+            store=InMemoryNotificationStore(store, clock, ids),
+            host=InMemoryHostRepository(store, clock, ids),
+            users=InMemoryTokenStore(store, clock, ids),
+            runner=runner,
+        )
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield NotificationRouting(
+            store=SqlNotificationStore(engine, clock, ids),
+            host=SqlHostRepository(engine, clock, ids),
+            users=SqlTokenStore(engine, clock, ids),
+            runner=runner,
+        )
     finally:
         engine.dispose()
 
@@ -367,18 +408,6 @@ def _allowed_hosts(settings: Settings) -> HostAllowlist:
         raise ValidationError(str(exc), field="allowed_hosts") from exc
 
 
-def answer_link_base_url(settings: Settings) -> str:
-    """Where people reach this service: ``http://<host>:<port>`` of ``clarion serve``.
-
-    (Seam for the lead: ``CLARION_PUBLIC_URL``, owned by the notifications branch, takes
-    precedence once merged.)
-    """
-    host = settings.host
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 address
-    return f"http://{host}:{settings.port}"
-
-
 def _answer_links(
     settings: Settings,
     storage: Storage,
@@ -402,11 +431,77 @@ def _answer_links(
         else InMemoryAnswerLinkStore(),
         clock=services.clock,
         runner=runner,
-        base_url=answer_link_base_url(settings),
+        base_url=settings.base_url,
         keys=settings.answer_link_keys,
         ttl=timedelta(seconds=settings.answer_link_ttl_s),
         auth_enabled=settings.auth_enabled,
     )
+
+
+@attrs.frozen
+class _NotificationPorts:
+    """The driven ports the notification worker and route management read."""
+
+    claims: ClaimRepository
+    host: HostRepository
+    authorizer: TaskAuthorizer
+    users: TokenStore
+    runner: Runner
+
+
+def default_notifiers(
+    settings: Settings, answer_links: AnswerLinkIssuer | None = None
+) -> dict[str, Notifier]:
+    """The channels ``settings`` configure: webhook and Apprise always, e-mail with an SMTP
+    host (its answer links from ``answer_links``, else the inbox deep link)."""
+    secret = settings.notify_webhook_secret or settings.resume_webhook_secret
+    notifiers: dict[str, Notifier] = {
+        "webhook": WebhookNotifier(secret=secret),
+        "apprise": AppriseNotifier(),
+    }
+    if settings.smtp_host:
+        smtp = SmtpSettings(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            security=settings.smtp_security,
+            username=settings.smtp_username,
+            password=settings.smtp_password,
+            sender=settings.smtp_from,
+        )
+        notifiers["email"] = EmailNotifier(smtp, links=answer_links)
+    return notifiers
+
+
+def _notifications(
+    settings: Settings,
+    storage: Storage,
+    services: Services,
+    ports: _NotificationPorts,
+    notifiers: dict[str, Notifier],
+) -> tuple[NotificationWorker | None, NotificationRouting | None]:
+    store = storage.notifications
+    if store is None:
+        return None, None
+    worker = NotificationWorker(
+        store=store,
+        claims=ports.claims,
+        host=ports.host,
+        authorizer=ports.authorizer,
+        users=ports.users,
+        notifiers=notifiers,
+        expire=services.lifecycle.expire_bundle,
+        answer=services.resolver.resolve,
+        clock=services.clock,
+        runner=ports.runner,
+        public_url=settings.base_url,
+        policy=DeliveryPolicy(
+            max_attempts=settings.notify_max_attempts, poll_interval_s=settings.notify_poll_s
+        ),
+    )
+    routing = NotificationRouting(
+        store=store, host=ports.host, users=ports.users, runner=ports.runner
+    )
+    return worker, routing
 
 
 def build_clarion(
@@ -419,6 +514,7 @@ def build_clarion(
     events: EventPublisher | None = None,
     clock: Clock | None = None,
     ids: IdGenerator | None = None,
+    notifiers: dict[str, Notifier] | None = None,
 ) -> Clarion:
     """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``).
 
@@ -429,7 +525,9 @@ def build_clarion(
     without a lifespan, call it yourself), and on a SQLite file of ``settings`` it first takes
     the file's lock, so a second serving process fails at once.
     ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event stream
-    and the web inbox to work.
+    and the web inbox to work. ``notifiers`` (channel kind → :class:`Notifier`) replaces the
+    channels the settings configure (the default e-mail channel carries the signed answer
+    links of ``Clarion.answer_links``).
     """
     settings = settings if settings is not None else Settings.from_env()
     allowed_hosts = _allowed_hosts(settings)
@@ -456,12 +554,13 @@ def build_clarion(
             else OutboxResumeDispatcher(claims, limiter)
         )
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
+    task_authorizer = authorizer if authorizer is not None else HostTaskAuthorizer(host)
     metrics = PrometheusMetrics()
     tracing = _otel_tracer()
     services = build_services(
         claims=claims,
         host=host,
-        authorizer=authorizer if authorizer is not None else HostTaskAuthorizer(host),
+        authorizer=task_authorizer,
         # Not ``waiters or ...``: an empty InMemoryWaiters is falsy (it has ``__len__``).
         waiters=waiters if waiters is not None else InMemoryWaiters(),
         dispatcher=dispatcher,
@@ -484,6 +583,14 @@ def build_clarion(
     authentication = Authentication(tokens, clock, ids)
     runner = Runner(limiter)
     answer_links = _answer_links(settings, storage, services, claims, tokens, runner)
+    channels = notifiers if notifiers is not None else default_notifiers(settings, answer_links)
+    worker, routing = _notifications(
+        settings,
+        storage,
+        services,
+        _NotificationPorts(claims, host, task_authorizer, tokens, runner),
+        channels,
+    )
     mcp = build_mcp(
         services,
         auth_enabled=settings.auth_enabled,
@@ -524,6 +631,8 @@ def build_clarion(
                 if not storage.recovers_at_once:
                     background.start_soon(_keep_recovering, services, clock, settings)
                 background.start_soon(_keep_purging_sessions, authentication, runner)
+                if worker is not None:
+                    background.start_soon(worker.run_forever)
                 try:
                     yield
                 finally:
@@ -544,6 +653,7 @@ def build_clarion(
         ],
         identified_paths=(METRICS_PATH,),
         lifespan=lifespan,
+        notification_routing=routing,
     )
     app.add_middleware(RouteTimer, metrics=metrics, routes=app.routes)
     if tracing is not None:
@@ -557,5 +667,7 @@ def build_clarion(
         asgi_app=app,
         storage=storage,
         answer_links=answer_links,
+        notifications=worker,
+        notification_routes=routing,
     )
     return clarion

@@ -1,8 +1,10 @@
 """``clarion demo``: the whole story in one process, on a temporary SQLite database.
 
-An agent asks two questions over its in-session MCP endpoint and blocks; an external MCP client
-lists them and answers; the agent receives the answer in the same call; a second answerer gets
-the winner's replay; a bundle whose agent moved on is answered into the resume outbox.
+An agent asks two questions over its in-session MCP endpoint and blocks; a notification route
+tells a local webhook receiver (signed, docs/notifications.md); an external MCP client lists the
+questions and answers; the agent receives the answer in the same call; the receiver hears it was
+resolved; a second answerer gets the winner's replay; a bundle whose agent moved on is answered
+into the resume outbox.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import json
 import logging
 import socket
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,9 @@ from mcp.client.streamable_http import streamable_http_client
 from clarion.app.root.compose import build_clarion
 from clarion.app.root.logging_setup import configure_logging
 from clarion.app.root.settings import Settings
+from clarion.domain.signing import verify
+
+DEMO_SECRET = "demo-webhook-secret"
 
 QUESTIONS = [
     {
@@ -75,10 +82,7 @@ def _structured(result: Any) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _serving(app: Any) -> AsyncIterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
+async def _serving(app: Any, sock: socket.socket) -> AsyncIterator[str]:
     port = sock.getsockname()[1]
     server = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on"))
     try:
@@ -92,13 +96,72 @@ async def _serving(app: Any) -> AsyncIterator[str]:
         sock.close()
 
 
+class _Receiver:
+    """A local webhook receiver standing in for a team's chat bot: it keeps every signed
+    notification Clarion POSTs to it."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.arrived = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                stamp = self.headers.get("Clarion-Timestamp", "")
+                signature = self.headers.get("Clarion-Signature", "")
+                signed = verify(DEMO_SECRET, stamp, body, signature)
+                self.send_response(200 if signed else 401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                if signed:
+                    receiver.events.append(json.loads(body))
+                    receiver.arrived.set()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks/team"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Receiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    async def wait_for(self, event: str, pending_id: str) -> dict[str, Any]:
+        with anyio.fail_after(30):
+            while True:
+                for body in self.events:
+                    if body["event"] == event and body["bundle"]["pending_id"] == pending_id:
+                        return body
+                self.arrived.clear()
+                await anyio.to_thread.run_sync(self.arrived.wait, 0.5)
+
+
 def _client() -> httpx2.AsyncClient:
     return httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300))
 
 
-async def _story(base: str) -> None:
+async def _story(base: str, receiver: _Receiver) -> None:
     async with _client() as http:
         workspace = (await http.post(f"{base}/api/v1/workspaces", json={"name": "Demo"})).json()
+        route = await http.post(
+            f"{base}/api/v1/notifications/routes",
+            json={
+                "channel": f"webhook:{receiver.url}",
+                "workspace_id": workspace["id"],
+                "events": ["answerable", "resolved"],
+            },
+        )
+        if route.status_code != 201:
+            raise DemoFailed(f"adding the notification route failed: {route.text}")
+        _say("A notification route sends the workspace's questions to a local webhook")
         task = (
             await http.post(
                 f"{base}/api/v1/tasks",
@@ -144,6 +207,15 @@ async def _story(base: str) -> None:
                         if not bundles:
                             await anyio.sleep(0.05)  # poll, as an external caller would
                 bundle = bundles[0]
+                told = await receiver.wait_for("answerable", bundle["pending_id"])
+                _say(
+                    "The webhook receiver is told, with a valid signature",
+                    {
+                        "event": told["event"],
+                        "link": told["link"],
+                        "questions": [q["prompt"] for q in told["bundle"]["questions"]],
+                    },
+                )
                 _say(
                     "An external MCP client lists the pending bundle",
                     {
@@ -169,6 +241,11 @@ async def _story(base: str) -> None:
         _say("The agent's blocked call returned with every selected option", agent_got)
         if agent_got.get("envs", {}).get("selected_options") != ["q2_opt1", "q2_opt3"]:
             raise DemoFailed("the agent did not receive both selected options")
+        resolved = await receiver.wait_for("resolved", bundle["pending_id"])
+        _say(
+            "The receiver hears it was answered (answer text only where a route opts in)",
+            {"event": resolved["event"], "status": resolved["bundle"]["status"]},
+        )
 
         late = await http.post(
             f"{base}/api/v1/clarification/{bundle['pending_id']}/respond",
@@ -198,15 +275,26 @@ async def _story(base: str) -> None:
 async def _main() -> None:
     with tempfile.TemporaryDirectory(prefix="clarion-demo-") as folder:
         database = Path(folder) / "demo.db"
-        clarion = build_clarion(
-            Settings(database_url=f"sqlite:///{database}", auth_enabled=False, log_format="console")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        settings = Settings(
+            public_url=f"http://127.0.0.1:{sock.getsockname()[1]}",
+            database_url=f"sqlite:///{database}",
+            auth_enabled=False,
+            log_format="console",
+            notify_webhook_secret=DEMO_SECRET,
+            notify_poll_s=0.1,
         )
+        clarion = build_clarion(settings)
         try:
-            async with _serving(clarion.asgi_app) as base:
-                _say(f"Clarion is serving {base} on {database}")
-                await _story(base)
+            with _Receiver() as receiver:
+                async with _serving(clarion.asgi_app, sock) as base:
+                    _say(f"Clarion is serving {base} on {database}")
+                    await _story(base, receiver)
         finally:
             clarion.close()
+            sock.close()
     _say("Demo finished: every step behaved as promised.")
 
 

@@ -23,6 +23,7 @@ LogFormat = Literal["json", "console"]
 LiveDelivery = Literal["auto", "postgres", "memory"]
 SqliteSynchronous = Literal["FULL", "NORMAL"]
 ElicitationMode = Literal["auto", "off"]
+SmtpSecurity = Literal["starttls", "tls", "none"]
 
 
 def _default_log_format() -> LogFormat:
@@ -79,6 +80,25 @@ class Settings:
     # working at a restart), and a link stays valid this long after it is made.
     answer_link_keys: tuple[bytes, ...] = attrs.field(default=(), repr=False)
     answer_link_ttl_s: float = 7 * 24 * 3600.0
+    # Notifications (docs/notifications.md). The public base URL of the inbox, for links in
+    # notifications; "" = http://<host>:<port> of ``clarion serve``.
+    public_url: str = ""
+    # Signs notification webhooks like the resume webhook; "" = the resume webhook's secret.
+    notify_webhook_secret: str = attrs.field(default="", repr=False)
+    notify_poll_s: float = 2.0  # how often the worker looks for due notifications
+    notify_max_attempts: int = 8  # deliveries given up after this many attempts
+    # E-mail: no SMTP host, no e-mail channel. security: starttls | tls | none.
+    smtp_host: str = ""
+    smtp_port: int = 587
+    smtp_security: SmtpSecurity = "starttls"
+    smtp_username: str = ""
+    smtp_password: str = attrs.field(default="", repr=False)
+    smtp_from: str = "clarion@localhost"
+
+    @property
+    def base_url(self) -> str:
+        """``public_url``, else the address ``clarion serve`` listens on."""
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: object) -> Settings:
@@ -142,6 +162,7 @@ class Settings:
             values["answer_link_keys"] = parse_key_ring(keys, "CLARION_ANSWER_LINK_KEYS")
         if ttl := env.get("CLARION_ANSWER_LINK_TTL", "").strip():
             values["answer_link_ttl_s"] = parse_duration(ttl, "CLARION_ANSWER_LINK_TTL")
+        values.update(parse_notification_settings(env))
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
 
@@ -181,6 +202,45 @@ def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
             values[field] = parse_positive_float(raw, name)
         else:
             values[field] = parse_positive_int(raw, name)
+    return values
+
+
+def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
+    """The notification and SMTP settings set in ``env`` (docs/notifications.md).
+
+    Raises:
+        ValidationError: a value cannot be used; ``field`` names the variable.
+    """
+    values: dict[str, object] = {}
+    if url := env.get("CLARION_PUBLIC_URL", "").strip():
+        if not url.startswith(("http://", "https://")):
+            raise ValidationError(
+                "CLARION_PUBLIC_URL must be an http(s) URL", field="CLARION_PUBLIC_URL"
+            )
+        values["public_url"] = url.rstrip("/")
+    if secret := env.get("CLARION_NOTIFY_WEBHOOK_SECRET"):
+        values["notify_webhook_secret"] = secret
+    if poll := env.get("CLARION_NOTIFY_POLL_S"):
+        values["notify_poll_s"] = parse_positive_float(poll, "CLARION_NOTIFY_POLL_S")
+    if attempts := env.get("CLARION_NOTIFY_MAX_ATTEMPTS"):
+        values["notify_max_attempts"] = parse_positive_int(attempts, "CLARION_NOTIFY_MAX_ATTEMPTS")
+    if host := env.get("CLARION_SMTP_HOST", "").strip():
+        values["smtp_host"] = host
+    if port := env.get("CLARION_SMTP_PORT"):
+        values["smtp_port"] = _port(port, "CLARION_SMTP_PORT")
+    if security := env.get("CLARION_SMTP_SECURITY"):
+        if security.lower() not in ("starttls", "tls", "none"):
+            raise ValidationError(
+                "CLARION_SMTP_SECURITY must be 'starttls', 'tls' or 'none'",
+                field="CLARION_SMTP_SECURITY",
+            )
+        values["smtp_security"] = security.lower()
+    if user := env.get("CLARION_SMTP_USERNAME"):
+        values["smtp_username"] = user
+    if password := env.get("CLARION_SMTP_PASSWORD"):
+        values["smtp_password"] = password
+    if sender := env.get("CLARION_SMTP_FROM", "").strip():
+        values["smtp_from"] = sender
     return values
 
 

@@ -28,6 +28,7 @@ from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import InvalidArgument, NotFound, Resource
 from clarion.domain.host import Session, Turn
 from clarion.domain.model import Identity, SessionState, is_terminal_state
+from clarion.domain.rows import Bundle
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ReconcileReport
 from clarion.ports.events import Event, EventPublisher
@@ -139,6 +140,26 @@ class Lifecycle:
                 LIFECYCLE_FAILED, self._claims.expire_active_bundle, session.id, pending_id
             )
             publish_bundles(self._events, BUNDLE_EXPIRED, rows, session.task_id)
+
+    async def expire_bundle(self, bundle: Bundle) -> int:
+        """A deadline's ``expire`` (issue #17): the ordinary expire transition on one bundle,
+        then its live waiters end as they do when a session ends (the agent gets today's
+        expiry result). Returns the number of rows expired: 0 when the bundle was settled
+        first (a human answer won the race), and then no waiter is touched.
+
+        Raises:
+            ClaimError: the store failed.
+        """
+        rows = await self._run.guarded(
+            LIFECYCLE_FAILED,
+            self._claims.expire_active_bundle,
+            bundle.session_id,
+            bundle.pending_id,
+        )
+        if rows:
+            self._waiters.cancel(bundle.pending_id)
+            publish_bundles(self._events, BUNDLE_EXPIRED, rows, bundle.task_id)
+        return len(rows)
 
     async def reconcile_on_startup(self, older_than: datetime | None = None) -> ReconcileReport:
         """Restore (or, when no longer restorable, finalize) bundles whose delivery was in

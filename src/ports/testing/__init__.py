@@ -52,6 +52,7 @@ from clarion.ports.testing.claims import ClaimRepositoryContract, ClaimTransitio
 from clarion.ports.testing.host import HostRepositoryContract
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
+from clarion.ports.testing.notifications import NotificationStoreContract
 from clarion.ports.testing.tokens import TokenStoreContract
 from clarion.ports.testing.waiters import WaitersContract
 from clarion.ports.testing.world import (
@@ -74,6 +75,7 @@ __all__ = [
     "HostRepositoryContract",
     "ListActiveBundlesContract",
     "ManualClock",
+    "NotificationStoreContract",
     "TaskAuthorizerContract",
     "TokenStoreContract",
     "WaitersContract",

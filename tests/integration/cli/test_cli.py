@@ -284,6 +284,10 @@ def test_clarion_demo_tells_the_whole_story_and_exits_zero(
     out = capsys.readouterr().out
     assert "Demo finished" in out
     assert '"claimed": false' in out
+    # Issue #17: the local webhook receiver was told, with a valid signature, and then told
+    # the bundle was answered.
+    assert "The webhook receiver is told, with a valid signature" in out
+    assert '"event": "resolved"' in out
 
 
 @pytest.mark.parametrize(

@@ -45,11 +45,43 @@ export class Inbox {
     this.again = false;
     this.stopped = false;
     this.clock = setInterval(() => this.cards.forEach((c) => c.tick()), 30_000);
+    // A notification's deep link is <inbox>/#<pending_id>: open and focus that bundle once it
+    // is listed (and again whenever the hash changes).
+    this.targeted = "";
+    this.onHash = () => {
+      this.targeted = "";
+      this.focusTarget();
+    };
+    window.addEventListener("hashchange", this.onHash);
+  }
+
+  /** The pending id the location's hash names, or "". */
+  static hashTarget() {
+    const raw = window.location.hash.slice(1);
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return raw;
+    }
+  }
+
+  focusTarget() {
+    const target = Inbox.hashTarget();
+    if (!target || target === this.targeted) return;
+    const card = this.cards.get(target);
+    if (!card) return;
+    this.targeted = target;
+    for (const other of this.cards.values()) other.el.classList.remove("targeted");
+    card.el.classList.add("targeted");
+    card.el.setAttribute("tabindex", "-1");
+    card.el.scrollIntoView({ block: "center" });
+    card.el.focus();
   }
 
   stop() {
     this.stopped = true;
     clearInterval(this.clock);
+    window.removeEventListener("hashchange", this.onHash);
     this.ui.groups.replaceChildren();
     this.cards.clear();
     this.taskGroups.clear();
@@ -148,6 +180,7 @@ export class Inbox {
       }
     }
     this.layout();
+    this.focusTarget();
     if (this.loaded) {
       const news = [];
       if (added) news.push(`${added} new question${added === 1 ? "" : "s"} arrived.`);

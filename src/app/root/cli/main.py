@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from clarion.app.root.cli import admin, audit, questions, serve
+from clarion.app.root.cli import admin, audit, notify, questions, serve
 from clarion.app.root.cli.common import CliError
 from clarion.app.root.client import ClientError
 from clarion.app.root.logging_setup import configure_logging
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_commands(commands)
     admin.add_commands(commands)
+    notify.add_commands(commands)
     questions.add_commands(commands)
     audit.add_commands(commands)
     demo = commands.add_parser(

@@ -13,7 +13,7 @@ from alembic import op
 from clarion.adapters.sql.types import Key, UtcDateTime
 
 revision = "0007_answer_links"
-down_revision: str | None = "0005_resolved_by"
+down_revision: str | None = "0006_notifications"
 branch_labels: tuple[str, ...] | None = None
 depends_on: tuple[str, ...] | None = None
 

@@ -1,0 +1,158 @@
+"""The in-memory :class:`clarion.ports.notifications.NotificationStore` over an
+:class:`InMemoryStore` (events are recorded by :class:`InMemoryClaimRepository` under the same
+lock as the transition that causes them)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import attrs
+
+from clarion.adapters.memory.store import InMemoryStore
+from clarion.domain.notifications import (
+    DUE,
+    NewEntry,
+    OutboxEntry,
+    Route,
+    RouteSpec,
+    check_route_spec,
+)
+from clarion.ports.system import Clock, IdGenerator
+
+
+def _internal_id() -> str:
+    """Outbox entry ids and lease tokens: internal, so drawn apart from the injected id
+    generator (whose ids surfaces show, and which the worker must not disturb)."""
+    return uuid.uuid4().hex
+
+
+class InMemoryNotificationStore:
+    """Routes and outbox entries in the store; every method holds the store lock."""
+
+    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+
+    # -- routes ----------------------------------------------------------------------------
+
+    def add_route(self, spec: RouteSpec, *, created_by: str) -> Route:
+        spec = check_route_spec(spec)
+        with self._store.lock:
+            route = Route(
+                **attrs.asdict(spec, recurse=False),
+                id=self._ids.new_id(),
+                created_by=created_by,
+                created_at=self._clock.now(),
+            )
+            self._store.notification_routes[route.id] = route
+        return route
+
+    def get_route(self, route_id: str) -> Route | None:
+        with self._store.lock:
+            return self._store.notification_routes.get(route_id)
+
+    def list_routes(self) -> tuple[Route, ...]:
+        with self._store.lock:
+            return tuple(self._store.notification_routes.values())
+
+    def routes_for(self, workspace_id: str) -> tuple[Route, ...]:
+        return tuple(r for r in self.list_routes() if r.workspace_id == workspace_id)
+
+    def remove_route(self, route_id: str) -> bool:
+        with self._store.lock:
+            return self._store.notification_routes.pop(route_id, None) is not None
+
+    # -- outbox ----------------------------------------------------------------------------
+
+    def claim_due(self, now: datetime, *, limit: int, lease_s: float) -> tuple[OutboxEntry, ...]:
+        with self._store.lock:
+            leases = self._store.outbox_leases
+            due = sorted(
+                (
+                    entry
+                    for entry in self._store.notification_outbox.values()
+                    if entry.status == DUE
+                    and entry.due_at <= now
+                    and (entry.id not in leases or leases[entry.id] <= now)
+                ),
+                key=lambda entry: (entry.due_at, entry.id),
+            )[:limit]
+            claimed = []
+            for entry in due:
+                held = attrs.evolve(entry, lease_token=_internal_id())
+                self._store.notification_outbox[entry.id] = held
+                leases[entry.id] = now + timedelta(seconds=lease_s)
+                claimed.append(held)
+            return tuple(claimed)
+
+    def _held(self, entry_id: str, lease_token: str) -> OutboxEntry | None:
+        entry = self._store.notification_outbox.get(entry_id)
+        if entry is None or entry.status != DUE or not lease_token:
+            return None
+        return entry if entry.lease_token == lease_token else None
+
+    def finish(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        *,
+        follow_ups: Sequence[NewEntry] = (),
+        error: str = "",
+    ) -> bool:
+        with self._store.lock:
+            entry = self._held(entry_id, lease_token)
+            if entry is None:
+                return False
+            outbox = self._store.notification_outbox
+            outbox[entry_id] = attrs.evolve(entry, status=status, lease_token="", last_error=error)
+            self._store.outbox_leases.pop(entry_id, None)
+            known = {existing.idempotency_key for existing in outbox.values()}
+            now = self._clock.now()
+            for new in follow_ups:
+                if new.idempotency_key in known:
+                    continue
+                known.add(new.idempotency_key)
+                new_id = _internal_id()
+                outbox[new_id] = OutboxEntry(
+                    **attrs.asdict(new, recurse=False),
+                    id=new_id,
+                    status=DUE,
+                    attempts=0,
+                    created_at=now,
+                )
+            return True
+
+    def retry(self, entry_id: str, lease_token: str, due_at: datetime, error: str) -> bool:
+        with self._store.lock:
+            entry = self._held(entry_id, lease_token)
+            if entry is None:
+                return False
+            self._store.notification_outbox[entry_id] = attrs.evolve(
+                entry, attempts=entry.attempts + 1, due_at=due_at, lease_token="", last_error=error
+            )
+            self._store.outbox_leases.pop(entry_id, None)
+            return True
+
+    def entries(self, pending_id: str | None = None) -> tuple[OutboxEntry, ...]:
+        with self._store.lock:
+            found = [
+                entry
+                for entry in self._store.notification_outbox.values()
+                if pending_id is None or entry.pending_id == pending_id
+            ]
+        return tuple(found)
+
+    def purge_finished(self, before: datetime) -> int:
+        with self._store.lock:
+            outbox = self._store.notification_outbox
+            doomed = [k for k, e in outbox.items() if e.status != DUE and e.created_at < before]
+            for key in doomed:
+                del outbox[key]
+            return len(doomed)
+
+
+__all__ = ["InMemoryNotificationStore"]

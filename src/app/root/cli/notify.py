@@ -1,0 +1,129 @@
+"""``clarion notify add|list|remove``: notification routes, written to the database directly
+by the operator (who manages every route), so they may run next to the serving process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import anyio
+
+from clarion.app.root.cli.common import CliError, database_flag, settings_of
+from clarion.domain.model import Identity
+from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_channel
+
+OPERATOR = Identity.internal()
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    notify = commands.add_parser("notify", help="manage notification routes")
+    sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
+    add = sub.add_parser("add", help="route a workspace's notifications to a channel")
+    add.add_argument("channel", help="email:ADDRESS, webhook:URL or apprise:URL")
+    add.add_argument("--workspace", default="", help="workspace id ('' = workspace-less tasks)")
+    add.add_argument("--user", default="", help="the user the route acts for (and notifies)")
+    add.add_argument(
+        "--events",
+        default="",
+        help=f"comma-separated events (default: all of {', '.join(ROUTE_EVENTS)})",
+    )
+    add.add_argument("--remind-after", type=float, help="remind every this many seconds")
+    add.add_argument("--escalate-after", type=float, help="escalate after this many seconds")
+    add.add_argument("--escalate-to", default="", help="the route id to escalate to")
+    add.add_argument("--deadline-after", type=float, help="the deadline, in seconds")
+    add.add_argument(
+        "--on-deadline", default="keep", help="keep (default), expire or default:<option id>"
+    )
+    add.add_argument(
+        "--include-answers", action="store_true", help="send the answers with 'resolved'"
+    )
+    database_flag(add)
+    add.set_defaults(handler=_add)
+    listing = sub.add_parser("list", help="list the routes")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    database_flag(listing)
+    listing.set_defaults(handler=_list)
+    remove = sub.add_parser("remove", help="remove a route")
+    remove.add_argument("route_id", help="the route's id (see `notify list`)")
+    database_flag(remove)
+    remove.set_defaults(handler=_remove)
+
+
+def route_json(route: Route) -> dict[str, Any]:
+    return {
+        "id": route.id,
+        "workspace_id": route.workspace_id,
+        "channel": str(route.channel),
+        "user_id": route.user_id,
+        "events": list(route.events),
+        "remind_after_s": route.remind_after_s,
+        "escalate_after_s": route.escalate_after_s,
+        "escalate_to": route.escalate_to,
+        "deadline_after_s": route.deadline_after_s,
+        "on_deadline": route.on_deadline,
+        "include_answers": route.include_answers,
+        "created_by": route.created_by,
+        "created_at": route.created_at.isoformat(),
+    }
+
+
+def _add(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import route_administration
+
+    events = tuple(e for e in args.events.split(",") if e.strip()) or ROUTE_EVENTS
+    spec = RouteSpec(
+        workspace_id=args.workspace,
+        channel=parse_channel(args.channel),
+        user_id=args.user,
+        events=events,
+        remind_after_s=args.remind_after,
+        escalate_after_s=args.escalate_after,
+        escalate_to=args.escalate_to,
+        deadline_after_s=args.deadline_after,
+        on_deadline=args.on_deadline,
+        include_answers=args.include_answers,
+    )
+    with route_administration(settings_of(args)) as routing:
+        route = anyio.run(routing.add, OPERATOR, spec)
+    print(route.id)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import route_administration
+
+    with route_administration(settings_of(args)) as routing:
+        routes = anyio.run(routing.list, OPERATOR)
+    if args.json:
+        print(json.dumps([route_json(r) for r in routes], indent=2, ensure_ascii=False))
+        return 0
+    if not routes:
+        print("No routes.")
+    for route in routes:
+        where = route.workspace_id or "(default)"
+        policy = []
+        if route.remind_after_s:
+            policy.append(f"remind every {route.remind_after_s:g}s")
+        if route.escalate_after_s:
+            policy.append(f"escalate after {route.escalate_after_s:g}s to {route.escalate_to}")
+        if route.deadline_after_s:
+            policy.append(f"deadline {route.deadline_after_s:g}s {route.on_deadline}")
+        print(
+            f"{route.id}  {where}  {route.channel}  as {route.user_id or 'operator'}  "
+            f"events {','.join(route.events)}" + (f"  {'; '.join(policy)}" if policy else "")
+        )
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import route_administration
+    from clarion.domain.errors import NotFound
+
+    with route_administration(settings_of(args)) as routing:
+        try:
+            anyio.run(routing.remove, OPERATOR, args.route_id)
+        except NotFound as exc:
+            raise CliError(f"route not found: {args.route_id}") from exc
+    print(f"removed {args.route_id}")
+    return 0

@@ -1,0 +1,103 @@
+"""Managing notification routes (issue #17), for REST and the CLI.
+
+Who may manage: an administrator (or an unscoped caller: auth disabled, the CLI operator)
+manages every route, the default routes (workspace "") included; the owner of a workspace
+manages that workspace's routes. Anyone else sees none and is told ``NotFound`` (the workspace
+stays as invisible as the authorizer makes it).
+
+On whose behalf a route acts (``user_id``, checked again at every send): an administrator names
+any user (or none: an unscoped operator route); anyone else's routes act for themselves. An
+e-mail route's address is the address of that user — Clarion keeps no e-mail addresses of its
+own, so the user who may see the workspace is the authority, not the address.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from clarion.app.usecases.runner import Runner, StoreFailure
+from clarion.domain.errors import InvalidArgument, NotFound, Resource
+from clarion.domain.model import Identity
+from clarion.domain.notifications import Route, RouteSpec, check_route_spec
+from clarion.ports.host import HostRepository
+from clarion.ports.notifications import NotificationRoutes
+from clarion.ports.tokens import UserDirectory
+
+ROUTES_FAILED = "failed to read or write notification routes"
+
+
+def _manages_everything(identity: Identity) -> bool:
+    return not identity.is_scoped or identity.is_admin
+
+
+@attrs.define(kw_only=True)
+class NotificationRouting:
+    """Add, list and remove routes on behalf of an identity (see the module docstring)."""
+
+    _store: NotificationRoutes = attrs.field(alias="store")
+    _host: HostRepository = attrs.field(alias="host")
+    _users: UserDirectory | None = attrs.field(alias="users")
+    _run: Runner = attrs.field(alias="runner")
+
+    async def _may_manage(self, identity: Identity, workspace_id: str) -> bool:
+        if _manages_everything(identity):
+            return True
+        if not workspace_id:
+            return False
+        workspace = await self._run.guarded(
+            StoreFailure(ROUTES_FAILED), self._host.get_workspace, workspace_id
+        )
+        return workspace is not None and workspace.owner_id == identity.user_id
+
+    async def add(self, identity: Identity, spec: RouteSpec) -> Route:
+        """Store a route.
+
+        Raises:
+            NotFound: the caller may not manage the workspace's routes.
+            ValidationError: the spec is invalid, names an unknown user or escalation route,
+                or (for a non-administrator) another user.
+        """
+        spec = check_route_spec(spec)
+        if not await self._may_manage(identity, spec.workspace_id):
+            raise NotFound(resource=Resource.WORKSPACE)
+        if not _manages_everything(identity):
+            if spec.user_id not in ("", identity.user_id):
+                raise InvalidArgument("a route may only act for its creator", field="user_id")
+            spec = attrs.evolve(spec, user_id=identity.user_id or "")
+        if spec.user_id and self._users is not None:
+            user = await self._run.guarded(
+                StoreFailure(ROUTES_FAILED), self._users.get_user, spec.user_id
+            )
+            if user is None:
+                raise InvalidArgument(f"no such user: {spec.user_id}", field="user_id")
+        if spec.escalate_to:
+            target = await self._run.guarded(
+                StoreFailure(ROUTES_FAILED), self._store.get_route, spec.escalate_to
+            )
+            if target is None:
+                raise InvalidArgument("escalate_to names no route", field="escalate_to")
+        created_by = identity.user_id or "operator"
+        return await self._run.guarded(
+            StoreFailure(ROUTES_FAILED), lambda: self._store.add_route(spec, created_by=created_by)
+        )
+
+    async def list(self, identity: Identity) -> tuple[Route, ...]:
+        """The routes the caller may manage, oldest first."""
+        routes = await self._run.guarded(StoreFailure(ROUTES_FAILED), self._store.list_routes)
+        return tuple([r for r in routes if await self._may_manage(identity, r.workspace_id)])
+
+    async def remove(self, identity: Identity, route_id: str) -> None:
+        """Remove a route; its outstanding notifications are dropped when due.
+
+        Raises:
+            NotFound: no such route, or the caller may not manage it.
+        """
+        route = await self._run.guarded(
+            StoreFailure(ROUTES_FAILED), self._store.get_route, route_id
+        )
+        if route is None or not await self._may_manage(identity, route.workspace_id):
+            raise NotFound(resource=Resource.NOTIFICATION_ROUTE)
+        await self._run.guarded(StoreFailure(ROUTES_FAILED), self._store.remove_route, route_id)
+
+
+__all__ = ["NotificationRouting"]

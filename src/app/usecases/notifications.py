@@ -1,0 +1,380 @@
+"""The notification worker (issue #17): turns outbox entries into deliveries, reminders,
+escalations and deadline actions.
+
+Every entry is handed out under a lease (:meth:`NotificationOutbox.claim_due`), so several
+processes on one database never act on one entry concurrently, and one that dies gives its
+entries back when the lease passes: delivery is at-least-once, each attempt carrying the
+entry's stable idempotency key. Each kind of entry:
+
+- an *event* (``route_id`` "") fans out: one delivery per route of the bundle's workspace
+  ("" = the default routes) that hears it, and — for ``answerable`` — each route's reminder,
+  escalation and deadline as entries due later; all recorded with the event's completion, and
+  keyed so a repeat after a crash records nothing twice;
+- a *delivery* (also reminders and escalations) is dropped when it asks a person to act and
+  the bundle is no longer answerable, when a ``resolved`` event's claim was rolled back, when
+  its route was removed, or when the route's identity may not see the bundle's task (checked
+  now, at send time); otherwise it is sent with the route's channel, retried with exponential
+  backoff, and given up after ``max_attempts``;
+- a *deadline* applies its route's ``on_deadline``: ``keep`` decides nothing, ``expire`` ends
+  the bundle with the ordinary expire transition, ``default:<option id>`` answers it through
+  the one resolver with the system identity. Either races a human answer through the same
+  conditional writes: exactly one wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import anyio
+import attrs
+import structlog
+
+from clarion.app.usecases.runner import Runner
+from clarion.domain.errors import ClarionError, NotFound, failure_fields
+from clarion.domain.model import Answer, Identity, Outcome
+from clarion.domain.notifications import (
+    ANSWERABLE,
+    ASKING_EVENTS,
+    DEADLINE,
+    DEFAULT_PREFIX,
+    DONE,
+    DROPPED,
+    ESCALATION,
+    FAILED,
+    ON_DEADLINE_EXPIRE,
+    REMINDER,
+    RESOLVED,
+    NewEntry,
+    OutboxEntry,
+    Route,
+    backoff,
+    deep_link,
+)
+from clarion.domain.replay import replay_winner
+from clarion.domain.resolved_by import Surface
+from clarion.domain.rows import Bundle
+from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.claims import ClaimRepository
+from clarion.ports.host import HostRepository
+from clarion.ports.notifications import (
+    DeliveryOutcome,
+    Notification,
+    NotificationStore,
+    Notifier,
+    Sent,
+)
+from clarion.ports.system import Clock
+from clarion.ports.tokens import UserDirectory
+
+log = structlog.get_logger(__name__)
+
+NOTIFY_FAILED = "failed to read or write the notification outbox"
+
+ExpireBundle = Callable[[Bundle], Awaitable[object]]
+
+
+class AnswerBundle(Protocol):
+    """The one resolver's ``resolve`` (the deadline's default answer goes through it)."""
+
+    def __call__(
+        self, identity: Identity, pending_id: str, outcome: Outcome, *, surface: Surface
+    ) -> Awaitable[object]: ...
+
+
+@attrs.frozen
+class DeliveryPolicy:
+    """How the worker paces itself (``CLARION_NOTIFY_*``, docs/notifications.md)."""
+
+    lease_s: float = 120.0  # longer than any one delivery may take
+    batch: int = 20
+    max_attempts: int = 8
+    backoff_base_s: float = 5.0
+    backoff_cap_s: float = 3600.0
+    poll_interval_s: float = 2.0
+    retention_s: float = 7 * 24 * 3600.0  # finished entries are purged after this
+
+
+@attrs.define(kw_only=True)
+class NotificationWorker:
+    """See the module docstring. ``expire`` and ``answer`` are the lifecycle's expire and the
+    resolver's ``resolve`` (the one resolver every surface uses)."""
+
+    _store: NotificationStore = attrs.field(alias="store")
+    _claims: ClaimRepository = attrs.field(alias="claims")
+    _host: HostRepository = attrs.field(alias="host")
+    _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
+    _users: UserDirectory | None = attrs.field(alias="users")
+    _notifiers: Mapping[str, Notifier] = attrs.field(alias="notifiers")
+    _expire: ExpireBundle = attrs.field(alias="expire")
+    _answer: AnswerBundle = attrs.field(alias="answer")
+    _clock: Clock = attrs.field(alias="clock")
+    _run: Runner = attrs.field(alias="runner")
+    _public_url: str = attrs.field(alias="public_url")
+    _policy: DeliveryPolicy = attrs.field(factory=DeliveryPolicy, alias="policy")
+
+    async def run_once(self) -> int:
+        """Handle every entry due now (up to one batch); returns how many were handed out."""
+        now = self._clock.now()
+        policy = self._policy
+        entries = await self._run.guarded(
+            NOTIFY_FAILED, self._store.claim_due, now, limit=policy.batch, lease_s=policy.lease_s
+        )
+        for entry in entries:
+            await self._handle(entry)
+        return len(entries)
+
+    async def run_forever(self) -> None:
+        """Poll for due entries until cancelled; a failing round is logged and retried."""
+        while True:
+            try:
+                while await self.run_once() >= self._policy.batch:
+                    pass
+                before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
+                await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
+            except ClarionError as exc:
+                log.warning("notifications.round_failed", **failure_fields(exc))
+            await anyio.sleep(self._policy.poll_interval_s)
+
+    # -- one entry ---------------------------------------------------------------------------
+
+    async def _handle(self, entry: OutboxEntry) -> None:
+        try:
+            bundle = await self._run.guarded(
+                NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id
+            )
+            if bundle is None:
+                await self._finish(entry, DROPPED, "the bundle no longer exists")
+            elif not entry.route_id:
+                await self._fan_out(entry, bundle)
+            elif entry.event == DEADLINE:
+                await self._deadline(entry, bundle)
+            else:
+                await self._deliver(entry, bundle)
+        except ClarionError as exc:
+            log.warning("notification.failed", pending_id=entry.pending_id, **failure_fields(exc))
+            await self._retry(entry, type(exc).__name__)
+
+    async def _finish(
+        self,
+        entry: OutboxEntry,
+        status: str,
+        why: str = "",
+        follow_ups: tuple[NewEntry, ...] = (),
+    ) -> None:
+        finished = await self._run.guarded(
+            NOTIFY_FAILED,
+            self._store.finish,
+            entry.id,
+            entry.lease_token,
+            status,
+            follow_ups=follow_ups,
+            error=why,
+        )
+        log.info(
+            "notification.finished",
+            pending_id=entry.pending_id,
+            notification_event=entry.event,
+            route_id=entry.route_id,
+            status=status,
+            reason=why,
+            kept=finished,
+        )
+
+    async def _retry(self, entry: OutboxEntry, why: str) -> None:
+        attempts = entry.attempts + 1
+        if attempts >= self._policy.max_attempts:
+            await self._finish(entry, FAILED, f"gave up after {attempts} attempts: {why}")
+            return
+        delay = backoff(attempts, self._policy.backoff_base_s, self._policy.backoff_cap_s)
+        due = self._clock.now() + delay
+        await self._run.guarded(
+            NOTIFY_FAILED, self._store.retry, entry.id, entry.lease_token, due, why
+        )
+
+    async def _workspace_of(self, bundle: Bundle) -> str:
+        found = await self._run.guarded(
+            NOTIFY_FAILED, self._host.get_task_and_workspace, bundle.task_id
+        )
+        return "" if found is None else found[0].workspace_id
+
+    async def _fan_out(self, entry: OutboxEntry, bundle: Bundle) -> None:
+        routes = await self._run.guarded(
+            NOTIFY_FAILED, self._store.routes_for, await self._workspace_of(bundle)
+        )
+        follow_ups: list[NewEntry] = []
+        for route in routes:
+            if route.hears(entry.event):
+                follow_ups.append(_scheduled(entry, route, entry.event, entry.created_at))
+            if entry.event == ANSWERABLE:
+                follow_ups.extend(_policy_entries(entry, route))
+        await self._finish(entry, DONE, follow_ups=tuple(follow_ups))
+
+    async def _is_answerable(self, bundle: Bundle) -> bool:
+        active = await self._run.guarded(
+            NOTIFY_FAILED, self._claims.active_pending_ids, bundle.session_id
+        )
+        return bundle.pending_id in active
+
+    async def _recipient(self, route: Route, task_id: str) -> Identity | None:
+        """The identity the route acts for, when it may see ``task_id`` right now."""
+        identity = Identity.internal()
+        if route.user_id:
+            user = None
+            if self._users is not None:
+                user = await self._run.guarded(NOTIFY_FAILED, self._users.get_user, route.user_id)
+            if user is None or not user.active:
+                return None
+            identity = Identity.user(user.id, is_admin=user.is_admin)
+        try:
+            await self._run.guarded(
+                NOTIFY_FAILED, self._authorizer.authorize_task, identity, task_id
+            )
+        except NotFound:
+            return None
+        return identity
+
+    async def _deliver(self, entry: OutboxEntry, bundle: Bundle) -> None:
+        route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)
+        if route is None:
+            await self._finish(entry, DROPPED, "the route was removed")
+            return
+        if entry.event in ASKING_EVENTS and not await self._is_answerable(bundle):
+            # No "please answer" after the answer.
+            await self._finish(entry, DROPPED, "the bundle is no longer answerable")
+            return
+        winner = replay_winner(bundle.pending_id, bundle.rows)
+        if entry.event == RESOLVED:
+            if any(row.delivery_pending for row in bundle.rows):
+                await self._retry(entry, "the answer is still being delivered")
+                return
+            if winner is None:
+                await self._finish(entry, DROPPED, "the claim was rolled back")
+                return
+        recipient = await self._recipient(route, bundle.task_id)
+        if recipient is None:
+            await self._finish(entry, DROPPED, "the route's identity may not see this task")
+            return
+        notifier = self._notifiers.get(route.channel.kind)
+        if notifier is None:
+            await self._finish(entry, FAILED, f"no {route.channel.kind} channel is configured")
+            return
+        notification = Notification(
+            idempotency_key=entry.idempotency_key,
+            event=entry.event,
+            route=route,
+            recipient=recipient,
+            pending_id=bundle.pending_id,
+            task_id=bundle.task_id,
+            workspace_id=await self._workspace_of(bundle),
+            status=bundle.rows[0].display_status if winner is None else winner.status,
+            context=bundle.context,
+            questions=bundle.questions,
+            link=deep_link(self._public_url, bundle.pending_id),
+            occurred_at=entry.due_at,
+            sequence=entry.sequence,
+            answers=winner.answers if winner is not None and route.include_answers else (),
+            rejected=winner.rejected if winner is not None else False,
+        )
+        try:
+            outcome = await notifier.deliver(notification)
+        except Exception as exc:  # a channel's bug must not stop the worker: retry it later
+            log.warning("notification.channel_raised", pending_id=entry.pending_id, exc_info=True)
+            outcome = DeliveryOutcome(Sent.RETRY, f"channel raised {type(exc).__name__}")
+        if outcome.status is Sent.SENT:
+            follow_ups: tuple[NewEntry, ...] = ()
+            if entry.event == REMINDER and route.remind_after_s is not None:
+                nxt = entry.due_at + timedelta(seconds=route.remind_after_s)
+                follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
+            await self._finish(entry, DONE, follow_ups=follow_ups)
+        elif outcome.status is Sent.RETRY:
+            await self._retry(entry, outcome.detail)
+        else:
+            await self._finish(entry, FAILED, outcome.detail)
+
+    async def _deadline(self, entry: OutboxEntry, bundle: Bundle) -> None:
+        route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)
+        if route is None:
+            await self._finish(entry, DROPPED, "the route was removed")
+            return
+        if not await self._is_answerable(bundle):
+            await self._finish(entry, DROPPED, "the bundle was settled before its deadline")
+            return
+        policy = route.on_deadline
+        if policy == ON_DEADLINE_EXPIRE:
+            await self._expire(bundle)
+        elif policy.startswith(DEFAULT_PREFIX):
+            option_id = policy[len(DEFAULT_PREFIX) :]
+            outcome = default_outcome(bundle, option_id)
+            if outcome is None:
+                await self._finish(entry, FAILED, f"no question offers option {option_id!r}")
+                return
+            try:
+                # The deadline's one resolver call site (the lead adds surface="deadline").
+                await self._answer(
+                    Identity.internal(), bundle.pending_id, outcome, surface=Surface.DEADLINE
+                )
+            except ClarionError as exc:
+                # A human answer won the race, or the option does not fit: nothing to retry.
+                await self._finish(entry, FAILED, type(exc).__name__)
+                return
+        await self._finish(entry, DONE, policy)
+
+
+def default_outcome(bundle: Bundle, option_id: str) -> Outcome | None:
+    """The deadline's default answer: ``option_id`` selected on every question offering it;
+    None when no question does."""
+    answers = tuple(
+        Answer(question_id=question.id, selected_options=(option_id,))
+        for question in bundle.questions
+        if option_id in question.option_ids()
+    )
+    return Outcome.answer(*answers) if answers else None
+
+
+def _scheduled(
+    entry: OutboxEntry, route: Route, event: str, due_at: datetime, sequence: int = 0
+) -> NewEntry:
+    suffix = f":{sequence}" if sequence else ""
+    return NewEntry(
+        pending_id=entry.pending_id,
+        event=event,
+        route_id=route.id,
+        due_at=due_at,
+        sequence=sequence,
+        idempotency_key=f"{entry.idempotency_key}:{route.id}:{event}{suffix}",
+    )
+
+
+def _reminder(entry: OutboxEntry, route: Route, sequence: int, due_at: datetime) -> NewEntry:
+    # Reminder n of one route keeps one key however often it is rescheduled.
+    root = entry.idempotency_key.rsplit(f":{route.id}:", 1)[0]
+    return NewEntry(
+        pending_id=entry.pending_id,
+        event=REMINDER,
+        route_id=route.id,
+        due_at=due_at,
+        sequence=sequence,
+        idempotency_key=f"{root}:{route.id}:{REMINDER}:{sequence}",
+    )
+
+
+def _policy_entries(entry: OutboxEntry, route: Route) -> list[NewEntry]:
+    """A route's reminder, escalation and deadline for a bundle that became answerable."""
+    start = entry.created_at
+    found: list[NewEntry] = []
+    if route.remind_after_s is not None and route.hears(REMINDER):
+        found.append(_reminder(entry, route, 1, start + timedelta(seconds=route.remind_after_s)))
+    if route.escalate_after_s is not None and route.escalate_to:
+        due = start + timedelta(seconds=route.escalate_after_s)
+        escalation = _scheduled(entry, route, ESCALATION, due)
+        found.append(attrs.evolve(escalation, route_id=route.escalate_to))
+    if route.deadline_after_s is not None:
+        found.append(
+            _scheduled(entry, route, DEADLINE, start + timedelta(seconds=route.deadline_after_s))
+        )
+    return found
+
+
+__all__ = ["DeliveryPolicy", "NotificationWorker", "default_outcome"]

@@ -1,0 +1,250 @@
+"""Notification routing and the outbox, as pure values (issue #17).
+
+A *route* says which channel (``email:…``, ``webhook:…``, ``apprise:…``) hears about which
+events of one workspace's bundles ("" = the default route, for workspace-less tasks), on whose
+behalf (``user_id``: only what that identity may see is ever sent), and its policy: remind
+every ``remind_after_s``, escalate to another route after ``escalate_after_s``, and a deadline
+after ``deadline_after_s`` with ``on_deadline`` ``keep`` | ``expire`` | ``default:<option id>``.
+
+An *outbox entry* is one unit of durable work with a due time: an event recorded with the change
+that caused it (``route_id`` "" — fanned out to the routes when it is due), a delivery to one
+route, a reminder, an escalation, or a deadline. Its ``idempotency_key`` is stable across
+retries and is what a receiver de-duplicates on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Final
+from urllib.parse import urlsplit
+
+import attrs
+
+from clarion.domain.errors import ValidationError
+
+# Events recorded in the same transaction as the change that causes them.
+ANSWERABLE: Final = "answerable"
+RESOLVED: Final = "resolved"
+EXPIRED_EVENT: Final = "expired"
+CANCELLED_EVENT: Final = "cancelled"
+# Scheduled work, created when an ``answerable`` event fans out.
+REMINDER: Final = "reminder"
+ESCALATION: Final = "escalation"
+DEADLINE: Final = "deadline"
+
+RECORDED_EVENTS: Final = (ANSWERABLE, RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT)
+ROUTE_EVENTS: Final = (ANSWERABLE, REMINDER, ESCALATION, RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT)
+# Events that ask a person to act: dropped once the bundle is no longer answerable.
+ASKING_EVENTS: Final = frozenset({ANSWERABLE, REMINDER, ESCALATION})
+
+CHANNEL_KINDS: Final = ("email", "webhook", "apprise")
+ON_DEADLINE_KEEP: Final = "keep"
+ON_DEADLINE_EXPIRE: Final = "expire"
+DEFAULT_PREFIX: Final = "default:"
+
+# Outbox entry states.
+DUE: Final = "due"
+DONE: Final = "done"
+DROPPED: Final = "dropped"
+FAILED: Final = "failed"
+
+
+@attrs.frozen
+class Channel:
+    """Where a route delivers: ``kind`` is one of :data:`CHANNEL_KINDS`; ``target`` the
+    address, URL or Apprise URL."""
+
+    kind: str
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.target}"
+
+
+def parse_channel(text: str) -> Channel:
+    """``email:alice@example.com``, ``webhook:https://…`` or ``apprise:<apprise url>``.
+
+    Raises:
+        ValidationError: an unknown kind, or a target that does not fit it (``field``
+            "channel").
+    """
+    kind, _, target = text.strip().partition(":")
+    kind, target = kind.strip().lower(), target.strip()
+    if kind not in CHANNEL_KINDS or not target:
+        raise ValidationError(
+            "channel must be email:ADDRESS, webhook:URL or apprise:URL", field="channel"
+        )
+    if kind == "email":
+        local, at, domain = target.rpartition("@")
+        if not at or not local or "." not in domain or any(c.isspace() for c in target):
+            raise ValidationError(f"not an e-mail address: {target!r}", field="channel")
+    if kind == "webhook":
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError("a webhook channel needs an http(s) URL", field="channel")
+    return Channel(kind=kind, target=target)
+
+
+def parse_on_deadline(text: str) -> str:
+    """``keep``, ``expire`` or ``default:<option id>``, normalized.
+
+    Raises:
+        ValidationError: anything else (``field`` "on_deadline").
+    """
+    value = text.strip()
+    if value in (ON_DEADLINE_KEEP, ON_DEADLINE_EXPIRE):
+        return value
+    if value.startswith(DEFAULT_PREFIX) and value[len(DEFAULT_PREFIX) :].strip():
+        return DEFAULT_PREFIX + value[len(DEFAULT_PREFIX) :].strip()
+    raise ValidationError(
+        "on_deadline must be keep, expire or default:<option id>", field="on_deadline"
+    )
+
+
+def parse_events(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The route's events, in :data:`ROUTE_EVENTS` order; empty means every event.
+
+    Raises:
+        ValidationError: an unknown event name (``field`` "events").
+    """
+    wanted = {name.strip() for name in names if name.strip()}
+    unknown = sorted(wanted - set(ROUTE_EVENTS))
+    if unknown:
+        raise ValidationError(
+            f"unknown event {unknown[0]!r}; events are {', '.join(ROUTE_EVENTS)}", field="events"
+        )
+    return tuple(event for event in ROUTE_EVENTS if not wanted or event in wanted)
+
+
+def _positive(value: float | None, field: str) -> None:
+    if value is not None and not value > 0:
+        raise ValidationError(f"{field} must be a positive number of seconds", field=field)
+
+
+@attrs.frozen(kw_only=True)
+class RouteSpec:
+    """What a caller asks for when adding a route (validated by :func:`check_route_spec`)."""
+
+    workspace_id: str
+    channel: Channel
+    user_id: str = ""  # on whose behalf; "" = unscoped (an operator's route)
+    events: tuple[str, ...] = ROUTE_EVENTS
+    remind_after_s: float | None = None
+    escalate_after_s: float | None = None
+    escalate_to: str = ""  # route id
+    deadline_after_s: float | None = None
+    on_deadline: str = ON_DEADLINE_KEEP
+    include_answers: bool = False
+
+
+def check_route_spec(spec: RouteSpec) -> RouteSpec:
+    """The spec, normalized.
+
+    Raises:
+        ValidationError: a non-positive duration, an escalation without both its duration and
+            its target route, or an ``on_deadline`` other than ``keep`` without a deadline.
+    """
+    _positive(spec.remind_after_s, "remind_after_s")
+    _positive(spec.escalate_after_s, "escalate_after_s")
+    _positive(spec.deadline_after_s, "deadline_after_s")
+    if (spec.escalate_after_s is None) != (not spec.escalate_to):
+        raise ValidationError(
+            "an escalation needs both escalate_after_s and escalate_to", field="escalate_to"
+        )
+    on_deadline = parse_on_deadline(spec.on_deadline)
+    if spec.deadline_after_s is None and on_deadline != ON_DEADLINE_KEEP:
+        raise ValidationError("on_deadline needs deadline_after_s", field="on_deadline")
+    return attrs.evolve(spec, on_deadline=on_deadline, events=parse_events(list(spec.events)))
+
+
+@attrs.frozen(kw_only=True)
+class Route(RouteSpec):
+    """A stored route: its spec plus ``id``, who created it and when."""
+
+    id: str
+    created_by: str
+    created_at: datetime
+
+    def hears(self, event: str) -> bool:
+        return event in self.events
+
+
+@attrs.frozen(kw_only=True)
+class NewEntry:
+    """Outbox work to record: ``route_id`` "" for an event still to fan out."""
+
+    pending_id: str
+    event: str
+    due_at: datetime
+    idempotency_key: str
+    route_id: str = ""
+    sequence: int = 0  # the reminder's number (1, 2, …); 0 otherwise
+
+
+@attrs.frozen(kw_only=True)
+class OutboxEntry(NewEntry):
+    """A stored outbox entry. ``lease_token`` is set on an entry handed out by
+    ``claim_due``; only its holder may finish or retry it."""
+
+    id: str
+    status: str
+    attempts: int
+    created_at: datetime
+    lease_token: str = ""
+    last_error: str = ""
+
+
+def event_entry(entry_id: str, pending_id: str, event: str, now: datetime) -> OutboxEntry:
+    """The entry a transition records for ``event`` on ``pending_id``."""
+    return OutboxEntry(
+        id=entry_id,
+        pending_id=pending_id,
+        event=event,
+        due_at=now,
+        idempotency_key=f"{event}:{pending_id}:{entry_id}",
+        status=DUE,
+        attempts=0,
+        created_at=now,
+    )
+
+
+def backoff(attempts: int, base_s: float, cap_s: float) -> timedelta:
+    """Exponential backoff before attempt ``attempts + 1``: base·2^(attempts−1), capped."""
+    exponent = max(attempts - 1, 0)
+    return timedelta(seconds=min(cap_s, base_s * (2 ** min(exponent, 30))))
+
+
+def deep_link(public_url: str, pending_id: str) -> str:
+    """The inbox URL that opens and focuses ``pending_id``."""
+    return f"{public_url.rstrip('/')}/#{pending_id}"
+
+
+__all__ = [
+    "ANSWERABLE",
+    "ASKING_EVENTS",
+    "CANCELLED_EVENT",
+    "CHANNEL_KINDS",
+    "DEADLINE",
+    "DONE",
+    "DROPPED",
+    "DUE",
+    "ESCALATION",
+    "EXPIRED_EVENT",
+    "FAILED",
+    "RECORDED_EVENTS",
+    "REMINDER",
+    "RESOLVED",
+    "ROUTE_EVENTS",
+    "Channel",
+    "NewEntry",
+    "OutboxEntry",
+    "Route",
+    "RouteSpec",
+    "backoff",
+    "check_route_spec",
+    "deep_link",
+    "event_entry",
+    "parse_channel",
+    "parse_events",
+    "parse_on_deadline",
+]

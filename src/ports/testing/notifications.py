@@ -1,0 +1,230 @@
+"""Contract suite for :class:`clarion.ports.notifications.NotificationStore` and for the events
+a claim repository records with its transitions (issue #17).
+
+Provide a ``world`` fixture (a :class:`ContractWorld`) and a ``notifications`` fixture: the
+store sharing that world's storage, so the claim repository's events are visible in it.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from clarion.domain.errors import ValidationError
+from clarion.domain.model import REJECTED
+from clarion.domain.notifications import (
+    ANSWERABLE,
+    CANCELLED_EVENT,
+    DONE,
+    DROPPED,
+    DUE,
+    EXPIRED_EVENT,
+    REMINDER,
+    RESOLVED,
+    NewEntry,
+    RouteSpec,
+    parse_channel,
+)
+from clarion.ports.notifications import NotificationStore
+from clarion.ports.testing.world import ContractWorld, claim
+
+LEASE_S = 60.0
+
+
+def _events(notifications: NotificationStore, pending_id: str) -> list[str]:
+    return [entry.event for entry in notifications.entries(pending_id)]
+
+
+def _follow_up(pending_id: str, key: str, world: ContractWorld, *, later_s: float = 0) -> NewEntry:
+    return NewEntry(
+        pending_id=pending_id,
+        event=REMINDER,
+        route_id="r-1",
+        due_at=world.clock.peek() + timedelta(seconds=later_s),
+        idempotency_key=key,
+        sequence=1,
+    )
+
+
+class NotificationStoreContract:
+    """Events recorded with their transitions; leases; follow-ups; routes."""
+
+    # -- events recorded with the transition that causes them --------------------------------
+
+    def test_creating_a_bundle_records_one_answerable_event_due_at_once(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        (entry,) = notifications.entries("p-1")
+        assert (entry.event, entry.route_id, entry.status, entry.attempts) == (
+            ANSWERABLE,
+            "",
+            DUE,
+            0,
+        )
+        assert entry.idempotency_key
+        assert entry.due_at <= world.clock.peek()
+
+    def test_a_winning_claim_records_resolved_and_a_losing_claim_records_nothing(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        assert claim(world, "p-1").claimed
+        assert not world.claims.complete_active_bundle("p-1", REJECTED, None).claimed
+        assert _events(notifications, "p-1") == [ANSWERABLE, RESOLVED]
+
+    def test_expiry_and_cancel_record_their_event_once(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        first = world.bundle_in_new_session("p-1")
+        second = world.bundle_in_new_session("p-2")
+        assert world.claims.expire_active_bundle(first.session_id, "p-1")
+        assert not world.claims.expire_active_bundle(first.session_id, "p-1")
+        assert world.claims.cancel_active_bundle(second.session_id, "p-2")
+        assert _events(notifications, "p-1") == [ANSWERABLE, EXPIRED_EVENT]
+        assert _events(notifications, "p-2") == [ANSWERABLE, CANCELLED_EVENT]
+
+    # -- leases --------------------------------------------------------------------------------
+
+    def test_a_due_entry_is_handed_out_once_while_its_lease_lives(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        now = world.clock.peek()
+        (held,) = notifications.claim_due(now, limit=10, lease_s=LEASE_S)
+        assert held.lease_token
+        assert notifications.claim_due(now, limit=10, lease_s=LEASE_S) == ()
+        (again,) = notifications.claim_due(
+            now + timedelta(seconds=LEASE_S + 1), limit=10, lease_s=1
+        )
+        assert again.id == held.id
+        assert again.lease_token != held.lease_token
+        # The first holder's lease is gone: it can neither finish nor retry the entry.
+        assert not notifications.finish(held.id, held.lease_token, DONE)
+        assert not notifications.retry(held.id, held.lease_token, now, "late")
+        assert notifications.finish(again.id, again.lease_token, DONE)
+        assert notifications.claim_due(now + timedelta(days=1), limit=10, lease_s=1) == ()
+
+    def test_entries_not_yet_due_are_not_handed_out(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        (held,) = notifications.claim_due(world.clock.peek(), limit=10, lease_s=LEASE_S)
+        later = _follow_up("p-1", "k-later", world, later_s=300)
+        assert notifications.finish(held.id, held.lease_token, DONE, follow_ups=[later])
+        assert notifications.claim_due(world.clock.peek(), limit=10, lease_s=LEASE_S) == ()
+        due = world.clock.peek() + timedelta(seconds=301)
+        (reminder,) = notifications.claim_due(due, limit=10, lease_s=LEASE_S)
+        assert (reminder.event, reminder.route_id, reminder.sequence) == (REMINDER, "r-1", 1)
+        assert reminder.idempotency_key == "k-later"
+
+    def test_a_follow_up_with_a_known_idempotency_key_is_recorded_once(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        world.bundle_in_new_session("p-2")
+        first, second = notifications.claim_due(world.clock.peek(), limit=10, lease_s=LEASE_S)
+        same = _follow_up("p-1", "k-1", world)
+        assert notifications.finish(first.id, first.lease_token, DONE, follow_ups=[same, same])
+        assert notifications.finish(second.id, second.lease_token, DONE, follow_ups=[same])
+        keys = [entry.idempotency_key for entry in notifications.entries()]
+        assert keys.count("k-1") == 1
+
+    def test_a_retry_counts_the_attempt_and_waits_until_it_is_due(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        now = world.clock.peek()
+        (held,) = notifications.claim_due(now, limit=10, lease_s=LEASE_S)
+        later = now + timedelta(seconds=30)
+        assert notifications.retry(held.id, held.lease_token, later, "receiver said 500")
+        assert notifications.claim_due(now, limit=10, lease_s=LEASE_S) == ()
+        (again,) = notifications.claim_due(later, limit=10, lease_s=LEASE_S)
+        assert (again.attempts, again.last_error) == (1, "receiver said 500")
+        assert again.idempotency_key == held.idempotency_key
+
+    def test_concurrent_claimers_never_share_an_entry(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        for n in range(12):
+            world.bundle_in_new_session(f"p-{n}")
+        now = world.clock.peek()
+        got: list[list[str]] = [[] for _ in range(4)]
+        start = threading.Barrier(4)
+
+        def take(slot: int) -> None:
+            start.wait()
+            for _ in range(6):
+                held = notifications.claim_due(now, limit=2, lease_s=LEASE_S)
+                got[slot].extend(entry.id for entry in held)
+
+        threads = [threading.Thread(target=take, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        taken = [entry_id for ids in got for entry_id in ids]
+        assert len(taken) == len(set(taken)) == 12
+
+    def test_finished_entries_are_purged_and_due_ones_kept(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        world.bundle_in_new_session("p-1")
+        world.bundle_in_new_session("p-2")
+        (first,) = notifications.claim_due(world.clock.peek(), limit=1, lease_s=LEASE_S)
+        assert notifications.finish(first.id, first.lease_token, DROPPED, error="why")
+        assert notifications.purge_finished(world.clock.peek() + timedelta(seconds=1)) == 1
+        assert [entry.status for entry in notifications.entries()] == [DUE]
+
+    # -- routes --------------------------------------------------------------------------------
+
+    def test_routes_are_stored_per_workspace_and_removed(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        spec = RouteSpec(
+            workspace_id="ws-1",
+            channel=parse_channel("webhook:https://hooks.example/x"),
+            user_id="u-1",
+            remind_after_s=60.0,
+            deadline_after_s=600.0,
+            on_deadline="default:q1_opt1",
+            include_answers=True,
+        )
+        route = notifications.add_route(spec, created_by="admin-1")
+        default = notifications.add_route(
+            RouteSpec(workspace_id="", channel=parse_channel("email:ops@example.com")),
+            created_by="admin-1",
+        )
+        assert notifications.get_route(route.id) == route
+        assert (route.created_by, route.on_deadline, route.include_answers) == (
+            "admin-1",
+            "default:q1_opt1",
+            True,
+        )
+        assert notifications.routes_for("ws-1") == (route,)
+        assert notifications.routes_for("") == (default,)
+        assert {r.id for r in notifications.list_routes()} == {route.id, default.id}
+        assert notifications.remove_route(route.id)
+        assert not notifications.remove_route(route.id)
+        assert notifications.get_route(route.id) is None
+
+    def test_an_invalid_route_is_refused_naming_the_field(
+        self, notifications: NotificationStore
+    ) -> None:
+        channel = parse_channel("email:a@example.com")
+        with pytest.raises(ValidationError) as caught:
+            notifications.add_route(
+                RouteSpec(workspace_id="", channel=channel, on_deadline="expire"), created_by=""
+            )
+        assert caught.value.field == "on_deadline"
+        with pytest.raises(ValidationError) as caught:
+            notifications.add_route(
+                RouteSpec(workspace_id="", channel=channel, remind_after_s=0), created_by=""
+            )
+        assert caught.value.field == "remind_after_s"
+        assert notifications.list_routes() == ()
+
+
+__all__ = ["NotificationStoreContract"]

@@ -1,0 +1,88 @@
+"""The notification store contract (issue #17) on memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryHostRepository,
+    InMemoryNotificationStore,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
+from clarion.adapters.sql import SqlNotificationStore
+from clarion.adapters.system import UuidIds
+from clarion.ports.notifications import NotificationStore
+from clarion.ports.testing import ContractWorld, ManualClock, NotificationStoreContract
+from tests.integration.sql.support import (
+    empty_database,
+    migrated_postgres_engine,
+    migrated_sqlite_engine,
+    sql_world,
+)
+
+
+class TestInMemoryNotificationStore(NotificationStoreContract):
+    @pytest.fixture(name="store")
+    def fixture_store(self) -> InMemoryStore:
+        return InMemoryStore()
+
+    @pytest.fixture(name="world")
+    def fixture_world(self, store: InMemoryStore) -> ContractWorld:
+        clock, ids = ManualClock(), UuidIds()
+        return ContractWorld(
+            host=InMemoryHostRepository(store, clock, ids),
+            claims=InMemoryClaimRepository(store, clock, ids),
+            tokens=InMemoryTokenStore(store, clock, ids),
+            clock=clock,
+            storage_names=store.collection_names,
+        )
+
+    @pytest.fixture(name="notifications")
+    def fixture_notifications(
+        self, store: InMemoryStore, world: ContractWorld
+    ) -> NotificationStore:
+        return InMemoryNotificationStore(store, world.clock, UuidIds())
+
+
+@pytest.fixture(name="sqlite_engine")
+def fixture_sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
+    with migrated_sqlite_engine(tmp_path) as engine:
+        yield engine
+
+
+@pytest.fixture(name="shared_postgres_engine", scope="module")
+def fixture_shared_postgres_engine(postgres_server_url: str) -> Iterator[Engine]:
+    with migrated_postgres_engine(postgres_server_url) as engine:
+        yield engine
+
+
+class TestSqliteNotificationStore(NotificationStoreContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
+    @pytest.fixture(name="notifications")
+    def fixture_notifications(
+        self, sqlite_engine: Engine, world: ContractWorld
+    ) -> NotificationStore:
+        return SqlNotificationStore(sqlite_engine, world.clock, UuidIds())
+
+
+@pytest.mark.postgres
+class TestPostgresNotificationStore(NotificationStoreContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, shared_postgres_engine: Engine) -> ContractWorld:
+        empty_database(shared_postgres_engine)
+        return sql_world(shared_postgres_engine)
+
+    @pytest.fixture(name="notifications")
+    def fixture_notifications(
+        self, shared_postgres_engine: Engine, world: ContractWorld
+    ) -> NotificationStore:
+        return SqlNotificationStore(shared_postgres_engine, world.clock, UuidIds())

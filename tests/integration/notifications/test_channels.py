@@ -1,0 +1,225 @@
+"""The real channels on loopback (issue #17): the webhook against a local receiver (signature,
+idempotency key kept across a retry after a 500, nothing for a bundle resolved first), e-mail
+end to end through a local SMTP server (aiosmtpd), and Apprise's json:// target."""
+
+from __future__ import annotations
+
+import email
+import json
+import socket
+from collections.abc import Iterator
+from email.message import Message
+
+import anyio
+import pytest
+from aiosmtpd.controller import Controller
+
+from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
+from clarion.adapters.system import UuidIds
+from clarion.app.root.compose import Storage
+from clarion.domain.model import Answer, Identity, Outcome
+from clarion.domain.notifications import ANSWERABLE, RESOLVED
+from clarion.domain.questions import OptionDraft, QuestionDraft
+from clarion.domain.resolved_by import Surface
+from clarion.domain.signing import verify
+from clarion.ports.testing import ManualClock
+from tests.integration.notifications.support import PUBLIC_URL, NotifyWorld, Receiver, notify_world
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "webhook-secret"
+
+
+@pytest.fixture(name="receiver")
+def fixture_receiver() -> Iterator[Receiver]:
+    with Receiver() as receiver:
+        yield receiver
+
+
+def _memory_world(notifiers: dict[str, object]) -> NotifyWorld:
+    clock = ManualClock()
+    return notify_world(Storage.in_memory(clock, UuidIds()), clock, notifiers)  # type: ignore[arg-type]
+
+
+async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Receiver) -> None:
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
+    world.ask("")
+    await world.drain()
+    ((headers, body),) = receiver.requests
+    assert verify(SECRET, headers["clarion-timestamp"], body, headers["clarion-signature"])
+    assert not verify("other", headers["clarion-timestamp"], body, headers["clarion-signature"])
+    event = json.loads(body)
+    assert headers["idempotency-key"] == event["idempotency_key"]
+    assert headers["clarion-event"] == ANSWERABLE
+    assert event["version"] == 1
+    assert event["link"] == f"{PUBLIC_URL}/#p-1"
+    assert event["bundle"]["pending_id"] == "p-1"
+    assert [q["id"] for q in event["bundle"]["questions"]] == ["q1"]
+    assert event["answers"] == []
+
+
+async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver) -> None:
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
+    receiver.statuses = [500]
+    world.ask("")
+    await world.drain()
+    world.advance(6)
+    await world.drain()
+    keys = [headers["idempotency-key"] for headers, _ in receiver.requests]
+    assert len(keys) == 2
+    assert keys[0] == keys[1]
+
+
+async def test_nothing_is_posted_for_a_bundle_resolved_before_delivery(
+    receiver: Receiver,
+) -> None:
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
+    world.route("", f"webhook:{receiver.url}", events=(RESOLVED,), include_answers=True)
+    world.ask("")
+    await world.answer("p-1")
+    await world.drain()
+    ((headers, body),) = receiver.requests
+    assert headers["clarion-event"] == RESOLVED
+    assert json.loads(body)["answers"][0]["selected_options"] == ["q1_opt2"]
+
+
+async def test_apprise_delivers_a_notify_only_message_to_its_target(receiver: Receiver) -> None:
+    world = _memory_world({"apprise": AppriseNotifier()})
+    target = receiver.url.replace("http://", "json://")
+    world.route("", f"apprise:{target}", events=(ANSWERABLE,))
+    world.ask("")
+    await world.drain()
+    ((_, body),) = receiver.requests
+    message = json.loads(body)
+    assert f"{PUBLIC_URL}/#p-1" in message["message"]
+    assert "Question waiting" in message["title"]
+
+
+# -- e-mail ------------------------------------------------------------------------------------
+
+
+class Sink:
+    """aiosmtpd handler keeping every message it receives."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[list[str], Message]] = []
+
+    async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
+        content = envelope.content  # type: ignore[attr-defined]
+        rcpt = list(envelope.rcpt_tos)  # type: ignore[attr-defined]
+        self.messages.append((rcpt, email.message_from_bytes(content)))
+        return "250 OK"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(name="smtp")
+def fixture_smtp() -> Iterator[tuple[Sink, int]]:
+    sink, port = Sink(), _free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield sink, port
+    finally:
+        controller.stop()
+
+
+class FakeLinks:
+    """An AnswerLinkIssuer that hands each recipient a distinct link."""
+
+    def link_for(self, recipient: Identity, pending_id: str) -> str:
+        return f"https://links.example/{recipient.user_id}/{pending_id}"
+
+
+def _text(message: Message, subtype: str) -> str:
+    for part in message.walk():
+        if part.get_content_type() == f"text/{subtype}":
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)
+            return payload.decode()
+    raise AssertionError(f"no text/{subtype} part")
+
+
+async def test_an_agent_asks_and_each_routed_recipient_gets_one_email(
+    smtp: tuple[Sink, int],
+) -> None:
+    sink, port = smtp
+    mailer = EmailNotifier(
+        SmtpSettings(host="127.0.0.1", port=port, security="none", sender="clarion@example.com"),
+        links=FakeLinks(),
+    )
+    world = _memory_world({"email": mailer})
+    tokens = world.clarion.storage.tokens
+    alice, bob = tokens.create_user("alice"), tokens.create_user("bob")
+    workspace = world.workspace()
+    world.route(workspace.id, "email:alice@example.com", user_id=alice.id, events=(ANSWERABLE,))
+    world.route(workspace.id, "email:bob@example.com", user_id=bob.id, events=(ANSWERABLE,))
+    task = world.clarion.storage.host.create_task("deploy", workspace.id)
+    session, _ = world.clarion.storage.host.create_session(task.id)
+    options = (OptionDraft("Yes", "ship it"), OptionDraft("No", "wait"))
+    question = QuestionDraft(prompt="Ship the release today?", options=options)
+    results: list[object] = []
+
+    async def agent() -> None:
+        asked = await world.clarion.services.asking.ask(
+            Identity.internal(), session.id, [question], "Release 2.0 is ready"
+        )
+        results.append(asked)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(agent)
+        with anyio.fail_after(10):
+            while len(sink.messages) < 2:
+                await world.drain()
+                await anyio.sleep(0.01)
+        pending_id = sink.messages[0][1]["X-Clarion-Pending-Id"]
+        outcome = Outcome.answer(Answer(question_id="q1", selected_options=("q1_opt1",)))
+        await world.clarion.resolver.resolve(
+            Identity.internal(), pending_id, outcome, surface=Surface.REST
+        )
+    await world.drain()
+    assert sorted(rcpt for rcpt, _ in sink.messages) == [
+        ["alice@example.com"],
+        ["bob@example.com"],
+    ]
+    for rcpt, message in sink.messages:
+        owner = alice if rcpt == ["alice@example.com"] else bob
+        plain, html = _text(message, "plain"), _text(message, "html")
+        assert "Ship the release today?" in plain
+        assert "Yes" in plain
+        assert f"https://links.example/{owner.id}/{pending_id}" in plain
+        assert f"https://links.example/{owner.id}/{pending_id}" in html
+    assert len(results) == 1
+
+
+async def test_without_an_issuer_the_email_carries_the_inbox_deep_link(
+    smtp: tuple[Sink, int],
+) -> None:
+    sink, port = smtp
+    mailer = EmailNotifier(SmtpSettings(host="127.0.0.1", port=port, security="none"))
+    world = _memory_world({"email": mailer})
+    world.route("", "email:ops@example.com", events=(ANSWERABLE,))
+    world.ask("")
+    await world.drain()
+    ((_, message),) = sink.messages
+    assert f"{PUBLIC_URL}/#p-1" in _text(message, "plain")
+
+
+async def test_an_unreachable_smtp_server_is_retried() -> None:
+    mailer = EmailNotifier(
+        SmtpSettings(host="127.0.0.1", port=_free_port(), security="none", timeout_s=2)
+    )
+    world = _memory_world({"email": mailer})
+    world.route("", "email:ops@example.com", events=(ANSWERABLE,))
+    world.ask("")
+    await world.drain()
+    (delivery,) = [e for e in world.entries() if e.route_id]
+    assert (delivery.status, delivery.attempts) == ("due", 1)
+    assert delivery.last_error.startswith("SMTP failed")

@@ -1,0 +1,248 @@
+"""The notification worker (issue #17) on memory, SQLite and PostgreSQL, with a fake channel:
+fan-out per workspace, no "please answer" after the answer, retries keeping the idempotency
+key, send-time authorization, reminders, escalation and every deadline policy."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from clarion.domain.errors import NotActive
+from clarion.domain.model import ANSWERED, EXPIRED, Identity
+from clarion.domain.notifications import (
+    ANSWERABLE,
+    DONE,
+    DROPPED,
+    ESCALATION,
+    FAILED,
+    REMINDER,
+    RESOLVED,
+)
+from clarion.ports.notifications import Sent
+from tests.integration.notifications.support import PUBLIC_URL, NotifyWorld
+
+pytestmark = pytest.mark.anyio
+
+HOOK_A = "webhook:https://hooks.example/a"
+HOOK_B = "webhook:https://hooks.example/b"
+HOOK_OTHER = "webhook:https://hooks.example/other"
+
+
+def _statuses(world: NotifyWorld, event: str) -> list[str]:
+    return [e.status for e in world.entries() if e.event == event and e.route_id]
+
+
+async def test_an_answerable_bundle_notifies_each_route_of_its_workspace_once(
+    world: NotifyWorld,
+) -> None:
+    workspace, other = world.workspace(), world.workspace()
+    world.route(workspace.id, HOOK_A)
+    world.route(workspace.id, "email:alice@example.com")
+    world.route(other.id, HOOK_OTHER)
+    world.ask(workspace.id)
+    await world.drain()
+    await world.drain()
+    assert sorted(world.channel.events()) == [
+        (ANSWERABLE, "alice@example.com"),
+        (ANSWERABLE, "https://hooks.example/a"),
+    ]
+    (sent, _) = world.channel.sent
+    assert sent.link == f"{PUBLIC_URL}/#p-1"
+    assert [q.id for q in sent.questions] == ["q1"]
+    assert sent.answers == ()
+
+
+async def test_a_workspace_less_task_uses_the_default_routes(world: NotifyWorld) -> None:
+    world.route("", HOOK_A)
+    world.route(world.workspace().id, HOOK_OTHER)
+    world.ask("")
+    await world.drain()
+    assert world.channel.events() == [(ANSWERABLE, "https://hooks.example/a")]
+
+
+async def test_nothing_asks_for_an_answer_after_the_answer(world: NotifyWorld) -> None:
+    """A notification whose bundle was resolved before delivery is dropped."""
+    world.route("", HOOK_A)
+    world.ask("")
+    await world.answer("p-1")
+    await world.drain()
+    assert world.channel.events() == [(RESOLVED, "https://hooks.example/a")]
+    assert _statuses(world, ANSWERABLE) == [DROPPED]
+    # Answer text goes only to a route that opted in.
+    assert world.channel.sent[0].answers == ()
+
+
+async def test_a_route_that_opts_in_receives_the_answers_with_resolved(
+    world: NotifyWorld,
+) -> None:
+    world.route("", HOOK_A, include_answers=True, events=(RESOLVED,))
+    world.ask("")
+    await world.answer("p-1")
+    await world.drain()
+    (sent,) = world.channel.sent
+    assert [a.selected_options for a in sent.answers] == [("q1_opt2",)]
+    assert sent.status == ANSWERED
+
+
+async def test_a_transient_failure_is_retried_with_backoff_under_the_same_key(
+    world: NotifyWorld,
+) -> None:
+    world.route("", HOOK_A, events=(ANSWERABLE,))
+    world.channel.script = [Sent.RETRY, Sent.RETRY]
+    world.ask("")
+    await world.drain()
+    assert len(world.channel.sent) == 1
+    world.advance(4)  # the first backoff is 5 s
+    await world.drain()
+    assert len(world.channel.sent) == 1
+    world.advance(2)
+    await world.drain()
+    world.advance(11)  # the second backoff is 10 s
+    await world.drain()
+    keys = {n.idempotency_key for n in world.channel.sent}
+    assert len(world.channel.sent) == 3
+    assert len(keys) == 1
+    (delivery,) = [e for e in world.entries() if e.route_id]
+    assert (delivery.status, delivery.attempts) == (DONE, 2)
+
+
+async def test_a_permanent_failure_is_not_retried(world: NotifyWorld) -> None:
+    world.route("", HOOK_A, events=(ANSWERABLE,))
+    world.channel.script = [Sent.PERMANENT]
+    world.ask("")
+    await world.drain()
+    world.advance(3600)
+    await world.drain()
+    assert len(world.channel.sent) == 1
+    assert _statuses(world, ANSWERABLE) == [FAILED]
+
+
+async def test_a_route_to_someone_who_cannot_see_the_workspace_never_sends(
+    world: NotifyWorld,
+) -> None:
+    tokens = world.clarion.storage.tokens
+    owner, outsider = tokens.create_user("owner"), tokens.create_user("outsider")
+    workspace = world.workspace(owner_id=owner.id)
+    world.route(workspace.id, "email:outsider@example.com", user_id=outsider.id)
+    world.route(workspace.id, "email:owner@example.com", user_id=owner.id)
+    world.ask(workspace.id)
+    await world.drain()
+    assert world.channel.events() == [(ANSWERABLE, "owner@example.com")]
+    assert world.channel.sent[0].recipient == Identity.user(owner.id)
+    # Checked at send time: a deactivated owner is not notified any more either.
+    tokens.deactivate_user(owner.id)
+    world.ask(workspace.id, pending_id="p-2")
+    await world.drain()
+    assert len(world.channel.sent) == 1
+
+
+async def test_reminders_repeat_until_the_bundle_is_answered(world: NotifyWorld) -> None:
+    world.route("", HOOK_A, events=(REMINDER,), remind_after_s=60.0)
+    world.ask("")
+    await world.drain()
+    assert world.channel.sent == []
+    world.advance(61)
+    await world.drain()
+    world.advance(60)
+    await world.drain()
+    assert [(n.event, n.sequence) for n in world.channel.sent] == [(REMINDER, 1), (REMINDER, 2)]
+    assert len({n.idempotency_key for n in world.channel.sent}) == 2
+    await world.answer("p-1")
+    world.advance(60)
+    await world.drain()
+    assert len(world.channel.sent) == 2
+
+
+async def test_an_unanswered_bundle_escalates_to_the_other_route(world: NotifyWorld) -> None:
+    boss = world.route("", HOOK_B, events=(ESCALATION,))
+    world.route("", HOOK_A, events=(ANSWERABLE,), escalate_after_s=300.0, escalate_to=boss.id)
+    world.ask("")
+    await world.drain()
+    world.advance(301)
+    await world.drain()
+    assert world.channel.events() == [
+        (ANSWERABLE, "https://hooks.example/a"),
+        (ESCALATION, "https://hooks.example/b"),
+    ]
+
+
+async def test_a_keep_deadline_decides_nothing(world: NotifyWorld) -> None:
+    world.route("", HOOK_A, events=(RESOLVED,), deadline_after_s=60.0)
+    world.ask("")
+    await world.drain()
+    world.advance(61)
+    await world.drain()
+    bundle = world.clarion.storage.claims.load_bundle("p-1")
+    assert bundle is not None
+    assert bundle.rows[0].display_status == "pending"
+    assert world.channel.sent == []
+
+
+async def test_an_expire_deadline_ends_the_bundle_like_an_expiry(world: NotifyWorld) -> None:
+    world.route("", HOOK_A, events=("expired",), deadline_after_s=60.0, on_deadline="expire")
+    world.ask("")
+    await world.drain()
+    world.advance(61)
+    await world.drain()
+    bundle = world.clarion.storage.claims.load_bundle("p-1")
+    assert bundle is not None
+    assert bundle.rows[0].status == EXPIRED
+    assert world.channel.events() == [("expired", "https://hooks.example/a")]
+
+
+async def test_a_default_deadline_answers_through_the_resolver_as_the_system(
+    world: NotifyWorld,
+) -> None:
+    world.route(
+        "",
+        HOOK_A,
+        events=(RESOLVED,),
+        include_answers=True,
+        deadline_after_s=60.0,
+        on_deadline="default:q1_opt1",
+    )
+    world.ask("")
+    await world.drain()
+    world.advance(61)
+    await world.drain()
+    bundle = world.clarion.storage.claims.load_bundle("p-1")
+    assert bundle is not None
+    assert bundle.rows[0].status == ANSWERED
+    assert bundle.rows[0].response is not None
+    assert bundle.rows[0].response.selected_options == ("q1_opt1",)
+    (sent,) = world.channel.sent
+    assert sent.event == RESOLVED
+    assert [a.selected_options for a in sent.answers] == [("q1_opt1",)]
+
+
+@pytest.mark.parametrize("policy", ["expire", "default:q1_opt1"])
+async def test_a_deadline_racing_a_human_answer_has_exactly_one_winner(
+    world: NotifyWorld, policy: str
+) -> None:
+    world.route("", HOOK_A, events=(RESOLVED,), deadline_after_s=60.0, on_deadline=policy)
+    world.ask("")
+    await world.drain()
+    world.advance(61)
+    human: list[object] = []
+
+    async def answer() -> None:
+        try:
+            resolution = await world.answer("p-1", "q1_opt2")
+            human.append(resolution.answers[0].selected_options)
+        except NotActive:
+            human.append("not active")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(world.drain)
+        group.start_soon(answer)
+    bundle = world.clarion.storage.claims.load_bundle("p-1")
+    assert bundle is not None
+    row = bundle.rows[0]
+    if row.status == EXPIRED:
+        assert human == ["not active"]
+    else:
+        assert row.status == ANSWERED
+        assert row.response is not None
+        # Either the human or the deadline's default won; the human sees the winner either way.
+        assert row.response.selected_options in (("q1_opt1",), ("q1_opt2",))
+        assert human == [row.response.selected_options]

@@ -1,0 +1,94 @@
+"""``/api/v1/notifications/routes`` (issue #17): an administrator manages every route, a
+workspace owner that workspace's routes (acting for themselves), anyone else sees none; bad
+input is a 400 naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from clarion.app.root.compose import Clarion, build_clarion
+from clarion.app.root.settings import Settings
+from tests.integration.rest.harness import LOCAL_URL
+
+ROUTES = "/api/v1/notifications/routes"
+
+
+@pytest.fixture(name="clarion")
+def fixture_clarion() -> Clarion:
+    return build_clarion(
+        Settings(database_url="memory://", auth_enabled=True, live_delivery="memory")
+    )
+
+
+@pytest.fixture(name="client")
+def fixture_client(clarion: Clarion) -> Iterator[TestClient]:
+    with TestClient(clarion.asgi_app, base_url=LOCAL_URL) as client:
+        yield client
+
+
+def _bearer(clarion: Clarion, name: str, *, is_admin: bool = False) -> tuple[str, dict[str, str]]:
+    user = clarion.authentication.create_user(name, is_admin=is_admin)
+    token = clarion.authentication.issue_token(user.id).token
+    return user.id, {"Authorization": f"Bearer {token}"}
+
+
+def test_an_owner_manages_their_workspace_routes_and_nobody_else_sees_them(
+    clarion: Clarion, client: TestClient
+) -> None:
+    alice, as_alice = _bearer(clarion, "alice")
+    _, as_bob = _bearer(clarion, "bob")
+    _, as_admin = _bearer(clarion, "root", is_admin=True)
+    workspace = clarion.storage.host.create_workspace("alice's", alice)
+    body: dict[str, Any] = {
+        "channel": "webhook:https://hooks.example/x",
+        "workspace_id": workspace.id,
+        "remind_after_s": 600,
+        "deadline_after_s": 3600,
+        "on_deadline": "expire",
+    }
+    created = client.post(ROUTES, json=body, headers=as_alice)
+    assert created.status_code == 201, created.text
+    route = created.json()
+    assert (route["user_id"], route["created_by"], route["on_deadline"]) == (
+        alice,
+        alice,
+        "expire",
+    )
+    assert client.post(ROUTES, json=body, headers=as_bob).status_code == 404
+    default = {"channel": "email:ops@example.com"}
+    assert client.post(ROUTES, json=default, headers=as_alice).status_code == 404
+    assert client.post(ROUTES, json=default, headers=as_admin).status_code == 201
+    assert [r["id"] for r in client.get(ROUTES, headers=as_alice).json()["routes"]] == [route["id"]]
+    assert client.get(ROUTES, headers=as_bob).json() == {"routes": [], "total": 0}
+    assert client.get(ROUTES, headers=as_admin).json()["total"] == 2
+    assert client.delete(f"{ROUTES}/{route['id']}", headers=as_bob).status_code == 404
+    assert client.delete(f"{ROUTES}/{route['id']}", headers=as_alice).json() == {"success": True}
+    assert client.delete(f"{ROUTES}/{route['id']}", headers=as_alice).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"channel": "fax:123"}, "channel"),
+        ({"channel": "email:a@example.com", "on_deadline": "default:"}, "on_deadline"),
+        ({"channel": "email:a@example.com", "remind_after_s": -1}, "remind_after_s"),
+        ({"channel": "email:a@example.com", "events": ["bogus"]}, "events"),
+        ({"channel": "email:a@example.com", "user_id": "nobody"}, "user_id"),
+        (
+            {"channel": "email:a@example.com", "escalate_to": "x", "escalate_after_s": 5},
+            "escalate_to",
+        ),
+    ],
+)
+def test_a_bad_route_is_a_400_naming_the_problem(
+    clarion: Clarion, client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    _, as_admin = _bearer(clarion, "root", is_admin=True)
+    response = client.post(ROUTES, json=body, headers=as_admin)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]  # the field is named in the message (``field``: the id)
+    assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
