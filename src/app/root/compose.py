@@ -493,6 +493,7 @@ def _notifications(
         answer=services.resolver.resolve,
         clock=services.clock,
         runner=ports.runner,
+        metrics=services.metrics,
         public_url=settings.base_url,
         policy=DeliveryPolicy(
             max_attempts=settings.notify_max_attempts, poll_interval_s=settings.notify_poll_s

@@ -66,6 +66,7 @@ from clarion.ports.notifications import (
     Sent,
 )
 from clarion.ports.system import Clock
+from clarion.ports.telemetry import Metrics, NoMetrics
 from clarion.ports.tokens import UserDirectory
 
 log = structlog.get_logger(__name__)
@@ -113,6 +114,7 @@ class NotificationWorker:
     _run: Runner = attrs.field(alias="runner")
     _public_url: str = attrs.field(alias="public_url")
     _policy: DeliveryPolicy = attrs.field(factory=DeliveryPolicy, alias="policy")
+    _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
 
     async def run_once(self) -> int:
         """Handle every entry due now (up to one batch); returns how many were handed out."""
@@ -282,6 +284,7 @@ class NotificationWorker:
         except Exception as exc:  # a channel's bug must not stop the worker: retry it later
             log.warning("notification.channel_raised", pending_id=entry.pending_id, exc_info=True)
             outcome = DeliveryOutcome(Sent.RETRY, f"channel raised {type(exc).__name__}")
+        self._metrics.notification_delivered(route.channel.kind, outcome.status.value)
         if outcome.status is Sent.SENT:
             follow_ups: tuple[NewEntry, ...] = ()
             if entry.event == REMINDER and route.remind_after_s is not None:

@@ -6,24 +6,33 @@ from __future__ import annotations
 
 import email
 import json
+import re
 import socket
 from collections.abc import Iterator
 from email.message import Message
 
 import anyio
+import httpx2
 import pytest
 from aiosmtpd.controller import Controller
 
 from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
 from clarion.adapters.system import UuidIds
-from clarion.app.root.compose import Storage
+from clarion.app.root.compose import Storage, build_clarion
+from clarion.app.root.settings import Settings
 from clarion.domain.model import Answer, Identity, Outcome
 from clarion.domain.notifications import ANSWERABLE, RESOLVED
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.domain.resolved_by import Surface
 from clarion.domain.signing import verify
 from clarion.ports.testing import ManualClock
-from tests.integration.notifications.support import PUBLIC_URL, NotifyWorld, Receiver, notify_world
+from tests.integration.notifications.support import (
+    PUBLIC_URL,
+    FakeChannel,
+    NotifyWorld,
+    Receiver,
+    notify_world,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -223,3 +232,97 @@ async def test_an_unreachable_smtp_server_is_retried() -> None:
     (delivery,) = [e for e in world.entries() if e.route_id]
     assert (delivery.status, delivery.attempts) == ("due", 1)
     assert delivery.last_error.startswith("SMTP failed")
+
+
+async def test_an_emailed_answer_link_answers_the_waiting_agent_and_the_next_recipient_sees_the_winner(  # noqa: E501
+    smtp: tuple[Sink, int],
+) -> None:
+    """Issue #17 end to end, with the composed channels: the agent asks, each routed recipient
+    gets one e-mail carrying their own signed answer link, following one answers through the
+    one resolver (recorded as the e-mail surface) and the agent gets it in the same call; the
+    other recipient's link then shows the winner (R2)."""
+    sink, port = smtp
+    clock = ManualClock()
+    settings = Settings(
+        database_url="memory://",
+        public_url="http://127.0.0.1",
+        live_delivery="memory",
+        auth_enabled=True,
+        smtp_host="127.0.0.1",
+        smtp_port=port,
+        smtp_security="none",
+    )
+    clarion = build_clarion(settings, storage=Storage.in_memory(clock, UuidIds()), clock=clock)
+    world = NotifyWorld(clarion=clarion, clock=clock, channel=FakeChannel())
+    users = clarion.authentication
+    alice, bob = users.create_user("alice"), users.create_user("bob")
+    workspace = world.workspace()
+    world.route(workspace.id, "email:alice@example.com", user_id=alice.id, events=(ANSWERABLE,))
+    world.route(workspace.id, "email:bob@example.com", user_id=bob.id, events=(ANSWERABLE,))
+    session, _ = clarion.storage.host.create_session(
+        clarion.storage.host.create_task("deploy", workspace.id).id
+    )
+    options = (OptionDraft("Yes", "ship it"), OptionDraft("No", "wait"))
+    question = QuestionDraft(prompt="Ship the release today?", options=options)
+    results: list[object] = []
+
+    async def agent() -> None:
+        results.append(
+            await clarion.services.asking.ask(
+                Identity.internal(), session.id, [question], "Release 2.0 is ready"
+            )
+        )
+
+    def link_in(message: Message) -> str:
+        pattern = r"http://127\.0\.0\.1(/answer/[A-Za-z0-9_.\-]+)"
+        (path,) = {str(found) for found in re.findall(pattern, _text(message, "plain"))}
+        return path
+
+    transport = httpx2.ASGITransport(app=clarion.asgi_app)
+    async with (
+        httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(agent)
+        with anyio.fail_after(10):
+            while len(sink.messages) < 2:
+                await world.drain()
+                await anyio.sleep(0.01)
+        links = {rcpt[0]: link_in(message) for rcpt, message in sink.messages}
+        assert links["alice@example.com"] != links["bob@example.com"]
+        page = await client.get(links["alice@example.com"])
+        assert page.status_code == 200
+        assert "Ship the release today?" in page.text
+        assert "<form" in page.text
+        posted = await client.post(
+            links["alice@example.com"],
+            data={"action": "answer", "q0-options": ["q1_opt1"], "q0-text": ""},
+            headers={"Origin": "http://127.0.0.1"},
+        )
+        assert posted.status_code == 200, posted.text
+    (asked,) = results
+    assert "Yes" in str(asked)
+    bundle = clarion.storage.claims.load_bundle(sink.messages[0][1]["X-Clarion-Pending-Id"])
+    assert bundle is not None
+    (row,) = bundle.rows
+    assert row.resolved_by is not None
+    assert (row.resolved_by.surface, row.resolved_by.identity_id) == (Surface.EMAIL, alice.id)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        late = await client.get(links["bob@example.com"])
+    assert "Already answered" in late.text
+    assert "<form" not in late.text
+    clarion.close()
+
+
+async def test_each_delivery_attempt_is_counted_by_channel_and_result(receiver: Receiver) -> None:
+    """Issue #20's notification metric, fed by the worker: one sent webhook, then one retry."""
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
+    world.route("", "webhook:http://127.0.0.1:9/unreachable", events=(ANSWERABLE,))
+    world.ask("")
+    await world.drain()
+    transport = httpx2.ASGITransport(app=world.clarion.asgi_app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        scrape = (await client.get("/metrics")).text
+    assert 'clarion_notification_deliveries_total{channel="webhook",result="sent"} 1.0' in scrape
+    assert 'clarion_notification_deliveries_total{channel="webhook",result="retry"} 1.0' in scrape
