@@ -15,7 +15,7 @@ import logging
 import socket
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from clarion.app.root.compose import build_clarion
 from clarion.app.root.logging_setup import configure_logging
 from clarion.app.root.settings import Settings
+from clarion.domain.model import Identity
 from clarion.domain.signing import verify
 
 DEMO_SECRET = "demo-webhook-secret"
@@ -148,7 +149,9 @@ def _client() -> httpx2.AsyncClient:
     return httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300))
 
 
-async def _story(base: str, receiver: _Receiver) -> None:
+async def _story(base: str, receiver: _Receiver, link_for: Callable[[str], str]) -> None:
+    """``link_for(pending_id)`` is the signed answer link an e-mail to a routed recipient
+    carries (the demo runs no SMTP server, so it asks for the link directly)."""
     async with _client() as http:
         workspace = (await http.post(f"{base}/api/v1/workspaces", json={"name": "Demo"})).json()
         route = await http.post(
@@ -262,14 +265,47 @@ async def _story(base: str, receiver: _Receiver) -> None:
         pending_id = created.json()["pending_id"]
         await http.post(f"{base}/api/v1/sessions/{session['id']}/turns/current/complete")
         _say("Another question is asked, then the agent's turn ends (the bundle detaches)")
+        link = link_for(pending_id)
+        page = await http.get(link)
+        if page.status_code != 200 or "<form" not in page.text:
+            raise DemoFailed(f"the answer link's page did not show the form: {page.status_code}")
+        _say(
+            "An e-mail's signed answer link opens a page with the question (GET answers nothing)",
+            {"link": link},
+        )
         answered = await http.post(
-            f"{base}/api/v1/clarification/{pending_id}/respond",
-            json={"answers": [{"question_id": "db", "selected_options": ["q1_opt1"]}]},
+            link,
+            data={"action": "answer", "q0-options": ["q1_opt1"], "q0-text": ""},
+            headers={"Origin": base},
         )
         if answered.status_code != 200:
-            raise DemoFailed(f"answering the detached bundle failed: {answered.text}")
+            raise DemoFailed(f"answering through the link failed: {answered.text}")
         resumes = (await http.get(f"{base}/api/v1/sessions/{session['id']}/resumes")).json()
-        _say("Answering it later resumes the agent through the durable outbox", resumes)
+        _say("Answering it there resumes the agent through the durable outbox", resumes)
+        history = (await http.get(f"{base}/api/v1/clarification/resolved")).json()
+        _say(
+            "The resolved list records who answered, on which surface",
+            [
+                {"pending_id": b["pending_id"], "surface": b["resolved_by"]["surface"]}
+                for b in history["bundles"]
+            ],
+        )
+        scrape = (await http.get(f"{base}/metrics")).text
+        _say(
+            "GET /metrics (Prometheus) counts them",
+            [
+                line
+                for line in scrape.splitlines()
+                if line.startswith(
+                    (
+                        "clarion_bundles_resolved_total",
+                        "clarion_claims_lost_total",
+                        "clarion_notification_deliveries_total",
+                        "clarion_pending_bundles",
+                    )
+                )
+            ],
+        )
 
 
 async def _main() -> None:
@@ -291,7 +327,13 @@ async def _main() -> None:
             with _Receiver() as receiver:
                 async with _serving(clarion.asgi_app, sock) as base:
                     _say(f"Clarion is serving {base} on {database}")
-                    await _story(base, receiver)
+                    await _story(
+                        base,
+                        receiver,
+                        lambda pending_id: clarion.answer_links.link_for(
+                            Identity.synthetic_admin(), pending_id
+                        ),
+                    )
         finally:
             clarion.close()
             sock.close()

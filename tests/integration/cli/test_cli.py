@@ -288,6 +288,11 @@ def test_clarion_demo_tells_the_whole_story_and_exits_zero(
     # the bundle was answered.
     assert "The webhook receiver is told, with a valid signature" in out
     assert '"event": "resolved"' in out
+    # Issues #17 and #20: a detached bundle is answered through a signed answer link, the
+    # resolved list records each surface, and the scrape counts them.
+    assert "An e-mail's signed answer link opens a page" in out
+    assert '"surface": "email"' in out
+    assert 'clarion_bundles_resolved_total{outcome=\\"answered\\",surface=\\"email\\"} 1.0' in out
 
 
 @pytest.mark.parametrize(
