@@ -302,6 +302,7 @@ async def _story(base: str, receiver: _Receiver, link_for: Callable[[str], str])
                         "clarion_claims_lost_total",
                         "clarion_notification_deliveries_total",
                         "clarion_pending_bundles",
+                        'clarion_mcp_tool_call_duration_seconds_count{tool="answer_question',
                     )
                 )
             ],

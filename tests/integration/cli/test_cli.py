@@ -293,6 +293,10 @@ def test_clarion_demo_tells_the_whole_story_and_exits_zero(
     assert "An e-mail's signed answer link opens a page" in out
     assert '"surface": "email"' in out
     assert 'clarion_bundles_resolved_total{outcome=\\"answered\\",surface=\\"email\\"} 1.0' in out
+    # The MCP tool timing counts the external client's one answer.
+    assert (
+        'clarion_mcp_tool_call_duration_seconds_count{tool=\\"answer_question_kandev\\"} 1.0' in out
+    )
 
 
 @pytest.mark.parametrize(
