@@ -10,6 +10,7 @@ import re
 import socket
 from collections.abc import Iterator
 from email.message import Message
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -32,6 +33,7 @@ from tests.integration.notifications.support import (
     NotifyWorld,
     Receiver,
     notify_world,
+    storage_for,
 )
 
 pytestmark = pytest.mark.anyio
@@ -234,15 +236,25 @@ async def test_an_unreachable_smtp_server_is_retried() -> None:
     assert delivery.last_error.startswith("SMTP failed")
 
 
+@pytest.mark.parametrize(
+    "kind", ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 async def test_an_emailed_answer_link_answers_the_waiting_agent_and_the_next_recipient_sees_the_winner(  # noqa: E501
     smtp: tuple[Sink, int],
+    kind: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
     """Issue #17 end to end, with the composed channels: the agent asks, each routed recipient
     gets one e-mail carrying their own signed answer link, following one answers through the
     one resolver (recorded as the e-mail surface) and the agent gets it in the same call; the
     other recipient's link then shows the winner (R2)."""
     sink, port = smtp
-    clock = ManualClock()
+    with storage_for(kind, request, tmp_path) as storage:
+        await _email_link_story(sink, port, storage, request.getfixturevalue("notify_clock"))
+
+
+async def _email_link_story(sink: Sink, port: int, storage: Storage, clock: ManualClock) -> None:
     settings = Settings(
         database_url="memory://",
         public_url="http://127.0.0.1",
@@ -252,7 +264,7 @@ async def test_an_emailed_answer_link_answers_the_waiting_agent_and_the_next_rec
         smtp_port=port,
         smtp_security="none",
     )
-    clarion = build_clarion(settings, storage=Storage.in_memory(clock, UuidIds()), clock=clock)
+    clarion = build_clarion(settings, storage=storage, clock=clock)
     world = NotifyWorld(clarion=clarion, clock=clock, channel=FakeChannel())
     users = clarion.authentication
     alice, bob = users.create_user("alice"), users.create_user("bob")

@@ -18,6 +18,7 @@ from clarion.domain.notifications import (
     REMINDER,
     RESOLVED,
 )
+from clarion.domain.resolved_by import IdentityKind, Surface
 from clarion.ports.notifications import Sent
 from tests.integration.notifications.support import PUBLIC_URL, NotifyWorld
 
@@ -210,6 +211,10 @@ async def test_a_default_deadline_answers_through_the_resolver_as_the_system(
     assert bundle.rows[0].status == ANSWERED
     assert bundle.rows[0].response is not None
     assert bundle.rows[0].response.selected_options == ("q1_opt1",)
+    # Issue #20: recorded as answered by the system, on the deadline surface.
+    resolved_by = bundle.rows[0].resolved_by
+    assert resolved_by is not None
+    assert (resolved_by.kind, resolved_by.surface) == (IdentityKind.SYSTEM, Surface.DEADLINE)
     (sent,) = world.channel.sent
     assert sent.event == RESOLVED
     assert [a.selected_options for a in sent.answers] == [("q1_opt1",)]
