@@ -341,8 +341,10 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         NOTIFICATION_ROUTES,
         "GET",
         "listNotificationRoutes",
-        "The notification routes the caller may manage, oldest first",
+        "The notification routes the caller may manage, oldest first (404 when the storage "
+        "keeps no notifications)",
         ok=(200, "NotificationRouteList", "The routes"),
+        errors=(404,),
     ),
     RouteSpec(
         f"{NOTIFICATION_ROUTES}/{{route_id}}",
