@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import Iterator
 
 import attrs
-import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.app.root.compose import build_clarion
 from clarion.app.root.settings import Settings
 from clarion.app.usecases.auth import Authentication
+from tests.sockets import base_url, listening_socket, quiet_uvicorn
 
 STARTUP_TIMEOUT_S = 30.0
 
@@ -59,14 +58,6 @@ class _Lifespan:
         await self.app(scope, receive, watch)
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without signal handlers (it runs in a worker thread of the test process)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @contextlib.contextmanager
 def serve_clarion(database_url: str, *, auth_enabled: bool) -> Iterator[ServedClarion]:
     """Serve a freshly built Clarion until the block ends.
@@ -75,27 +66,15 @@ def serve_clarion(database_url: str, *, auth_enabled: bool) -> Iterator[ServedCl
     """
     clarion = build_clarion(Settings(database_url=database_url, auth_enabled=auth_enabled))
     app = _Lifespan(clarion.asgi_app)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        ws="none",
-        timeout_graceful_shutdown=3,
-    )
-    server = _Uvicorn(config)
+    sock = listening_socket()
+    server = quiet_uvicorn(app, graceful_s=3)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         if not app.settled.wait(STARTUP_TIMEOUT_S) or not app.started:
             raise RuntimeError("Clarion did not start")
         yield ServedClarion(
-            base_url=f"http://127.0.0.1:{port}",
+            base_url=base_url(sock),
             auth_enabled=auth_enabled,
             authentication=clarion.authentication,
         )

@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,13 @@ import anyio
 import attrs
 import httpx2
 import pytest
-import uvicorn
 from mcp.types import CallToolResult, Tool
 
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.app.root.compose import Clarion, build_clarion
 from clarion.app.root.settings import Settings
 from clarion.domain.model import Resolution
+from tests.sockets import serving
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 GOLDEN_DIR = Path(__file__).resolve().parent / "wire"
@@ -156,14 +155,6 @@ class SignallingWaiters(InMemoryWaiters):
         return await super().wait(pending_id, timeout)
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers (the test runner owns the process's signals)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @attrs.define
 class Served:
     clarion: Clarion
@@ -193,30 +184,13 @@ async def serve(database_url: str, *, auth_enabled: bool) -> AsyncIterator[Serve
     # Start-up's storage step, as ``clarion serve`` runs it before serving: the scenario seeds
     # users and tokens as soon as the socket accepts, before the lifespan may have run.
     clarion.upgrade()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        clarion.asgi_app,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        ws="none",
-        timeout_graceful_shutdown=5,
-    )
-    server = _Uvicorn(config)
     try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(server.serve, [sock])
+        async with serving(clarion.asgi_app) as url:
             try:
-                yield Served(clarion, clock, waiters, f"http://127.0.0.1:{port}")
+                yield Served(clarion, clock, waiters, url)
             finally:
                 clarion.begin_shutdown()
-                server.should_exit = True
     finally:
-        sock.close()
         clarion.close()
 
 

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from clarion.app.root.cli import main
 from clarion.app.root.compose import Clarion, build_clarion
 from clarion.app.root.settings import Settings
 from clarion.domain.resolved_by import Surface
+from tests.sockets import free_port, serving_in_thread
 
 COMMANDS = [
     [],
@@ -95,10 +93,7 @@ def test_a_token_for_an_unknown_user_fails_with_one_line(
 
 
 def test_an_unreachable_server_fails_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    assert main(["questions", "list", "--url", f"http://127.0.0.1:{port}"]) == 1
+    assert main(["questions", "list", "--url", f"http://127.0.0.1:{free_port()}"]) == 1
     err = capsys.readouterr().err
     assert "cannot reach" in err
     assert err.count("\n") == 1
@@ -115,29 +110,13 @@ def test_answer_flags_that_contradict_each_other_are_refused(
     assert "QUESTION=VALUE" in capsys.readouterr().err
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @contextlib.contextmanager
 def _serve(database_url: str, *, auth_enabled: bool = False) -> Iterator[tuple[str, Clarion]]:
     clarion = build_clarion(Settings(database_url=database_url, auth_enabled=auth_enabled))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    server = _Server(uvicorn.Config(clarion.asgi_app, log_config=None, lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
     try:
-        while not server.started:
-            thread.join(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", clarion
+        with serving_in_thread(clarion.asgi_app) as url:
+            yield url, clarion
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
         clarion.close()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,16 +16,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+from tests.sockets import free_port
 
 
 def test_serve_stops_cleanly_at_once_even_with_an_event_stream_open(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [
@@ -75,7 +69,7 @@ async def test_serve_ends_blocked_asks_at_shutdown_and_their_bundles_stay_answer
     tmp_path: Path,
 ) -> None:
     """Facts §4.9 at shutdown: the agent gets its call back at once; the bundle detaches."""
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     database = tmp_path / "serve.db"
     server = subprocess.Popen(

@@ -20,16 +20,10 @@ from starlette.routing import Route
 
 from clarion.app.root.serving import uvicorn_config
 from clarion.app.root.settings import Settings
+from tests.sockets import free_port
 
 GUARD_S = 20.0  # a socket that neither closes nor answers within this is a failure
 REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def _hello(request: Request) -> PlainTextResponse:
@@ -45,7 +39,7 @@ async def _slow(request: Request) -> PlainTextResponse:
 def serving(**limits: object) -> Iterator[int]:
     import uvicorn
 
-    port = _free_port()
+    port = free_port()
     settings = Settings(database_url="memory://", port=port, **limits)  # type: ignore[arg-type]
     app = Starlette(routes=[Route("/", _hello), Route("/slow", _slow)])
     server = uvicorn.Server(uvicorn_config(app, settings, lifespan="off"))

@@ -24,8 +24,8 @@ from tests.integration.multiprocess.cluster import (
     Replica,
     _die_with_parent,
     _pump,
-    free_port,
 )
+from tests.sockets import free_port
 
 
 def start_serve(

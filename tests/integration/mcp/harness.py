@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
 import attrs
 import httpx2
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, Implementation
@@ -49,6 +47,7 @@ from clarion.domain.model import Identity
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.ports.events import Event
 from clarion.ports.resume import ResumeRequest
+from tests.sockets import serving as serving_app
 
 ASK = "ask_user_question_kandev"
 ANSWER = "answer_question_kandev"
@@ -259,14 +258,6 @@ class McpWorld:
         return f"{self.base_url}/api/v1/clarification/{pending_id}/respond"
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers (the test runner owns the process's signals)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @contextlib.asynccontextmanager
 async def serving(world: McpWorld) -> AsyncIterator[McpWorld]:
     """Serve ``world.app`` on a free 127.0.0.1 port for the duration of the block.
@@ -274,30 +265,11 @@ async def serving(world: McpWorld) -> AsyncIterator[McpWorld]:
     The socket is bound and listening before uvicorn starts, so clients may connect at once:
     their connections wait in the backlog until the application (and its lifespan) is up.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        world.app,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        ws="none",
-        timeout_graceful_shutdown=5,
-    )
-    server = _Uvicorn(config)
-    world.base_url = f"http://127.0.0.1:{port}"
     try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(server.serve, [sock])
-            try:
-                yield world
-            finally:
-                server.should_exit = True
+        async with serving_app(world.app) as url:
+            world.base_url = url
+            yield world
     finally:
-        sock.close()
         world.engine.dispose()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import IO
 import attrs
 
 from clarion.adapters.sql import upgrade_database
+from tests.sockets import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 STARTUP_TIMEOUT_S = 60.0
@@ -40,13 +40,6 @@ def serve_command(database_url: str, port: int) -> list[str]:
         "--live-delivery",
         "postgres",
     ]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @attrs.define(eq=False)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import email
 import json
 import re
-import socket
 from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
@@ -35,6 +34,7 @@ from tests.integration.notifications.support import (
     notify_world,
     storage_for,
 )
+from tests.sockets import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -125,15 +125,9 @@ class Sink:
         return "250 OK"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(name="smtp")
 def fixture_smtp() -> Iterator[tuple[Sink, int]]:
-    sink, port = Sink(), _free_port()
+    sink, port = Sink(), free_port()
     controller = Controller(sink, hostname="127.0.0.1", port=port)
     controller.start()
     try:
@@ -225,7 +219,7 @@ async def test_without_an_issuer_the_email_carries_the_inbox_deep_link(
 
 async def test_an_unreachable_smtp_server_is_retried() -> None:
     mailer = EmailNotifier(
-        SmtpSettings(host="127.0.0.1", port=_free_port(), security="none", timeout_s=2)
+        SmtpSettings(host="127.0.0.1", port=free_port(), security="none", timeout_s=2)
     )
     world = _memory_world({"email": mailer})
     world.route("", "email:ops@example.com", events=(ANSWERABLE,))
