@@ -34,13 +34,17 @@ typecheck: $(STAMP)
 chromium:
 	bash scripts/ensure-chromium.sh
 
+# Tests run in parallel worker processes (pytest-xdist): one per core, at most four; each worker
+# that needs PostgreSQL without CLARION_TEST_POSTGRES_URL starts its own embedded server.
+PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup
+
 unit: $(STAMP) chromium
-	$(BIN)/python -m pytest --cov --cov-report=term-missing:skip-covered
+	$(BIN)/python -m pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered
 
 test: lint typecheck unit
 
 quick: lint
-	$(BIN)/python -m pytest -q -m "not postgres and not browser and not slow"
+	$(BIN)/python -m pytest $(PARALLEL) -q -m "not postgres and not browser and not slow"
 
 # Rewrites docs/screenshots/*.png from a real server (the test run writes them to a temporary
 # directory otherwise).

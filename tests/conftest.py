@@ -89,7 +89,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if session.config.option.collectonly:
+    if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+        # Under pytest-xdist each worker sees only its share; the controller receives every
+        # worker's reports through pytest_runtest_logreport and judges the whole run.
         return
     ran = _postgres_outcomes["passed"] + _postgres_outcomes["failed"]
     skipped = _postgres_outcomes["skipped"]

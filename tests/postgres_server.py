@@ -9,10 +9,12 @@ when the session ends — whatever the tests' outcome.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -55,6 +57,20 @@ def _embedded_get_server(pgdata: Path) -> _Server:
     return server
 
 
+@contextlib.contextmanager
+def _one_start_at_a_time() -> Iterator[None]:
+    """Parallel test workers (pytest-xdist) each start their own server; as root the package
+    creates its system user on first use outside its own lock, so two first starts at once
+    would race on ``useradd``. Starts are serialized across processes here."""
+    lock_path = Path(tempfile.gettempdir()) / "clarion-test-postgres.lock"
+    with lock_path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @attrs.define(eq=False)
 class EmbeddedPostgres:
     """One running throwaway server and the SQLAlchemy URL of its ``postgres`` database."""
@@ -74,7 +90,8 @@ class EmbeddedPostgres:
         """
         directory = Path(tempfile.mkdtemp(prefix="clarion-test-postgres-"))
         try:
-            server = get_server(directory)
+            with _one_start_at_a_time():
+                server = get_server(directory)
         # Whatever stops it (no wheel for this platform, a missing system tool, a timeout), the
         # remedy is the same: name a server instead.
         except Exception as error:

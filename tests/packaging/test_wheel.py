@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Building the wheel takes longer than the whole quick loop (`make quick` leaves it out).
-pytestmark = pytest.mark.slow
+# One worker builds the wheel once for the module's tests (pytest-xdist --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 
 # What a build of the working tree must not see (and what it would otherwise leave in it).
