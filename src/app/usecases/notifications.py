@@ -219,6 +219,22 @@ class NotificationWorker:
         )
         return bundle.pending_id in active
 
+    async def _announces(self, entry: OutboxEntry, responded_at: datetime) -> bool:
+        """Whether ``entry`` comes from the winning claim: its event was recorded at that
+        claim's own timestamp (every claim records its ``resolved`` event, a rolled-back one
+        too)."""
+        recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, entry.pending_id)
+        origin = next(
+            (
+                e
+                for e in recorded
+                if not e.route_id and entry.idempotency_key.startswith(f"{e.idempotency_key}:")
+            ),
+            None,
+        )
+        # An origin already purged is long past any re-claim: nothing left to compare.
+        return origin is None or origin.created_at == responded_at
+
     async def _recipient(self, route: Route, task_id: str) -> Identity | None:
         """The identity the route acts for, when it may see ``task_id`` right now."""
         identity = Identity.internal()
@@ -253,6 +269,11 @@ class NotificationWorker:
                 return
             if winner is None:
                 await self._finish(entry, DROPPED, "the claim was rolled back")
+                return
+            if not await self._announces(entry, winner.responded_at):
+                # A claim rolled back (a refused resume) and a later one won: only the later
+                # claim's event announces the answer, so each route hears "resolved" once.
+                await self._finish(entry, DROPPED, "a later claim superseded this one")
                 return
         recipient = await self._recipient(route, bundle.task_id)
         if recipient is None:

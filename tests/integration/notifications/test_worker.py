@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from clarion.domain.errors import NotActive
-from clarion.domain.model import ANSWERED, EXPIRED, Identity
+from clarion.domain.model import ANSWERED, EXPIRED, Answer, Identity
 from clarion.domain.notifications import (
     ANSWERABLE,
     DONE,
@@ -71,6 +71,31 @@ async def test_nothing_asks_for_an_answer_after_the_answer(world: NotifyWorld) -
     assert _statuses(world, ANSWERABLE) == [DROPPED]
     # Answer text goes only to a route that opted in.
     assert world.channel.sent[0].answers == ()
+
+
+async def test_a_rolled_back_claim_and_the_later_winner_announce_resolved_once(
+    world: NotifyWorld,
+) -> None:
+    """A claim whose resume was refused is rolled back (R7a) but has already recorded its
+    "resolved" event; when a later answer wins, each route hears "resolved" once, with the
+    answer that stands, even when the worker reaches both events only afterwards."""
+    world.route("", HOOK_A, include_answers=True, events=(RESOLVED,))
+    world.ask("")
+    claims = world.clarion.storage.claims
+    first = claims.complete_active_bundle(
+        "p-1", ANSWERED, {"q1": Answer(question_id="q1", selected_options=("q1_opt1",))}
+    )
+    assert first.claimed
+    assert claims.restore_active_bundle("p-1", ANSWERED, [row.id for row in first.rows])
+    world.advance(1)
+    await world.answer("p-1", "q1_opt2")
+    await world.drain()
+    (sent,) = world.channel.sent
+    assert [a.selected_options for a in sent.answers] == [("q1_opt2",)]
+    resolved = [e for e in world.entries() if e.event == RESOLVED and e.route_id]
+    assert sorted(e.status for e in resolved) == [DONE, DROPPED]
+    (superseded,) = [e for e in resolved if e.status == DROPPED]
+    assert superseded.last_error == "a later claim superseded this one"
 
 
 async def test_a_route_that_opts_in_receives_the_answers_with_resolved(
