@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import attrs
@@ -137,9 +138,9 @@ def test_other_properties_take_the_mapped_model() -> None:
 def test_the_answer_tool_publishes_what_the_respond_parser_reads() -> None:
     """N9: the answer tool's arguments are ``pending_id`` plus a respond body, field for field
     (the parser hands everything but ``pending_id`` to :class:`RespondRequest`)."""
-    tool = [(field.name, field.type) for field in attrs.fields(models.AnswerInput)]
-    body = [(field.name, field.type) for field in attrs.fields(models.RespondRequest)]
-    assert tool == [("pending_id", "str"), *body]
+    tool = list(typing.get_type_hints(models.AnswerInput).items())
+    body = list(typing.get_type_hints(models.RespondRequest).items())
+    assert tool == [("pending_id", str), *body]
 
 
 @pytest.mark.parametrize(
