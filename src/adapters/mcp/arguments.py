@@ -1,7 +1,8 @@
 """Tool arguments → use-case inputs. Every failure is a ``ValidationError`` naming the field.
 
-The low-level SDK server advertises the schemas in :mod:`clarion.adapters.mcp.schemas` but does
-not enforce them, so this module does: unknown top-level fields are refused (upstream forces
+The low-level SDK server advertises the schemas generated from the argument models
+(:data:`clarion.adapters.wire.models.TOOL_INPUTS`) but does not enforce them, so this module
+does: a top-level field the model does not name is refused (upstream forces
 ``additionalProperties: false`` at the top level, so ``reason`` is refused, facts §9.1), wrong
 types name the argument, and the shared wire module parses the nested answer and question
 shapes exactly as REST does.
@@ -10,25 +11,16 @@ shapes exactly as REST does.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from clarion.adapters import wire
+from clarion.adapters.wire import models
 from clarion.domain.errors import ValidationError
 from clarion.domain.model import Outcome
 from clarion.domain.questions import QuestionDraft
-
-
-@attrs.frozen
-class ListArguments:
-    """``list_pending_questions`` arguments; "" and None mean "not supplied" (L7a.4, L10)."""
-
-    workspace_id: str = ""
-    created_since: str = ""
-    cursor: str = ""
-    limit: int | None = None
 
 
 @attrs.frozen
@@ -46,8 +38,8 @@ def _mapping(arguments: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return arguments if arguments is not None else {}
 
 
-def _refuse_unknown(arguments: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    unknown = sorted(set(arguments) - set(allowed))
+def _refuse_unknown(arguments: Mapping[str, Any], shape: type[Any]) -> None:
+    unknown = sorted(set(arguments) - {field.name for field in attrs.fields(shape)})
     if unknown:
         raise ValidationError(f"invalid arguments: unknown field {unknown[0]!r}", field=unknown[0])
 
@@ -72,11 +64,11 @@ def _optional_limit(arguments: Mapping[str, Any]) -> int | None:
     return int(value)
 
 
-def parse_list_pending(arguments: Mapping[str, Any] | None) -> ListArguments:
+def parse_list_pending(arguments: Mapping[str, Any] | None) -> models.ListPendingInput:
     """L7–L10: every argument optional; the use case parses ``created_since`` and ``cursor``."""
     args = _mapping(arguments)
-    _refuse_unknown(args, ("workspace_id", "created_since", "cursor", "limit"))
-    return ListArguments(
+    _refuse_unknown(args, models.ListPendingInput)
+    return models.ListPendingInput(
         workspace_id=_optional_string(args, "workspace_id"),
         created_since=_optional_string(args, "created_since"),
         cursor=_optional_string(args, "cursor"),
@@ -98,7 +90,7 @@ def parse_answer(arguments: Mapping[str, Any] | None) -> tuple[str, Outcome]:
 def parse_list_tasks(arguments: Mapping[str, Any] | None) -> str:
     """The optional ``workspace_id`` ("" = every visible workspace)."""
     args = _mapping(arguments)
-    _refuse_unknown(args, ("workspace_id",))
+    _refuse_unknown(args, models.ListTasksInput)
     return _optional_string(args, "workspace_id")
 
 
@@ -110,7 +102,7 @@ def parse_ask(arguments: Mapping[str, Any] | None) -> AskArguments:
     (domain ``validate_questions`` and ``validate_context``).
     """
     args = _mapping(arguments)
-    _refuse_unknown(args, ("questions", "context", "context_paragraphs"))
+    _refuse_unknown(args, models.AskInput)
     if args.get("questions") is None:
         raise ValidationError(
             "questions is required (array of 1-4 question objects)", field="questions"

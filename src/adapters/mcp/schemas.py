@@ -1,7 +1,8 @@
 """The four tools as data: names, descriptions and JSON Schemas.
 
-Output schemas are generated from the wire models (:mod:`clarion.adapters.wire.models`);
-input schemas, with their argument descriptions, are still written here.
+Input and output schemas are generated from the wire models
+(:mod:`clarion.adapters.wire.models`: the tools' arguments are :data:`~.models.TOOL_INPUTS`,
+their argument descriptions field metadata there).
 
 Descriptions and argument descriptions are upstream's (facts §2.2, §6.3, §6.4) with the tool
 names carrying the configured suffix. The schemas are advertised, not enforced by the SDK (the
@@ -18,10 +19,9 @@ import attrs
 from mcp.types import Tool, ToolAnnotations
 
 from clarion.adapters.wire import models
-from clarion.adapters.wire.jsonschema import mcp_dialect, object_schema
+from clarion.adapters.wire.jsonschema import Dialect, mcp_dialect, object_schema
 
 DEFAULT_SUFFIX: Final = "_kandev"
-_MCP: Final = mcp_dialect(models.OPEN_IN_MCP)
 
 
 @attrs.frozen
@@ -47,155 +47,26 @@ class ToolNames:
         return f"ask_user_question{self.suffix}"
 
 
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+def _dialect(names: ToolNames) -> Dialect:
+    """The MCP dialect, with the configured tool names for the descriptions that cite them."""
+    return mcp_dialect(
+        models.OPEN_IN_MCP,
+        models.OTHER_PROPERTIES_IN_MCP,
+        words={"list_pending": names.list_pending},
+    )
 
 
-# --- list_pending_questions (facts §6.3; L3, L4, L4a, L11) --------------------------------
-
-LIST_PENDING_OUTPUT: Final = object_schema(models.PendingPage, _MCP)
-LIST_PENDING_INPUT: Final = {
-    "type": "object",
-    "properties": {
-        "workspace_id": _string(
-            "Optional workspace ID filter. Omit to list across every workspace visible to the "
-            "caller."
-        ),
-        "created_since": _string(
-            "Optional RFC3339 timestamp; only bundles created at or after this time are returned."
-        ),
-        "cursor": _string("Optional opaque pagination cursor from a previous call's next_cursor."),
-        "limit": {"type": "number", "description": "Optional page size (default 50, max 200)."},
-    },
-    "additionalProperties": False,
-}
-
-# --- answer_question (facts §6.4; N1, N3, N4, N9, R12) -------------------------------------
-
-ANSWER_OUTPUT: Final = object_schema(models.Resolution, _MCP)
+def _schema(kind: type[Any], names: ToolNames | None = None) -> dict[str, Any]:
+    return object_schema(kind, _dialect(names or ToolNames()))
 
 
-def _answer_input(names: ToolNames) -> dict[str, Any]:
-    source = f"from {names.list_pending}"
-    return {
-        "type": "object",
-        "properties": {
-            "pending_id": _string(f"The bundle's pending_id, {source}."),
-            "answers": {
-                "type": "array",
-                "description": "One entry per question in the bundle, in any order.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "question_id": _string(f"The question's question_id, {source}."),
-                        "selected_options": {
-                            "type": "array",
-                            "description": "Zero or more option IDs returned for this question.",
-                            "items": {"type": "string"},
-                        },
-                        "custom_text": _string("Free-text answer for this question."),
-                    },
-                    "required": ["question_id"],
-                },
-            },
-            "rejected": {
-                "type": "boolean",
-                "description": "Reject the whole bundle instead of answering it.",
-            },
-            "reject_reason": _string("Optional reason shown alongside a rejection."),
-        },
-        # N9: pending_id is required and nothing else.
-        "required": ["pending_id"],
-        "additionalProperties": False,
-    }
-
-
-# --- list_tasks (T1, T2; interfaces.md: optional workspace_id, {"tasks", "total"}) --------
-
-LIST_TASKS_OUTPUT: Final = object_schema(models.ToolTaskList, _MCP)
-LIST_TASKS_INPUT: Final = {
-    "type": "object",
-    "properties": {
-        "workspace_id": _string(
-            "Optional workspace ID filter. Omit to list tasks across every workspace visible to "
-            "the caller."
-        ),
-    },
-    "additionalProperties": False,
-}
-
-# --- ask_user_question (facts §2.2, §2.9 with §9.25 fixed) --------------------------------
-
-ASK_OUTPUT: Final = {
-    "type": "object",
-    "properties": {
-        "rejected": {"type": "boolean"},
-        "reject_reason": {"type": "string"},
-    },
-    "required": ["rejected", "reject_reason"],
-    # Every other key is a question id (the keys are the agent's own, so they are open).
-    "additionalProperties": object_schema(models.AskedAnswer, _MCP),
-}
-ASK_INPUT: Final = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "description": (
-                'Array of 1-4 question objects. Each question must have a "prompt" (the question '
-                'text) and an "options" array (2-6 entries with label + description). Optional '
-                'fields: "id" (stable identifier in the response map; auto-generated if omitted), '
-                '"title" (≤12 chars short label).'
-            ),
-            "minItems": 1,
-            "maxItems": 4,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": _string(
-                        "Stable identifier used as the key in the response map. Auto-assigned "
-                        "(q1, q2, ...) if omitted."
-                    ),
-                    "title": _string("Optional short label (≤12 chars) shown above the prompt."),
-                    "prompt": _string("The question text shown to the user."),
-                    "options": {
-                        "type": "array",
-                        "description": "2-6 concrete, actionable choices.",
-                        "minItems": 2,
-                        "maxItems": 6,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "label": _string(
-                                    "Short text (1-5 words) shown as the clickable option."
-                                ),
-                                "description": _string(
-                                    "Brief explanation of what this option means."
-                                ),
-                            },
-                            "required": ["label", "description"],
-                        },
-                    },
-                },
-                "required": ["prompt", "options"],
-            },
-        },
-        "context": _string(
-            "Optional single block of shared background information. Preserved verbatim; use "
-            "context_paragraphs for multiple paragraphs."
-        ),
-        "context_paragraphs": {
-            "type": "array",
-            "description": (
-                "Optional shared background as separate paragraphs. Preferred for multiline "
-                "context; when non-empty, overrides context and is joined with blank lines."
-            ),
-            "items": {"type": "string"},
-        },
-    },
-    "required": ["questions"],
-    "additionalProperties": False,
-}
+# Outputs: list_pending_questions (facts §6.3; L3, L4, L4a, L11), answer_question (facts §6.4;
+# N3, N4, R12), list_tasks (T1, T2; interfaces.md: {"tasks", "total"}), ask_user_question
+# (facts §2.9 with §9.25 fixed). The inputs depend on the names (descriptions cite them).
+LIST_PENDING_OUTPUT: Final = _schema(models.PendingPage)
+ANSWER_OUTPUT: Final = _schema(models.Resolution)
+LIST_TASKS_OUTPUT: Final = _schema(models.ToolTaskList)
+ASK_OUTPUT: Final = _schema(models.AskOutput)
 
 
 def list_pending_tool(names: ToolNames) -> Tool:
@@ -209,7 +80,7 @@ def list_pending_tool(names: ToolNames) -> Tool:
             "its questions is still open. Each bundle groups every question the agent asked in "
             f"one {names.ask} call; answer with {names.answer} using the returned pending_id."
         ),
-        input_schema=LIST_PENDING_INPUT,
+        input_schema=_schema(models.ListPendingInput, names),
         output_schema=LIST_PENDING_OUTPUT,
         annotations=ToolAnnotations(
             read_only_hint=True, idempotent_hint=True, open_world_hint=False
@@ -230,7 +101,7 @@ def answer_tool(names: ToolNames) -> Tool:
             "first-write-wins: if the bundle was already resolved by someone else, this returns "
             "claimed: false along with the winning resolution's status and response, not an error."
         ),
-        input_schema=_answer_input(names),
+        input_schema=_schema(models.AnswerInput, names),
         output_schema=ANSWER_OUTPUT,
         annotations=ToolAnnotations(
             read_only_hint=False,
@@ -256,7 +127,7 @@ def list_tasks_tool(names: ToolNames) -> Tool:
             "set CLARION_MAX_PAGE_SIZE): the oldest ones. Pass workspace_id to narrow the list "
             "when it is full."
         ),
-        input_schema=LIST_TASKS_INPUT,
+        input_schema=_schema(models.ListTasksInput, names),
         output_schema=LIST_TASKS_OUTPUT,
         annotations=ToolAnnotations(
             read_only_hint=True, idempotent_hint=True, open_world_hint=False
@@ -276,7 +147,7 @@ def ask_tool(names: ToolNames) -> Tool:
             "bundle related questions in one call. Returns answers keyed by question id; a "
             "rejected bundle includes rejected=true and may include reject_reason."
         ),
-        input_schema=ASK_INPUT,
+        input_schema=_schema(models.AskInput, names),
         output_schema=ASK_OUTPUT,
         annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False),
     )

@@ -17,9 +17,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-import anyio
 import attrs
 import structlog
 from mcp.server import Server, ServerRequestContext
@@ -45,6 +44,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.adapters import wire
+from clarion.adapters.disconnect import DISCONNECTED, disconnect_polled, until_disconnected
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
 from clarion.app.usecases.auth import bearer_credential, identity_bound
 from clarion.domain.errors import ValidationError, failure_fields
@@ -55,7 +55,6 @@ SCOPE_KEY: Final = "clarion.mcp"
 AUTH_REQUIRED: Final = "authentication required"
 CLIENT_GONE: Final = "the client disconnected before the tool finished"
 DISCONNECT_POLL_S: Final = 1.0
-T = TypeVar("T")
 
 _log = structlog.get_logger(__name__)
 
@@ -139,32 +138,6 @@ def _client_of(ctx: ServerRequestContext[Any, Any]) -> ClientInfo:
     return ClientInfo(name=params.client_info.name, version=params.client_info.version)
 
 
-async def while_connected(
-    request: Request, work: Callable[[], Awaitable[T]], poll: float
-) -> T | None:
-    """Run ``work`` until it finishes or the HTTP client that sent ``request`` disconnects
-    (then ``work`` is cancelled and None returned).
-
-    The 2026-07-28 transport cancels a handler whose client went away, but a legacy session
-    keeps the request running after its response stream is gone (it is the session's, not the
-    connection's); without an event store that stream can never be resumed, so nobody could
-    ever receive the result. Watching the connection makes both eras end a call when its
-    client leaves — for the ask tool that is what detaches the bundle (facts §4.9).
-    """
-    outcome: list[T] = []
-    async with anyio.create_task_group() as tasks:
-
-        async def watch() -> None:
-            while not await request.is_disconnected():
-                await anyio.sleep(poll)
-            tasks.cancel_scope.cancel()
-
-        tasks.start_soon(watch)
-        outcome.append(await work())
-        tasks.cancel_scope.cancel()
-    return outcome[0] if outcome else None
-
-
 def build_server(
     name: str,
     version: str,
@@ -179,7 +152,7 @@ def build_server(
 
     A call that reaches a handler without a :class:`Caller` on its request (a transport that
     bypassed :class:`AuthGate`) is refused as unauthenticated rather than run as anyone. Over
-    HTTP a call ends when its client disconnects (:func:`while_connected`).
+    HTTP a call ends when its client disconnects (:mod:`clarion.adapters.disconnect`).
     """
     by_name = {entry.tool.name: entry for entry in tools}
     timings = metrics if metrics is not None else NoMetrics()
@@ -232,8 +205,14 @@ def build_server(
 
         if not isinstance(request, Request):
             return await run()
-        result = await while_connected(request, run, disconnect_poll)
-        return result if result is not None else error_result("CANCELLED", CLIENT_GONE)
+        # The 2026-07-28 transport cancels a handler whose client went away, but a legacy
+        # session keeps the request running after its response stream is gone (it is the
+        # session's, not the connection's); without an event store that stream can never be
+        # resumed, so nobody could ever receive the result. Watching the connection makes both
+        # eras end a call when its client leaves — for the ask tool that is what detaches the
+        # bundle (facts §4.9).
+        result = await until_disconnected(disconnect_polled(request, disconnect_poll), run)
+        return error_result("CANCELLED", CLIENT_GONE) if result is DISCONNECTED else result
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         entry = by_name.get(tool_name)

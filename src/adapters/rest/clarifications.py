@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clarion.adapters import wire
+from clarion.adapters.disconnect import DISCONNECTED, disconnect_message, until_disconnected
 from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
-from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
@@ -129,7 +129,7 @@ def clarification_routes(
         # A client that leaves cancels its wait, which removes its waiter: an answer arriving
         # later takes the detached path at once instead of blocking on nobody (upstream §9.21).
         resolution = await until_disconnected(
-            request.receive, lambda: requests.wait(identity, pending_id)
+            disconnect_message(request.receive), lambda: requests.wait(identity, pending_id)
         )
         if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")

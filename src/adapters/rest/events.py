@@ -16,6 +16,11 @@ every ``heartbeat_s`` seconds so proxies keep the connection and clients notice 
 The stream ends cleanly — the subscription is closed and the response finished — when the
 client disconnects, when the event source ends, or when :meth:`EventStream.close` is called
 (the composition root calls it on shutdown, before the server waits for open connections).
+
+The response is ``sse-starlette``'s :class:`~sse_starlette.EventSourceResponse`: it writes the
+frames a producer task hands it, watches for the client's disconnect (then cancels the
+producer) and answers ``HEAD`` with the headers alone. Its own pings are off: the heartbeat is
+sent only when the stream was quiet for ``heartbeat_s``, as before.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ import anyio.to_thread
 import attrs
 import structlog
 from anyio.abc import ObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
+from sse_starlette import EventSourceResponse
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from clarion.adapters.rest.auth import Credential, auth_context, require_identity
-from clarion.adapters.rest.disconnect import DISCONNECTED, until_disconnected
 from clarion.domain.errors import LimitExceeded
 from clarion.domain.model import Identity
 from clarion.ports.events import Event, EventSource
@@ -61,28 +67,11 @@ def event_frame(event: Event) -> bytes:
     return f"event: {event.kind}\ndata: {data}\n\n".encode()
 
 
-class _EventStreamResponse(Response):
-    """An endless ``text/event-stream`` body (no ``Content-Length``), written by ``run``."""
-
-    def __init__(self, run: Callable[[Send], Awaitable[None]]) -> None:
-        # Response.__init__ would render an empty body and announce Content-Length: 0.
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),
-        ]
-        self._run = run
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-
-        async def run() -> None:
-            await self._run(send)
-
-        if await until_disconnected(receive, run) is not DISCONNECTED:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+CONNECTED: Final = b": connected\n\n"
+HEARTBEAT: Final = b": heartbeat\n\n"
+# The stream's headers besides text/event-stream; charset=utf-8 (sse-starlette adds
+# X-Accel-Buffering: no and Connection: keep-alive).
+_HEADERS: Final = {"Cache-Control": "no-cache"}
 
 
 @attrs.define
@@ -157,6 +146,20 @@ class EventStream:
         key = _viewer_key(identity)
         if viewer.streams <= 0 and self._viewers.get(key) is viewer:
             del self._viewers[key]
+
+    def _admission(self, identity: Identity) -> tuple[_Viewer, Callable[[], None]]:
+        """Admit one stream of ``identity`` (or raise ``LimitExceeded``); the returned
+        release may be called any number of times and releases once."""
+        viewer = self._admit(identity)
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._release(identity, viewer)
+
+        return viewer, release
 
     async def _sees(self, viewer: _Viewer, identity: Identity, task_id: str) -> bool:
         """Whether ``identity`` may see ``task_id``, computed once for all its streams."""
@@ -241,13 +244,16 @@ class EventStream:
         viewer: _Viewer,
         identity: Identity,
         credential: Credential | None,
-        send: Send,
+        frames: MemoryObjectSendStream[bytes],
+        release: Callable[[], None],
     ) -> None:
+        """Write the stream's frames to ``frames`` until it ends, then close it (the response
+        then finishes); cancelled when the client disconnects."""
         sink, events = anyio.create_memory_object_stream[Event](_BUFFER)
         # Both ends are closed here whatever happens; the pump also closes its end when the
         # source runs dry, which is how the loop below learns the stream is over.
         try:
-            with sink, events:
+            with frames, sink, events:
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._pump, viewer, identity, sink)
 
@@ -258,33 +264,50 @@ class EventStream:
                     group.start_soon(watch_close)
                     if credential is not None:
                         group.start_soon(self._watch_credential, credential, group.cancel_scope)
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": b": connected\n\n",
-                            "more_body": True,
-                        }
-                    )
+                    await frames.send(CONNECTED)
                     while True:
                         with anyio.move_on_after(self._heartbeat_s) as idle:
                             try:
                                 event = await events.receive()
                             except anyio.EndOfStream:
                                 break
-                        frame = b": heartbeat\n\n" if idle.cancelled_caught else event_frame(event)
-                        await send({"type": "http.response.body", "body": frame, "more_body": True})
+                        await frames.send(
+                            HEARTBEAT if idle.cancelled_caught else event_frame(event)
+                        )
                     group.cancel_scope.cancel()
         finally:
-            self._release(identity, viewer)
+            release()
 
     @property
     def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
         async def events(request: Request) -> Response:
             identity = require_identity(request)
             credential = auth_context(request).credential
-            viewer = self._admit(identity)
-            return _EventStreamResponse(
-                lambda send: self._serve(viewer, identity, credential, send)
+            viewer, release = self._admission(identity)
+            # Unbuffered: a frame is handed over only when the response takes it.
+            frames, written = anyio.create_memory_object_stream[bytes](0)
+
+            async def produce() -> None:
+                await self._serve(viewer, identity, credential, frames, release)
+
+            async def content() -> AsyncIterator[bytes]:
+                with written:
+                    async for frame in written:
+                        yield frame
+
+            def finish() -> None:
+                # Runs after every response, HEAD included (which never starts the producer
+                # nor reads the content); each step does nothing the second time.
+                frames.close()
+                written.close()
+                release()
+
+            return EventSourceResponse(
+                content(),
+                headers=_HEADERS,
+                ping=0,
+                data_sender_callable=produce,
+                background=BackgroundTask(finish),
             )
 
         return events

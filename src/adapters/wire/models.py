@@ -5,7 +5,9 @@ The converter in :mod:`clarion.adapters.wire.convert` turns these into JSON and 
 output schemas). A field's ``metadata["schema"]`` adds keywords to the schema its type gives
 (``minimum``, ``minLength``, …) or, under ``"replace"``, states the whole schema where the
 type alone cannot say it; keyed ``"*"`` for every dialect or by a dialect's name (``"mcp"``)
-where the published schemas differ. A class's schema name is its class name.
+where the published schemas differ (:func:`dialects`). A class's schema name is its class name.
+The MCP tools' arguments are models too (:data:`TOOL_INPUTS`); their argument descriptions
+(upstream's words, facts §2.2, §6.3, §6.4) live on the fields, once.
 
 Always-emit (R12, L4a): every field is written, ``[]``/``""`` when empty. The classes listed
 in :data:`OMIT_EMPTY` keep upstream's omitempty shape instead (``GET /:id/wait``, facts §5.10).
@@ -35,14 +37,32 @@ def replaced(whole: dict[str, Any], **dialects: dict[str, Any]) -> dict[str, Any
     }
 
 
-def required(**keywords: Any) -> dict[str, Any]:
-    """Field metadata: the schema requires the field although the parser has a default for it
-    (the domain's validation then names what is missing), plus ``keywords``."""
-    return {"schema": {"*": keywords}, "required": True}
+def dialects(
+    *,
+    required: bool | tuple[str, ...] = False,
+    hidden: tuple[str, ...] = (),
+    **keywords: dict[str, Any],
+) -> dict[str, Any]:
+    """Field metadata per dialect: ``every={...}``, ``openapi={...}`` and ``mcp={...}`` are
+    JSON Schema keywords (a dialect's own over every dialect's); ``required`` is True or the
+    dialects whose schema requires the field although the parser has a default for it (the
+    domain's validation then names what is missing);
+    ``hidden`` names the dialects whose schema leaves the field out (the parser still reads
+    it)."""
+    by_dialect = {("*" if name == "every" else name): value for name, value in keywords.items()}
+    return {"schema": by_dialect, "required": required, "hidden": hidden}
+
+
+def described(text: str, **keywords: Any) -> dict[str, Any]:
+    """Field metadata: a tool argument's description (MCP only; ``$list_pending`` stands for
+    that tool's configured name) plus MCP ``keywords``."""
+    return dialects(mcp={"description": text, **keywords})
 
 
 _COUNT: Final = schema(minimum=0)
-_NON_BLANK: Final = required(minLength=1)
+# Not blank: a REST body's schema says so (minLength 1); the ask tool's, upstream's, does not.
+_NON_BLANK: Final = {"minLength": 1}
+_FROM_LISTING: Final = "from $list_pending"
 
 
 # --- answers and resolutions ------------------------------------------------------------------
@@ -417,9 +437,22 @@ class Error:
 
 @attrs.frozen
 class AnswerIn:
-    question_id: str = ""
-    selected_options: list[str] | None = None
-    custom_text: str = ""
+    """One answer of a respond body or of the answer tool's ``answers``."""
+
+    question_id: str = attrs.field(
+        default="",
+        metadata=dialects(
+            required=("mcp",),
+            mcp={"description": f"The question's question_id, {_FROM_LISTING}."},
+        ),
+    )
+    selected_options: list[str] | None = attrs.field(
+        default=None,
+        metadata=described("Zero or more option IDs returned for this question.", type="array"),
+    )
+    custom_text: str = attrs.field(
+        default="", metadata=described("Free-text answer for this question.")
+    )
 
 
 @attrs.frozen
@@ -433,19 +466,59 @@ class RespondRequest:
 
 @attrs.frozen
 class OptionIn:
-    label: str = attrs.field(default="", metadata=_NON_BLANK)
-    description: str = attrs.field(default="", metadata=_NON_BLANK)
-    option_id: str | None = None
+    """An option of ``POST /request`` or of the ask tool (which does not advertise
+    ``option_id``)."""
+
+    label: str = attrs.field(
+        default="",
+        metadata=dialects(
+            required=True,
+            openapi=_NON_BLANK,
+            mcp={"description": "Short text (1-5 words) shown as the clickable option."},
+        ),
+    )
+    description: str = attrs.field(
+        default="",
+        metadata=dialects(
+            required=True,
+            openapi=_NON_BLANK,
+            mcp={"description": "Brief explanation of what this option means."},
+        ),
+    )
+    option_id: str | None = attrs.field(default=None, metadata=dialects(hidden=("mcp",)))
 
 
 @attrs.frozen
 class QuestionIn:
-    prompt: str = attrs.field(default="", metadata=_NON_BLANK)
-    options: list[OptionIn] | None = attrs.field(
-        default=None, metadata=required(type="array", minItems=2, maxItems=6)
+    """A question of ``POST /request`` or of the ask tool."""
+
+    id: str | None = attrs.field(
+        default=None,
+        metadata=described(
+            "Stable identifier used as the key in the response map. Auto-assigned "
+            "(q1, q2, ...) if omitted.",
+            type="string",
+        ),
     )
-    id: str | None = None
-    title: str = ""
+    title: str = attrs.field(
+        default="", metadata=described("Optional short label (≤12 chars) shown above the prompt.")
+    )
+    prompt: str = attrs.field(
+        default="",
+        metadata=dialects(
+            required=True,
+            openapi=_NON_BLANK,
+            mcp={"description": "The question text shown to the user."},
+        ),
+    )
+    options: list[OptionIn] | None = attrs.field(
+        default=None,
+        metadata=dialects(
+            required=True,
+            every={"type": "array", "minItems": 2, "maxItems": 6},
+            mcp={"description": "2-6 concrete, actionable choices."},
+        ),
+    )
 
 
 @attrs.frozen
@@ -537,6 +610,123 @@ class NotificationRouteList:
     total: int = attrs.field(metadata=_COUNT)
 
 
+# --- MCP tool arguments and the ask tool's result -----------------------------------------
+# Parsed by :mod:`clarion.adapters.mcp.arguments` (the nested answers and questions through
+# the shared converter, as REST does); these classes are the tools' published input schemas.
+
+
+@attrs.frozen
+class ListPendingInput:
+    """``list_pending_questions`` arguments; "" and None mean "not supplied" (L7a.4, L10)."""
+
+    workspace_id: str = attrs.field(
+        default="",
+        metadata=described(
+            "Optional workspace ID filter. Omit to list across every workspace visible to the "
+            "caller."
+        ),
+    )
+    created_since: str = attrs.field(
+        default="",
+        metadata=described(
+            "Optional RFC3339 timestamp; only bundles created at or after this time are returned."
+        ),
+    )
+    cursor: str = attrs.field(
+        default="",
+        metadata=described("Optional opaque pagination cursor from a previous call's next_cursor."),
+    )
+    # Any JSON number: a fractional page size is truncated, then clamped (L10).
+    limit: int | None = attrs.field(
+        default=None,
+        metadata=described("Optional page size (default 50, max 200).", type="number"),
+    )
+
+
+@attrs.frozen
+class AnswerInput:
+    """``answer_question`` arguments: ``pending_id`` (N9: the one required argument) and a
+    respond body (:class:`RespondRequest`)."""
+
+    pending_id: str = attrs.field(
+        metadata=described(f"The bundle's pending_id, {_FROM_LISTING}."),
+    )
+    answers: list[AnswerIn] | None = attrs.field(
+        default=None,
+        metadata=described("One entry per question in the bundle, in any order.", type="array"),
+    )
+    rejected: bool = attrs.field(
+        default=False, metadata=described("Reject the whole bundle instead of answering it.")
+    )
+    reject_reason: str = attrs.field(
+        default="", metadata=described("Optional reason shown alongside a rejection.")
+    )
+
+
+@attrs.frozen
+class ListTasksInput:
+    """``list_tasks`` arguments (T1, T2)."""
+
+    workspace_id: str = attrs.field(
+        default="",
+        metadata=described(
+            "Optional workspace ID filter. Omit to list tasks across every workspace visible to "
+            "the caller."
+        ),
+    )
+
+
+@attrs.frozen
+class AskInput:
+    """``ask_user_question`` arguments (facts §2.2)."""
+
+    questions: list[QuestionIn] = attrs.field(
+        metadata=described(
+            'Array of 1-4 question objects. Each question must have a "prompt" (the question '
+            'text) and an "options" array (2-6 entries with label + description). Optional '
+            'fields: "id" (stable identifier in the response map; auto-generated if omitted), '
+            '"title" (≤12 chars short label).',
+            minItems=1,
+            maxItems=4,
+        )
+    )
+    context: str = attrs.field(
+        default="",
+        metadata=described(
+            "Optional single block of shared background information. Preserved verbatim; use "
+            "context_paragraphs for multiple paragraphs."
+        ),
+    )
+    context_paragraphs: list[str] | None = attrs.field(
+        default=None,
+        metadata=described(
+            "Optional shared background as separate paragraphs. Preferred for multiline "
+            "context; when non-empty, overrides context and is joined with blank lines.",
+            type="array",
+        ),
+    )
+
+
+@attrs.frozen
+class AskOutput:
+    """The ask tool's result (facts §2.9): ``rejected`` and ``reject_reason`` always, and every
+    other key a question id holding its :class:`AskedAnswer` (the keys are the agent's own)."""
+
+    rejected: bool
+    reject_reason: str
+
+
+TOOL_INPUTS: Final[tuple[type[Any], ...]] = (
+    ListPendingInput,
+    AnswerInput,
+    ListTasksInput,
+    AskInput,
+)
+"""The MCP tools' arguments, whose input schemas are generated from them."""
+
+OTHER_PROPERTIES_IN_MCP: Final[dict[type[Any], type[Any]]] = {AskOutput: AskedAnswer}
+"""Shapes whose MCP schema gives every property it does not name the mapped model's schema."""
+
 REQUESTS: Final[tuple[type[Any], ...]] = (
     AnswerIn,
     RespondRequest,
@@ -552,8 +742,9 @@ REQUESTS: Final[tuple[type[Any], ...]] = (
 )
 """Every request body the REST routes read (and the MCP answer tool's arguments)."""
 
-OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task})
-"""Shapes whose MCP output schema admits properties it does not name."""
+OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task, AnswerIn, QuestionIn, OptionIn})
+"""Shapes whose MCP schema admits properties it does not name (upstream's nested argument
+objects are open; the parser still refuses unknown fields, naming them)."""
 
 OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse, LiveRequest})
 """Shapes that leave out fields equal to their default (upstream's omitempty)."""

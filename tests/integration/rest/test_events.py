@@ -18,6 +18,7 @@ from anyio.abc import ObjectReceiveStream
 from starlette.applications import Starlette
 from starlette.types import Message, Scope
 
+from clarion.domain.model import Identity
 from tests.integration.rest.harness import Headers, RestWorld, aask, asetup_caller, async_client
 
 
@@ -154,6 +155,23 @@ async def test_closing_the_stream_endpoint_finishes_open_responses_cleanly() -> 
             assert await stream.frame() == ""
             assert stream.ended
         assert world.bus.subscriber_count == 0
+
+
+@pytest.mark.anyio
+async def test_a_head_request_gets_the_headers_alone_and_holds_no_stream() -> None:
+    """Issue #16 (sse-starlette): HEAD never opens a stream, and its admission against the
+    per-identity cap is released."""
+    world = RestWorld.build(auth_enabled=True)
+    async with async_client(world.app) as client:
+        alice = await asetup_caller(client, world, "alice")
+        with anyio.fail_after(5):
+            response = await client.head("/api/v1/events", headers=alice.headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.content == b""
+    assert world.app.state.rest.events.open_streams(Identity.user(alice.user_id)) == 0
+    assert world.bus.subscriber_count == 0
 
 
 @pytest.mark.anyio

@@ -2,8 +2,9 @@
 // what was asked, what was answered, who answered, where and when — re-read from
 // GET /api/v1/clarification/resolved whenever the live stream says something changed.
 
-import { api, errorText, paths } from "./api.js";
+import { api, paths } from "./api.js";
 import { h, joined } from "./dom.js";
+import { listing, Reloading } from "./reload.js";
 
 const SHOWN = 50; // the newest 50; the CLI and the REST route page through the rest
 
@@ -71,49 +72,24 @@ function entry(bundle) {
   );
 }
 
-export class AnsweredView {
+export class AnsweredView extends Reloading {
   /** @param ui {list, empty, announce(text), onUnauthorized()} */
   constructor(ui) {
+    super();
     this.ui = ui;
-    this.pending = null;
-    this.again = false;
-    this.stopped = false;
   }
 
   stop() {
-    this.stopped = true;
+    super.stop();
     this.ui.list.replaceChildren();
-  }
-
-  /** Re-read the list; calls made while a read runs coalesce into one more read. */
-  refresh() {
-    if (this.pending) {
-      this.again = true;
-      return this.pending;
-    }
-    this.pending = (async () => {
-      do {
-        this.again = false;
-        await this.load();
-      } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.pending = null;
-    });
-    return this.pending;
   }
 
   async load() {
     const result = await api("GET", paths.resolved(SHOWN));
     if (this.stopped) return;
-    if (result.status === 401) {
-      this.ui.onUnauthorized();
-      return;
-    }
-    if (!result.ok || !result.body || !Array.isArray(result.body.bundles)) {
-      this.ui.announce(errorText(result, "Could not load the answered questions"));
-      return;
-    }
-    const bundles = result.body.bundles;
+    const body = listing(result, this.ui, "bundles", "Could not load the answered questions");
+    if (!body) return;
+    const bundles = body.bundles;
     this.ui.list.replaceChildren(...bundles.map(entry));
     this.ui.empty.hidden = bundles.length > 0;
   }

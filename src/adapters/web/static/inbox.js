@@ -1,9 +1,10 @@
 // The list of pending bundles, grouped by task and session, oldest first (L6), kept in step
 // with the server by re-reading the pending listing whenever something may have changed.
 
-import { api, errorText, paths } from "./api.js";
+import { api, paths } from "./api.js";
 import { BundleCard } from "./card.js";
 import { domId, h, setText } from "./dom.js";
+import { listing, Reloading } from "./reload.js";
 
 const MAX_PAGES = 10; // 10 × 200 bundles is more than a person can work through on one page
 const MAX_TASK_PAGES = 40; // task titles: 40 pages of 50 (the default page size)
@@ -33,17 +34,15 @@ function placeChildren(container, nodes) {
   while (container.children.length > nodes.length) container.lastElementChild.remove();
 }
 
-export class Inbox {
+export class Inbox extends Reloading {
   /** @param ui {groups, empty, summary, announce(text), onUnauthorized()} */
   constructor(ui) {
+    super();
     this.ui = ui;
     this.cards = new Map();
     this.taskTitles = new Map();
     this.taskGroups = new Map();
     this.loaded = false;
-    this.pending = null;
-    this.again = false;
-    this.stopped = false;
     this.clock = setInterval(() => this.cards.forEach((c) => c.tick()), 30_000);
     // A notification's deep link is <inbox>/#<pending_id>: open and focus that bundle once it
     // is listed (and again whenever the hash changes).
@@ -79,29 +78,12 @@ export class Inbox {
   }
 
   stop() {
-    this.stopped = true;
+    super.stop();
     clearInterval(this.clock);
     window.removeEventListener("hashchange", this.onHash);
     this.ui.groups.replaceChildren();
     this.cards.clear();
     this.taskGroups.clear();
-  }
-
-  /** Re-read the listing. Calls made while a read is running coalesce into one more read. */
-  refresh() {
-    if (this.pending) {
-      this.again = true;
-      return this.pending;
-    }
-    this.pending = (async () => {
-      do {
-        this.again = false;
-        await this.load();
-      } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.pending = null;
-    });
-    return this.pending;
   }
 
   async load() {
@@ -110,16 +92,10 @@ export class Inbox {
     for (let page = 0; page < MAX_PAGES; page += 1) {
       const result = await api("GET", paths.pending(cursor));
       if (this.stopped) return;
-      if (result.status === 401) {
-        this.ui.onUnauthorized();
-        return;
-      }
-      if (!result.ok || !result.body || !Array.isArray(result.body.bundles)) {
-        this.ui.announce(errorText(result, "Could not load the questions"));
-        return;
-      }
-      bundles.push(...result.body.bundles);
-      cursor = result.body.next_cursor;
+      const body = listing(result, this.ui, "bundles", "Could not load the questions");
+      if (!body) return;
+      bundles.push(...body.bundles);
+      cursor = body.next_cursor;
       if (!cursor) break;
     }
     await this.learnTaskTitles(bundles);
