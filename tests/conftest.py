@@ -19,8 +19,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
 
+from tests.integration.sql.support import (
+    empty_database,
+    migrated_postgres_engine,
+    migrated_sqlite_engine,
+)
 from tests.postgres_server import (
     ENV_URL,
     EmbeddedPostgres,
@@ -161,3 +166,24 @@ def fixture_make_postgres_database(
 def fixture_postgres_database_url(make_postgres_database: Callable[[], str]) -> str:
     """One fresh PostgreSQL database for this test."""
     return make_postgres_database()
+
+
+@pytest.fixture(name="sqlite_engine")
+def fixture_sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
+    """A fresh, migrated SQLite file database."""
+    with migrated_sqlite_engine(tmp_path) as engine:
+        yield engine
+
+
+@pytest.fixture(name="shared_postgres_engine", scope="module")
+def fixture_shared_postgres_engine(postgres_server_url: str) -> Iterator[Engine]:
+    """One migrated PostgreSQL database per test module (created once: migrating is slow)."""
+    with migrated_postgres_engine(postgres_server_url) as engine:
+        yield engine
+
+
+@pytest.fixture(name="postgres_engine")
+def fixture_postgres_engine(shared_postgres_engine: Engine) -> Engine:
+    """The module's migrated PostgreSQL database, emptied for this test."""
+    empty_database(shared_postgres_engine)
+    return shared_postgres_engine

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy.engine import Engine
 
@@ -21,8 +18,6 @@ from clarion.ports.notifications import NotificationStore
 from clarion.ports.testing import ContractWorld, ManualClock, NotificationStoreContract
 from tests.integration.sql.support import (
     empty_database,
-    migrated_postgres_engine,
-    migrated_sqlite_engine,
     sql_world,
 )
 
@@ -48,18 +43,6 @@ class TestInMemoryNotificationStore(NotificationStoreContract):
         self, store: InMemoryStore, world: ContractWorld
     ) -> NotificationStore:
         return InMemoryNotificationStore(store, world.clock, UuidIds())
-
-
-@pytest.fixture(name="sqlite_engine")
-def fixture_sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
-    with migrated_sqlite_engine(tmp_path) as engine:
-        yield engine
-
-
-@pytest.fixture(name="shared_postgres_engine", scope="module")
-def fixture_shared_postgres_engine(postgres_server_url: str) -> Iterator[Engine]:
-    with migrated_postgres_engine(postgres_server_url) as engine:
-        yield engine
 
 
 class TestSqliteNotificationStore(NotificationStoreContract):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy.engine import Engine
 
@@ -20,29 +17,8 @@ from clarion.ports.testing import (
     TokenStoreContract,
 )
 from tests.integration.sql.support import (
-    empty_database,
-    migrated_postgres_engine,
-    migrated_sqlite_engine,
     sql_world,
 )
-
-
-@pytest.fixture(name="sqlite_engine")
-def fixture_sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
-    with migrated_sqlite_engine(tmp_path) as engine:
-        yield engine
-
-
-@pytest.fixture(name="shared_postgres_engine", scope="module")
-def fixture_shared_postgres_engine(postgres_server_url: str) -> Iterator[Engine]:
-    with migrated_postgres_engine(postgres_server_url) as engine:
-        yield engine
-
-
-@pytest.fixture(name="postgres_engine")
-def fixture_postgres_engine(shared_postgres_engine: Engine) -> Engine:
-    empty_database(shared_postgres_engine)
-    return shared_postgres_engine
 
 
 class TestSqliteClaimRepository(ClaimRepositoryContract):
