@@ -299,6 +299,8 @@ class NotificationWorker:
             sequence=entry.sequence,
             answers=winner.answers if winner is not None and route.include_answers else (),
             rejected=winner.rejected if winner is not None else False,
+            resolution=winner,
+            resolved_by=next((r.resolved_by for r in bundle.rows if r.resolved_by), None),
         )
         try:
             outcome = await notifier.deliver(notification)
