@@ -11,8 +11,9 @@ The button opens a modal with the matching inputs: each question's options as ch
 number may be chosen, as everywhere in Clarion: nothing marks a question single-choice), a
 multi-line text field of at most 2,000 code points per question, and "Skip these questions"
 with a reason. When the bundle ends, every message is replaced by its final state: who
-answered, on which surface, what was chosen or the reason it was skipped — or that it expired
-or was cancelled — with no buttons.
+answered, on which surface, what was chosen or that it was skipped — or that it expired or was
+cancelled — with no buttons. A skip's reason goes to the agent and to the person who skipped
+(their ephemeral reply); Clarion does not store it (R2b), so the updated message cannot show it.
 
 Everything an agent or a person wrote is escaped for ``mrkdwn`` (``&``, ``<``, ``>``) and cut
 to Slack's limits.
@@ -210,7 +211,9 @@ def outcome_lines(
     if resolution.status == REJECTED or resolution.rejected:
         reason = resolution.reject_reason
         if not reason:
-            return ["Skipped (no reason given)."]
+            # Clarion never stores a rejection's reason (R2b: only the agent receives it), so
+            # a message updated from the store shows only that it was skipped.
+            return ["Skipped."]
         return [f"Skipped. Reason: {escape(reason) if markdown else reason}"]
     by_id = {answer.question_id: answer for answer in resolution.answers}
     count = len(questions)
