@@ -567,11 +567,17 @@ def _slack_routes(
     """``POST /integrations/slack/interactions`` when a signing secret is configured.
 
     Raises:
-        ValidationError: the storage keeps no notifications (nowhere to link Slack users), or
-            the ``slack`` extra is missing.
+        ValidationError: no bot token to answer through, the storage keeps no notifications
+            (nowhere to link Slack users), or the ``slack`` extra is missing.
     """
     if not settings.slack_signing_secret:
         return []
+    if not settings.slack_bot_token:
+        raise ValidationError(
+            "CLARION_SLACK_SIGNING_SECRET needs CLARION_SLACK_BOT_TOKEN too (the answers are "
+            "sent back through Slack's Web API)",
+            field="CLARION_SLACK_BOT_TOKEN",
+        )
     if storage.notifications is None:
         raise ValidationError(
             "Slack interactions need a storage with notifications", field="slack_signing_secret"

@@ -11,11 +11,13 @@ import time
 
 import anyio
 import pytest
+from slack_sdk.signature import SignatureVerifier
 
 from clarion.domain.resolved_by import Surface
 from tests.integration.rest.harness import ok
 from tests.integration.slack.support import (
     PUBLIC_URL,
+    SECRET,
     SlackWorld,
     final_header,
     has_buttons,
@@ -126,3 +128,25 @@ async def test_refused_requests_change_nothing(world: SlackWorld) -> None:
     # Alice, who may, still can.
     assert (await world.send(*world.signed(payload))).status_code == 200
     assert (await world.reply(name)).startswith("Answered.")
+
+
+async def test_the_interaction_endpoint_takes_forms_only_and_is_outside_the_api(
+    world: SlackWorld,
+) -> None:
+    """#18: the HTTP gate admits Slack's form body on this path and nothing else (415 for
+    JSON, as elsewhere it refuses forms); a foreign Origin is still 403; no bearer is read."""
+    body, headers = world.signed({"type": "block_actions", "actions": []})
+    as_json = {**headers, "Content-Type": "application/json"}
+    assert (await world.send(body, as_json)).status_code == 415
+    foreign = {**headers, "Origin": "https://evil.example"}
+    assert (await world.send(body, foreign)).status_code == 403
+    bearer = {**headers, "Authorization": "Bearer not-a-token"}
+    assert (await world.send(body, bearer)).status_code == 200
+    odd, odd_headers = world.signed({"type": "shortcut"})
+    assert (await world.send(odd, odd_headers)).status_code == 200
+    garbage = b"payload=not-json"
+    stamp = odd_headers["X-Slack-Request-Timestamp"]
+    signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=garbage)
+    assert signature is not None
+    signed_garbage = {**odd_headers, "X-Slack-Signature": signature}
+    assert (await world.send(garbage, signed_garbage)).status_code == 400

@@ -1,0 +1,135 @@
+"""The Slack channel against the fake Web API (issue #18): a delivery posts one message and
+records it, a repeated delivery posts nothing again, failures map to retry or give up as Slack
+names them, and a terminal event updates every recorded message of its route, skipping one
+that is gone."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+
+from clarion.adapters.memory import InMemoryNotificationStore, InMemoryStore
+from clarion.adapters.slack import SlackApi, SlackNotifier
+from clarion.adapters.system import UuidIds
+from clarion.domain.model import Answer, Identity, Option, Question, Resolution
+from clarion.domain.notifications import RouteSpec, parse_channel
+from clarion.ports.notifications import Notification, Sent
+from clarion.ports.testing import ManualClock
+from tests.integration.slack.fake_slack import TOKEN, FakeSlack, fake_slack
+
+pytestmark = pytest.mark.anyio
+QUESTIONS = (Question(id="q1", prompt="Ship it?", options=(Option("q1_opt1", "Yes"),)),)
+
+
+@pytest.fixture(name="fake")
+async def fixture_fake() -> AsyncIterator[FakeSlack]:
+    async with fake_slack() as fake:
+        yield fake
+
+
+def _notifier(
+    fake: FakeSlack, token: str = TOKEN
+) -> tuple[SlackNotifier, InMemoryNotificationStore]:
+    store = InMemoryNotificationStore(InMemoryStore(), ManualClock(), UuidIds())
+    return SlackNotifier(SlackApi(token, api_url=fake.api_url()), store), store
+
+
+def _notification(store: InMemoryNotificationStore, event: str, key: str) -> Notification:
+    route = (
+        store.list_routes()[0]
+        if store.list_routes()
+        else store.add_route(
+            RouteSpec(workspace_id="", channel=parse_channel("slack:#ops")), created_by="t"
+        )
+    )
+    resolution = Resolution(
+        pending_id="p-1",
+        status="answered",
+        answers=(Answer("q1", ("q1_opt1",)),),
+        rejected=False,
+        reject_reason="",
+        responded_at=datetime(2026, 1, 1, tzinfo=UTC),
+        claimed=True,
+    )
+    return Notification(
+        idempotency_key=key,
+        event=event,
+        route=route,
+        recipient=Identity.internal(),
+        pending_id="p-1",
+        task_id="t-1",
+        workspace_id="",
+        status="pending",
+        context="",
+        questions=QUESTIONS,
+        link="https://c.example/#p-1",
+        occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
+        resolution=resolution if event == "resolved" else None,
+    )
+
+
+async def test_a_delivery_posts_once_and_a_repeat_posts_nothing(fake: FakeSlack) -> None:
+    notifier, store = _notifier(fake)
+    first = await notifier.deliver(_notification(store, "answerable", "k-1"))
+    again = await notifier.deliver(_notification(store, "answerable", "k-1"))
+    assert (first.status, again.status) == (Sent.SENT, Sent.SENT)
+    assert len(fake.of("chat.postMessage")) == 1
+    (posted,) = store.posted_for("p-1", "slack")
+    assert (posted.channel_id, posted.idempotency_key) == ("COPS", "k-1")
+    reminder = await notifier.deliver(_notification(store, "reminder", "k-2"))
+    assert reminder.status is Sent.SENT
+    assert len(store.posted_for("p-1", "slack")) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "expected"),
+    [
+        (500, "internal_error", Sent.RETRY),
+        (429, "ratelimited", Sent.RETRY),
+        (200, "channel_not_found", Sent.PERMANENT),
+        (200, "not_in_channel", Sent.PERMANENT),
+    ],
+)
+async def test_failures_are_retried_or_given_up_as_slack_names_them(
+    fake: FakeSlack, status: int, error: str, expected: Sent
+) -> None:
+    notifier, store = _notifier(fake)
+    fake.failures["chat.postMessage"] = [(status, error)]
+    outcome = await notifier.deliver(_notification(store, "answerable", "k-1"))
+    assert outcome.status is expected
+    assert error in outcome.detail
+    assert store.posted_for("p-1", "slack") == ()
+
+
+async def test_a_wrong_token_is_permanent_and_an_unreachable_slack_is_retried(
+    fake: FakeSlack,
+) -> None:
+    notifier, store = _notifier(fake, token="xoxb-wrong")
+    assert (
+        await notifier.deliver(_notification(store, "answerable", "k"))
+    ).status is Sent.PERMANENT
+    unreachable = SlackNotifier(
+        SlackApi(TOKEN, api_url="http://127.0.0.1:9/api/", timeout=2), store
+    )
+    assert (
+        await unreachable.deliver(_notification(store, "answerable", "k2"))
+    ).status is Sent.RETRY
+
+
+async def test_the_outcome_updates_every_message_and_skips_one_that_is_gone(
+    fake: FakeSlack,
+) -> None:
+    notifier, store = _notifier(fake)
+    await notifier.deliver(_notification(store, "answerable", "k-1"))
+    await notifier.deliver(_notification(store, "reminder", "k-2"))
+    fake.failures["chat.update"] = [(200, "message_not_found")]
+    outcome = await notifier.deliver(_notification(store, "resolved", "k-3"))
+    assert outcome.status is Sent.SENT
+    assert len(fake.of("chat.update")) == 2
+    updated = [m for m in fake.posted() if m.updates]
+    assert len(updated) == 1
+    assert updated[0].blocks[0]["text"]["text"] == "Answered"
+    fake.failures["chat.update"] = [(503, "service_unavailable")]
+    assert (await notifier.deliver(_notification(store, "resolved", "k-3"))).status is Sent.RETRY
