@@ -13,13 +13,15 @@ import pytest
 from clarion.adapters.memory import InMemoryNotificationStore, InMemoryStore
 from clarion.adapters.slack import SlackApi, SlackNotifier
 from clarion.adapters.system import UuidIds
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
+from clarion.domain.errors import ValidationError
 from clarion.domain.model import Answer, Identity, Option, Question, Resolution
 from clarion.domain.notifications import RouteSpec, parse_channel
 from clarion.ports.notifications import Notification, Sent
 from clarion.ports.testing import ManualClock
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, fake_slack
 
-pytestmark = pytest.mark.anyio
 QUESTIONS = (Question(id="q1", prompt="Ship it?", options=(Option("q1_opt1", "Yes"),)),)
 
 
@@ -70,6 +72,7 @@ def _notification(store: InMemoryNotificationStore, event: str, key: str) -> Not
     )
 
 
+@pytest.mark.anyio
 async def test_a_delivery_posts_once_and_a_repeat_posts_nothing(fake: FakeSlack) -> None:
     notifier, store = _notifier(fake)
     first = await notifier.deliver(_notification(store, "answerable", "k-1"))
@@ -92,6 +95,7 @@ async def test_a_delivery_posts_once_and_a_repeat_posts_nothing(fake: FakeSlack)
         (200, "not_in_channel", Sent.PERMANENT),
     ],
 )
+@pytest.mark.anyio
 async def test_failures_are_retried_or_given_up_as_slack_names_them(
     fake: FakeSlack, status: int, error: str, expected: Sent
 ) -> None:
@@ -103,6 +107,7 @@ async def test_failures_are_retried_or_given_up_as_slack_names_them(
     assert store.posted_for("p-1", "slack") == ()
 
 
+@pytest.mark.anyio
 async def test_a_wrong_token_is_permanent_and_an_unreachable_slack_is_retried(
     fake: FakeSlack,
 ) -> None:
@@ -118,6 +123,7 @@ async def test_a_wrong_token_is_permanent_and_an_unreachable_slack_is_retried(
     ).status is Sent.RETRY
 
 
+@pytest.mark.anyio
 async def test_the_outcome_updates_every_message_and_skips_one_that_is_gone(
     fake: FakeSlack,
 ) -> None:
@@ -133,3 +139,20 @@ async def test_the_outcome_updates_every_message_and_skips_one_that_is_gone(
     assert updated[0].blocks[0]["text"]["text"] == "Answered"
     fake.failures["chat.update"] = [(503, "service_unavailable")]
     assert (await notifier.deliver(_notification(store, "resolved", "k-3"))).status is Sent.RETRY
+
+
+def test_the_composition_wires_slack_only_as_configured() -> None:
+    """#18: a bot token adds the slack channel, a signing secret the endpoint; a secret alone
+    stops the build naming the missing token."""
+
+    def paths(settings: Settings) -> set[str]:
+        app = build_clarion(settings).asgi_app
+        return {getattr(route, "path", "") for route in app.routes}
+
+    plain = Settings(database_url="memory://")
+    assert "/integrations/slack/interactions" not in paths(plain)
+    configured = Settings(database_url="memory://", slack_bot_token=TOKEN, slack_signing_secret="s")
+    assert "/integrations/slack/interactions" in paths(configured)
+    with pytest.raises(ValidationError) as caught:
+        build_clarion(Settings(database_url="memory://", slack_signing_secret="s"))
+    assert caught.value.field == "CLARION_SLACK_BOT_TOKEN"
