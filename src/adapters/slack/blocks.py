@@ -254,12 +254,15 @@ def final_blocks(
     return blocks
 
 
-def summary_text(event: str, questions: Sequence[Question]) -> str:
+def summary_text(
+    event: str, questions: Sequence[Question], resolution: Resolution | None = None
+) -> str:
     """The notification text (shown where blocks are not: push notifications, search)."""
     first = questions[0] if questions else None
     topic = (first.title or first.prompt) if first is not None else ""
     more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
-    return cut(f"{_LEADS.get(event, event)}: {topic}{more}", 300)
+    skipped = event == RESOLVED and resolution is not None and resolution.rejected
+    return cut(f"{'Skipped' if skipped else _LEADS.get(event, event)}: {topic}{more}", 300)
 
 
 def modal_view(

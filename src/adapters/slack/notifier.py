@@ -99,7 +99,7 @@ class SlackNotifier:
             resolution=notification.resolution,
             resolved_by=notification.resolved_by,
         )
-        text = summary_text(notification.event, notification.questions)
+        text = summary_text(notification.event, notification.questions, notification.resolution)
         for message in mine:
             try:
                 await self._api.update_message(message.channel_id, message.message_id, text, blocks)

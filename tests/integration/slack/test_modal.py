@@ -177,6 +177,7 @@ async def test_skipping_with_a_reason_reaches_the_agent_and_an_overlong_reason_i
     for message in world.messages_of(pending_id):
         assert final_header(message) == "Skipped"
         assert "Skipped by alice via Slack" in text_of(message)
+        assert message.text.startswith("Skipped: ")
         assert "Not &lt;mine&gt;" not in text_of(message)
 
 
