@@ -71,6 +71,10 @@ class Notifier(Protocol):
     a failure of the channel (it returns RETRY or PERMANENT). The same ``idempotency_key`` may
     be delivered more than once (at-least-once); a channel that can carry it to the receiver
     does (the webhook's ``Idempotency-Key`` header, the e-mail's ``Message-ID``).
+
+    A channel that posts messages and updates them in place when the bundle ends (Slack) sets
+    a class attribute ``updates_in_place = True``: when the bundle was settled while such a
+    message was being posted, the worker then schedules the route's terminal update once more.
     """
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome: ...

@@ -44,6 +44,8 @@ GONE: Final = frozenset(
 class SlackNotifier:
     """:class:`clarion.ports.notifications.Notifier` for Slack (see the module)."""
 
+    updates_in_place = True  # the worker re-applies a terminal update that raced a post
+
     def __init__(self, api: SlackApi, posted: PostedMessages) -> None:
         self._api = api
         self._posted = posted

@@ -33,15 +33,17 @@ import structlog
 
 from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, NotFound, failure_fields
-from clarion.domain.model import Answer, Identity, Outcome
+from clarion.domain.model import CANCELLED, EXPIRED, Answer, Identity, Outcome
 from clarion.domain.notifications import (
     ANSWERABLE,
     ASKING_EVENTS,
+    CANCELLED_EVENT,
     DEADLINE,
     DEFAULT_PREFIX,
     DONE,
     DROPPED,
     ESCALATION,
+    EXPIRED_EVENT,
     FAILED,
     ON_DEADLINE_EXPIRE,
     REMINDER,
@@ -313,11 +315,38 @@ class NotificationWorker:
             if entry.event == REMINDER and route.remind_after_s is not None:
                 nxt = entry.due_at + timedelta(seconds=route.remind_after_s)
                 follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
+            if entry.event in ASKING_EVENTS and getattr(notifier, "updates_in_place", False):
+                follow_ups += await self._settled_meanwhile(entry, route)
             await self._finish(entry, DONE, follow_ups=follow_ups)
         elif outcome.status is Sent.RETRY:
             await self._retry(entry, outcome.detail)
         else:
             await self._finish(entry, FAILED, outcome.detail)
+
+    async def _settled_meanwhile(self, entry: OutboxEntry, route: Route) -> tuple[NewEntry, ...]:
+        """For a channel that updates its messages in place (Slack, issue #18): when the bundle
+        was settled while its message was being posted, the terminal update for this route,
+        due now. Another process may already have applied the terminal event to the route's
+        messages before this one was recorded; the update is idempotent, so a second one is
+        harmless."""
+        bundle = await self._run.guarded(NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id)
+        if bundle is None:
+            return ()
+        if replay_winner(bundle.pending_id, bundle.rows) is not None:
+            event = RESOLVED
+        elif bundle.rows and bundle.rows[0].display_status in (EXPIRED, CANCELLED):
+            event = EXPIRED_EVENT if bundle.rows[0].display_status == EXPIRED else CANCELLED_EVENT
+        else:
+            return ()
+        return (
+            NewEntry(
+                pending_id=entry.pending_id,
+                event=event,
+                route_id=route.id,
+                due_at=self._clock.now(),
+                idempotency_key=f"{entry.idempotency_key}:settled",
+            ),
+        )
 
     async def _deadline(self, entry: OutboxEntry, bundle: Bundle) -> None:
         route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)

@@ -5,7 +5,7 @@ that is gone."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -13,12 +13,13 @@ import pytest
 from clarion.adapters.memory import InMemoryNotificationStore, InMemoryStore
 from clarion.adapters.slack import SlackApi, SlackNotifier
 from clarion.adapters.system import UuidIds
-from clarion.app.root.compose import build_clarion
+from clarion.app.root.compose import Storage, build_clarion
 from clarion.app.root.settings import Settings
 from clarion.domain.errors import ValidationError
-from clarion.domain.model import Answer, Identity, Option, Question, Resolution
+from clarion.domain.model import Answer, Identity, Option, Outcome, Question, Resolution
 from clarion.domain.notifications import RouteSpec, parse_channel
-from clarion.ports.notifications import Notification, Sent
+from clarion.domain.resolved_by import Surface
+from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
 from clarion.ports.testing import ManualClock
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, fake_slack
 
@@ -156,3 +157,70 @@ def test_the_composition_wires_slack_only_as_configured() -> None:
     with pytest.raises(ValidationError) as caught:
         build_clarion(Settings(database_url="memory://", slack_signing_secret="s"))
     assert caught.value.field == "CLARION_SLACK_BOT_TOKEN"
+
+
+class _PostAfterAnotherProcessSettled:
+    """The real Slack channel, except that while a question message is being posted the
+    bundle is answered and a second process (another worker on the same store) applies the
+    terminal update first — before this message is recorded."""
+
+    updates_in_place = True
+
+    def __init__(self, inner: SlackNotifier, settle: Callable[[], Awaitable[None]]) -> None:
+        self._inner = inner
+        self._settle = settle
+
+    async def deliver(self, notification: Notification) -> DeliveryOutcome:
+        if notification.event == "answerable":
+            await self._settle()
+        return await self._inner.deliver(notification)
+
+
+@pytest.mark.anyio
+async def test_a_terminal_update_that_raced_the_post_is_applied_again(fake: FakeSlack) -> None:
+    """#18: across processes, the route's terminal update can run before the message it
+    should update is recorded; the worker that posted schedules it once more."""
+    clock = ManualClock()
+    storage = Storage.in_memory(clock, UuidIds())
+    settings = Settings(
+        database_url="memory://",
+        live_delivery="memory",
+        slack_bot_token=TOKEN,
+        slack_api_url=fake.api_url(),
+    )
+    other = build_clarion(settings, storage=storage, clock=clock)
+    assert storage.notifications is not None
+    inner = SlackNotifier(SlackApi(TOKEN, api_url=fake.api_url()), storage.notifications)
+    other_worker = other.notifications
+    assert other_worker is not None
+
+    async def settle() -> None:
+        outcome = Outcome.answer(Answer("q1", ("q1_opt1",)))
+        await other.resolver.resolve(Identity.internal(), "p-1", outcome, surface=Surface.REST)
+        while await other_worker.run_once():
+            pass
+
+    posting = build_clarion(
+        settings,
+        storage=storage,
+        clock=clock,
+        notifiers={"slack": _PostAfterAnotherProcessSettled(inner, settle)},
+    )
+    workspace = storage.host.create_workspace("ws", "")
+    task = storage.host.create_task("t", workspace.id)
+    session, _ = storage.host.create_session(task.id)
+    storage.notifications.add_route(
+        RouteSpec(workspace_id=workspace.id, channel=parse_channel("slack:#ops")), created_by="t"
+    )
+    storage.claims.create_bundle(
+        pending_id="p-1", session_id=session.id, task_id=task.id, questions=QUESTIONS, context=""
+    )
+    worker = posting.notifications
+    assert worker is not None
+    for _ in range(10):
+        if not await worker.run_once():
+            break
+    (message,) = fake.posted()
+    assert message.updates == 1
+    assert message.blocks[0]["text"]["text"] == "Answered"
+    assert not any(block["type"] == "actions" for block in message.blocks)
