@@ -302,7 +302,7 @@ class SlackInteractions:
         state = view.get("state") or {}
         values = state.get("values", {}) if isinstance(state, dict) else {}
         opened = await self._answering.open(user, pending_id)
-        if opened.state is not SlackState.OPEN:
+        if opened.state not in (SlackState.OPEN, SlackState.LOST):
             return _errors({"q0_text": result_text(opened, user)})
         question_ids = tuple(question.id for question in opened.questions)
         outcome, errors = modal_outcome(values if isinstance(values, dict) else {}, question_ids)

@@ -124,9 +124,10 @@ class SlackAnswering:
 
     async def check(self, slack_user_id: str, pending_id: str, outcome: Outcome) -> SlackResult:
         """:meth:`open`, then the outcome validated against the bundle (INVALID with the
-        message and the field it names); nothing is written."""
+        message and the field it names) — also when it was already answered, as the resolver
+        does (R2c); nothing is written."""
         opened = await self.open(slack_user_id, pending_id)
-        if opened.state is not SlackState.OPEN or opened.bundle is None:
+        if opened.state not in (SlackState.OPEN, SlackState.LOST) or opened.bundle is None:
             return opened
         if not outcome.rejected and not any(
             a.selected_options or a.custom_text.strip() for a in outcome.answers
@@ -143,6 +144,9 @@ class SlackAnswering:
     async def answer(self, slack_user_id: str, pending_id: str, outcome: Outcome) -> SlackResult:
         """Answer (or reject) ``pending_id`` as the Slack user, through the one resolver."""
         checked = await self.check(slack_user_id, pending_id, outcome)
+        if checked.state is SlackState.LOST:
+            log.info("slack.answered", pending_id=pending_id, claimed=False)
+            return checked
         if checked.state is not SlackState.OPEN or checked.identity is None:
             return checked
         try:

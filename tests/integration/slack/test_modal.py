@@ -208,3 +208,29 @@ async def test_with_authentication_disabled_anyone_in_slack_may_answer(
         resolved_by = world.resolved_by(pending_id)
         assert resolved_by is not None
         assert resolved_by.display_name == "anonymous (auth disabled)"
+
+
+async def test_a_late_submission_is_validated_first_then_gets_the_winner(
+    world: SlackWorld,
+) -> None:
+    """#18, R2c, R2: after someone answered, an invalid submission still gets its validation
+    message; a valid one is told who answered and what, and nothing changes."""
+    pending_id = await world.ask(count=2)
+    view = await _open_modal(world, pending_id)
+    answered = await world.http.post(
+        f"/api/v1/clarification/{pending_id}/respond",
+        json={"rejected": True},
+        headers=world.people["carol"].headers,
+    )
+    assert ok(answered)["claimed"] is True
+    before = world.stored(pending_id)
+    invalid = await world.send(
+        *world.signed(world.submission("UALICE", view, _values(options={1: ["q9_opt9"]})))
+    )
+    assert "q1_options" in ok(invalid)["errors"]
+    late = await world.send(
+        *world.signed(world.submission("UALICE", view, _values(options={0: ["q1_opt1"]})))
+    )
+    (message,) = ok(late)["errors"].values()
+    assert message.startswith("Already answered by carol via the REST API")
+    assert world.stored(pending_id) == before
