@@ -332,8 +332,25 @@ class NotificationWorker:
         bundle = await self._run.guarded(NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id)
         if bundle is None:
             return ()
-        if replay_winner(bundle.pending_id, bundle.rows) is not None:
+        winner = replay_winner(bundle.pending_id, bundle.rows)
+        key = f"{entry.idempotency_key}:settled"
+        if winner is not None:
             event = RESOLVED
+            # Keyed under the winning claim's own event, so the delivery is recognised as
+            # announcing the answer that stands (see ``_announces``).
+            recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, entry.pending_id)
+            origin = next(
+                (
+                    e
+                    for e in recorded
+                    if not e.route_id
+                    and e.event == RESOLVED
+                    and e.created_at == winner.responded_at
+                ),
+                None,
+            )
+            if origin is not None:
+                key = f"{origin.idempotency_key}:{route.id}:{RESOLVED}:settled"
         elif bundle.rows and bundle.rows[0].display_status in (EXPIRED, CANCELLED):
             event = EXPIRED_EVENT if bundle.rows[0].display_status == EXPIRED else CANCELLED_EVENT
         else:
@@ -344,7 +361,7 @@ class NotificationWorker:
                 event=event,
                 route_id=route.id,
                 due_at=self._clock.now(),
-                idempotency_key=f"{entry.idempotency_key}:settled",
+                idempotency_key=key,
             ),
         )
 

@@ -1,25 +1,25 @@
-"""A local fake of the Slack Web API (issue #18), served by uvicorn on a free loopback port:
-``chat.postMessage``, ``chat.update``, ``views.open``, ``chat.postEphemeral`` and the
-``response_url`` posts of interactions. It records every call, keeps each posted message's
-current blocks (so a test sees what a channel shows now), returns ids and ``ts`` as Slack does,
-and answers with an error Slack names when a test tells it to."""
+"""A local fake of the Slack Web API (issue #18), served by uvicorn on a free loopback port
+(:func:`tests.sockets.serving`): ``chat.postMessage``, ``chat.update``, ``views.open``,
+``chat.postEphemeral`` and the ``response_url`` posts of interactions. It records every call,
+keeps each posted message's current blocks (so a test sees what a channel shows now), returns
+ids and ``ts`` as Slack does, and answers with an error Slack names when a test tells it to."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 import attrs
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from tests.sockets import serving
 
 TOKEN = "xoxb-test-token"
 
@@ -133,45 +133,9 @@ class FakeSlack:
         del what
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers (the test runner owns the process's signals)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-@contextlib.asynccontextmanager
-async def serve(app: Any, *, lifespan: Literal["on", "off"] = "on") -> AsyncIterator[str]:
-    """Serve ``app`` on a free 127.0.0.1 port for the block; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        access_log=False,
-        lifespan=lifespan,
-        ws="none",
-        timeout_graceful_shutdown=5,
-    )
-    server = _Uvicorn(config)
-    try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(server.serve, [sock])
-            try:
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                server.should_exit = True
-    finally:
-        sock.close()
-
-
 @contextlib.asynccontextmanager
 async def fake_slack() -> AsyncIterator[FakeSlack]:
     fake = FakeSlack()
-    async with serve(fake.app(), lifespan="off") as url:
+    async with serving(fake.app(), lifespan="off") as url:
         fake.url = url
         yield fake

@@ -22,7 +22,8 @@ from clarion.domain.notifications import RouteSpec, parse_channel
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports.notifications import NotificationStore
 from tests.integration.rest.harness import ok, questions
-from tests.integration.slack.fake_slack import TOKEN, FakeSlack, Message, serve
+from tests.integration.slack.fake_slack import TOKEN, FakeSlack, Message
+from tests.sockets import serving
 
 SECRET = "test-signing-secret"
 PUBLIC_URL = "https://clarion.example"
@@ -240,7 +241,7 @@ async def slack_world(
             store.add_route(
                 RouteSpec(workspace_id=workspace, channel=parse_channel(channel)), created_by="t"
             )
-        async with serve(clarion.asgi_app) as url:
+        async with serving(clarion.asgi_app) as url:
             timeout = httpx2.Timeout(30, read=120)
             async with httpx2.AsyncClient(base_url=url, timeout=timeout) as http:
                 yield SlackWorld(
