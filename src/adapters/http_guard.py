@@ -26,14 +26,16 @@ else is 415 ``{"error": "unsupported media type: …"}`` (the one exception foll
 cross-site page can send ``text/plain`` or a form without a CORS preflight, never
 ``application/json``.
 
-**Forms on one route only.** The answer-link page (``/answer/<token>``, issue #17) must work
-without JavaScript, so its ``POST`` is an HTML form: on the paths under ``form_paths`` (that
-prefix by default) a write must say ``application/x-www-form-urlencoded`` (optionally with
-``charset=utf-8``) instead, else 415. Nowhere else is a form body accepted, and JSON is not
-accepted there. The exception is safe because that route's credential is the signed token in
-its own path — no cookie or bearer token is read there (the authentication middleware skips
-the same prefix) — and the Host and Origin checks above still apply: a cross-site form
-carries its own ``Origin`` and is refused with 403.
+**Forms on two routes only.** The answer-link page (``/answer/<token>``, issue #17) must work
+without JavaScript, so its ``POST`` is an HTML form; Slack's interactivity requests
+(``/integrations/slack/``, issue #18) arrive URL-encoded. On the paths under ``form_paths``
+(those prefixes by default) a write must say ``application/x-www-form-urlencoded`` (optionally
+with ``charset=utf-8``) instead, else 415. Nowhere else is a form body accepted, and JSON is
+not accepted there. The exception is safe because neither route reads a cookie or bearer token
+(the authentication middleware covers ``/api/`` only): the answer link's credential is the
+signed token in its own path, Slack's is its signature of the body — and the Host and Origin
+checks above still apply: a cross-site form carries its own ``Origin`` and is refused with 403
+(Slack sends none).
 
 **No caching.** Every response that does not choose its own ``Cache-Control`` (the inbox page
 and its assets do) gets ``Cache-Control: no-store``: API answers carry questions, answers and
@@ -59,7 +61,9 @@ JSON_MEDIA_TYPE: Final = "application/json"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_PATHS: Final = ("/healthz",)
 FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
-FORM_PATHS: Final = ("/answer/",)  # path prefixes whose writes are HTML forms, not JSON
+# Path prefixes whose writes are forms, not JSON: the answer-link page and Slack's
+# interactivity requests (issue #18), which Slack sends URL-encoded and signs.
+FORM_PATHS: Final = ("/answer/", "/integrations/slack/")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _NO_STORE: Final = (b"cache-control", b"no-store")
 _SHOWN: Final = 100  # characters of a refused header value echoed in the error

@@ -1,10 +1,11 @@
 """Notification routing and the outbox, as pure values (issue #17).
 
-A *route* says which channel (``email:…``, ``webhook:…``, ``apprise:…``) hears about which
-events of one workspace's bundles ("" = the default route, for workspace-less tasks), on whose
-behalf (``user_id``: only what that identity may see is ever sent), and its policy: remind
-every ``remind_after_s``, escalate to another route after ``escalate_after_s``, and a deadline
-after ``deadline_after_s`` with ``on_deadline`` ``keep`` | ``expire`` | ``default:<option id>``.
+A *route* says which channel (``email:…``, ``webhook:…``, ``apprise:…``, ``slack:…``) hears
+about which events of one workspace's bundles ("" = the default route, for workspace-less
+tasks), on whose behalf (``user_id``: only what that identity may see is ever sent), and its
+policy: remind every ``remind_after_s``, escalate to another route after
+``escalate_after_s``, and a deadline after ``deadline_after_s`` with ``on_deadline`` ``keep`` |
+``expire`` | ``default:<option id>``.
 
 An *outbox entry* is one unit of durable work with a due time: an event recorded with the change
 that caused it (``route_id`` "" — fanned out to the routes when it is due), a delivery to one
@@ -14,6 +15,7 @@ retries and is what a receiver de-duplicates on.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Final
 from urllib.parse import urlsplit
@@ -37,7 +39,9 @@ ROUTE_EVENTS: Final = (ANSWERABLE, REMINDER, ESCALATION, RESOLVED, EXPIRED_EVENT
 # Events that ask a person to act: dropped once the bundle is no longer answerable.
 ASKING_EVENTS: Final = frozenset({ANSWERABLE, REMINDER, ESCALATION})
 
-CHANNEL_KINDS: Final = ("email", "webhook", "apprise")
+CHANNEL_KINDS: Final = ("email", "webhook", "apprise", "slack")
+# Events after which a bundle is settled: a channel that posted messages updates them in place.
+TERMINAL_EVENTS: Final = frozenset({RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT})
 ON_DEADLINE_KEEP: Final = "keep"
 ON_DEADLINE_EXPIRE: Final = "expire"
 DEFAULT_PREFIX: Final = "default:"
@@ -52,7 +56,8 @@ FAILED: Final = "failed"
 @attrs.frozen
 class Channel:
     """Where a route delivers: ``kind`` is one of :data:`CHANNEL_KINDS`; ``target`` the
-    address, URL or Apprise URL."""
+    address, URL, Apprise URL or Slack conversation (``#name``, a channel id ``C…``/``G…``,
+    or ``@U…`` for a direct message to that user)."""
 
     kind: str
     target: str
@@ -62,7 +67,8 @@ class Channel:
 
 
 def parse_channel(text: str) -> Channel:
-    """``email:alice@example.com``, ``webhook:https://…`` or ``apprise:<apprise url>``.
+    """``email:alice@example.com``, ``webhook:https://…``, ``apprise:<apprise url>`` or
+    ``slack:#channel`` / ``slack:C0123`` / ``slack:@U0123`` (issue #18).
 
     Raises:
         ValidationError: an unknown kind, or a target that does not fit it (``field``
@@ -72,7 +78,8 @@ def parse_channel(text: str) -> Channel:
     kind, target = kind.strip().lower(), target.strip()
     if kind not in CHANNEL_KINDS or not target:
         raise ValidationError(
-            "channel must be email:ADDRESS, webhook:URL or apprise:URL", field="channel"
+            "channel must be email:ADDRESS, webhook:URL, apprise:URL or slack:#CHANNEL",
+            field="channel",
         )
     if kind == "email":
         local, at, domain = target.rpartition("@")
@@ -82,7 +89,27 @@ def parse_channel(text: str) -> Channel:
         parts = urlsplit(target)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValidationError("a webhook channel needs an http(s) URL", field="channel")
+    if kind == "slack" and not _SLACK_TARGET.fullmatch(target):
+        raise ValidationError(
+            "a slack channel is slack:#channel-name, slack:C0123 (a channel id) or "
+            f"slack:@U0123 (a direct message to that user), got {target!r}",
+            field="channel",
+        )
     return Channel(kind=kind, target=target)
+
+
+# ``#name`` (Slack's channel-name rules: lower case, digits, ``-``, ``_``, ``.``, up to 80),
+# a conversation id (``C``/``G``/``D`` + upper-case letters and digits), or ``@`` + a user id.
+_SLACK_TARGET: Final = re.compile(
+    r"#[a-z0-9][a-z0-9._\-]{0,79}|[CGD][A-Z0-9]{2,}|@[UW][A-Z0-9]{2,}"
+)
+
+
+def slack_conversation(target: str) -> str:
+    """What ``chat.postMessage`` takes as ``channel`` for a slack target: a ``#name``
+    or conversation id as it is, a user id (``@U…``) without its ``@`` (the app's direct
+    message with that user)."""
+    return target[1:] if target.startswith("@") else target
 
 
 def parse_on_deadline(text: str) -> str:
@@ -235,6 +262,7 @@ __all__ = [
     "REMINDER",
     "RESOLVED",
     "ROUTE_EVENTS",
+    "TERMINAL_EVENTS",
     "Channel",
     "NewEntry",
     "OutboxEntry",
@@ -247,4 +275,5 @@ __all__ = [
     "parse_channel",
     "parse_events",
     "parse_on_deadline",
+    "slack_conversation",
 ]

@@ -15,8 +15,9 @@ from typing import Protocol
 
 import attrs
 
-from clarion.domain.model import Answer, Identity, Question
+from clarion.domain.model import Answer, Identity, Question, Resolution
 from clarion.domain.notifications import NewEntry, OutboxEntry, Route, RouteSpec
+from clarion.domain.resolved_by import ResolvedBy
 
 
 class Sent(enum.Enum):
@@ -56,6 +57,11 @@ class Notification:
     sequence: int = 0
     answers: tuple[Answer, ...] = ()
     rejected: bool = False
+    # For a channel that shows the outcome where people could answer (Slack, issue #18): the
+    # winner's resolution and who resolved it, on every ``resolved`` event whatever
+    # ``include_answers`` says — everyone who could answer there sees the winner anyway (R2).
+    resolution: Resolution | None = None
+    resolved_by: ResolvedBy | None = None
 
 
 class Notifier(Protocol):
@@ -65,6 +71,10 @@ class Notifier(Protocol):
     a failure of the channel (it returns RETRY or PERMANENT). The same ``idempotency_key`` may
     be delivered more than once (at-least-once); a channel that can carry it to the receiver
     does (the webhook's ``Idempotency-Key`` header, the e-mail's ``Message-ID``).
+
+    A channel that posts messages and updates them in place when the bundle ends (Slack) sets
+    a class attribute ``updates_in_place = True``: when the bundle was settled while such a
+    message was being posted, the worker then schedules the route's terminal update once more.
     """
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome: ...
@@ -143,17 +153,84 @@ class NotificationOutbox(Protocol):
         ...
 
 
-class NotificationStore(NotificationRoutes, NotificationOutbox, Protocol):
-    """Routes and outbox in one store (the storage unit ships both)."""
+@attrs.frozen(kw_only=True)
+class PostedMessage:
+    """A message a channel posted for a bundle, so terminal events can update it in place
+    (issue #18). ``channel_id`` is the conversation as the channel's service names it and
+    ``message_id`` the message there (Slack: the conversation id and the message ``ts``);
+    ``idempotency_key`` is the delivery's, so a repeated delivery finds what it posted."""
+
+    pending_id: str
+    route_id: str
+    channel_kind: str
+    channel_id: str
+    message_id: str
+    idempotency_key: str
+    posted_at: datetime
+
+
+class PostedMessages(Protocol):
+    """Durable record of posted messages (contract: ``clarion.ports.testing.notifications``).
+
+    ``record_posted`` is idempotent on (``channel_kind``, ``channel_id``, ``message_id``): it
+    returns False and writes nothing for a message already recorded. ``posted_for`` lists one
+    bundle's messages of one channel kind, oldest first; ``posted_by_key`` the messages one
+    delivery posted.
+    """
+
+    def record_posted(self, message: PostedMessage) -> bool: ...
+
+    def posted_for(self, pending_id: str, channel_kind: str) -> tuple[PostedMessage, ...]: ...
+
+    def posted_by_key(self, idempotency_key: str) -> tuple[PostedMessage, ...]: ...
+
+
+@attrs.frozen(kw_only=True)
+class ChatUserLink:
+    """A chat account (``provider`` "slack", its user id) linked to a Clarion user."""
+
+    provider: str
+    external_id: str
+    user_id: str
+    created_at: datetime
+
+
+class ChatUserLinks(Protocol):
+    """Which Clarion user a chat account answers as (contract:
+    ``clarion.ports.testing.notifications``). One account links to at most one user (linking
+    again replaces the user); a user may have several accounts."""
+
+    def link_chat_user(self, provider: str, external_id: str, user_id: str) -> ChatUserLink: ...
+
+    def unlink_chat_user(self, provider: str, external_id: str) -> bool:
+        """False when the account was not linked."""
+        ...
+
+    def chat_user(self, provider: str, external_id: str) -> ChatUserLink | None: ...
+
+    def chat_user_links(self, provider: str) -> tuple[ChatUserLink, ...]:
+        """Every link of ``provider``, oldest first."""
+        ...
+
+
+class NotificationStore(
+    NotificationRoutes, NotificationOutbox, PostedMessages, ChatUserLinks, Protocol
+):
+    """Routes, outbox, posted messages and chat-account links in one store (the storage unit
+    ships them all)."""
 
 
 __all__ = [
     "AnswerLinkIssuer",
+    "ChatUserLink",
+    "ChatUserLinks",
     "DeliveryOutcome",
     "Notification",
     "NotificationOutbox",
     "NotificationRoutes",
     "NotificationStore",
     "Notifier",
+    "PostedMessage",
+    "PostedMessages",
     "Sent",
 ]

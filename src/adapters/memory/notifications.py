@@ -19,6 +19,7 @@ from clarion.domain.notifications import (
     RouteSpec,
     check_route_spec,
 )
+from clarion.ports.notifications import ChatUserLink, PostedMessage
 from clarion.ports.system import Clock, IdGenerator
 
 
@@ -153,6 +154,62 @@ class InMemoryNotificationStore:
             for key in doomed:
                 del outbox[key]
             return len(doomed)
+
+    # -- posted messages (issue #18) -------------------------------------------------------
+
+    def record_posted(self, message: PostedMessage) -> bool:
+        key = (message.channel_kind, message.channel_id, message.message_id)
+        with self._store.lock:
+            if key in self._store.posted_messages:
+                return False
+            self._store.posted_messages[key] = message
+            return True
+
+    def posted_for(self, pending_id: str, channel_kind: str) -> tuple[PostedMessage, ...]:
+        with self._store.lock:
+            found = [
+                message
+                for message in self._store.posted_messages.values()
+                if message.pending_id == pending_id and message.channel_kind == channel_kind
+            ]
+        return tuple(sorted(found, key=lambda m: m.posted_at))
+
+    def posted_by_key(self, idempotency_key: str) -> tuple[PostedMessage, ...]:
+        with self._store.lock:
+            found = [
+                message
+                for message in self._store.posted_messages.values()
+                if message.idempotency_key == idempotency_key
+            ]
+        return tuple(sorted(found, key=lambda m: m.posted_at))
+
+    # -- chat accounts linked to users (issue #18) ----------------------------------------
+
+    def link_chat_user(self, provider: str, external_id: str, user_id: str) -> ChatUserLink:
+        link = ChatUserLink(
+            provider=provider,
+            external_id=external_id,
+            user_id=user_id,
+            created_at=self._clock.now(),
+        )
+        with self._store.lock:
+            self._store.chat_user_links[(provider, external_id)] = link
+        return link
+
+    def unlink_chat_user(self, provider: str, external_id: str) -> bool:
+        with self._store.lock:
+            return self._store.chat_user_links.pop((provider, external_id), None) is not None
+
+    def chat_user(self, provider: str, external_id: str) -> ChatUserLink | None:
+        with self._store.lock:
+            return self._store.chat_user_links.get((provider, external_id))
+
+    def chat_user_links(self, provider: str) -> tuple[ChatUserLink, ...]:
+        with self._store.lock:
+            found = [
+                link for link in self._store.chat_user_links.values() if link.provider == provider
+            ]
+        return tuple(sorted(found, key=lambda link: (link.created_at, link.external_id)))
 
 
 __all__ = ["InMemoryNotificationStore"]

@@ -20,6 +20,7 @@ from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspac
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.notifications import OutboxEntry, Route, event_entry
 from clarion.domain.rows import ClarificationRow, MessageRecord
+from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
 def frozen_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -48,6 +49,10 @@ class InMemoryStore:
     notification_outbox: dict[str, OutboxEntry] = attrs.field(factory=dict)
     # An outbox entry's lease end (the SQL ``locked_until``), kept beside the entry.
     outbox_leases: dict[str, datetime] = attrs.field(factory=dict)
+    # Messages channels posted (keyed by kind, conversation, message id) and chat accounts
+    # linked to users (keyed by provider, account id): issue #18.
+    posted_messages: dict[tuple[str, str, str], PostedMessage] = attrs.field(factory=dict)
+    chat_user_links: dict[tuple[str, str], ChatUserLink] = attrs.field(factory=dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
     _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
     _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
@@ -65,6 +70,8 @@ class InMemoryStore:
             "tokens",
             "notification_routes",
             "notification_outbox",
+            "posted_messages",
+            "chat_user_links",
         )
 
     def record_event(self, entry_id: str, pending_id: str, event: str, now: datetime) -> None:

@@ -23,8 +23,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.schema import chat_user_links as links
 from clarion.adapters.sql.schema import notification_outbox as outbox
 from clarion.adapters.sql.schema import notification_routes as routes
+from clarion.adapters.sql.schema import posted_messages as posted
 from clarion.domain.notifications import (
     DUE,
     NewEntry,
@@ -35,6 +37,7 @@ from clarion.domain.notifications import (
     event_entry,
     parse_channel,
 )
+from clarion.ports.notifications import ChatUserLink, PostedMessage
 from clarion.ports.system import Clock, IdGenerator
 
 
@@ -267,6 +270,67 @@ class SqlNotificationStore:
                 sa.delete(outbox).where(outbox.c.status != DUE, outbox.c.created_at < before)
             )
         return int(deleted.rowcount)
+
+    # -- posted messages (issue #18) -------------------------------------------------------
+
+    def record_posted(self, message: PostedMessage) -> bool:
+        try:
+            with self._writes.begin() as connection:
+                connection.execute(sa.insert(posted), attrs.asdict(message))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def _posted(self, condition: Any) -> tuple[PostedMessage, ...]:
+        query = sa.select(posted).where(condition).order_by(posted.c.posted_at, posted.c.message_id)
+        with read_transaction(self._engine) as connection:
+            rows = connection.execute(query).mappings().all()
+        return tuple(PostedMessage(**dict(row)) for row in rows)
+
+    def posted_for(self, pending_id: str, channel_kind: str) -> tuple[PostedMessage, ...]:
+        return self._posted(
+            sa.and_(posted.c.pending_id == pending_id, posted.c.channel_kind == channel_kind)
+        )
+
+    def posted_by_key(self, idempotency_key: str) -> tuple[PostedMessage, ...]:
+        return self._posted(posted.c.idempotency_key == idempotency_key)
+
+    # -- chat accounts linked to users (issue #18) ----------------------------------------
+
+    def link_chat_user(self, provider: str, external_id: str, user_id: str) -> ChatUserLink:
+        link = ChatUserLink(
+            provider=provider,
+            external_id=external_id,
+            user_id=user_id,
+            created_at=self._clock.now(),
+        )
+        key = sa.and_(links.c.provider == provider, links.c.external_id == external_id)
+        with self._writes.begin() as connection:
+            # Linking again replaces the user: delete and insert in one transaction.
+            connection.execute(sa.delete(links).where(key))
+            connection.execute(sa.insert(links), attrs.asdict(link))
+        return link
+
+    def unlink_chat_user(self, provider: str, external_id: str) -> bool:
+        key = sa.and_(links.c.provider == provider, links.c.external_id == external_id)
+        with self._writes.begin() as connection:
+            deleted = connection.execute(sa.delete(links).where(key))
+        return bool(deleted.rowcount)
+
+    def _links(self, condition: Any) -> tuple[ChatUserLink, ...]:
+        query = sa.select(links).where(condition).order_by(links.c.created_at, links.c.external_id)
+        with read_transaction(self._engine) as connection:
+            rows = connection.execute(query).mappings().all()
+        return tuple(ChatUserLink(**dict(row)) for row in rows)
+
+    def chat_user(self, provider: str, external_id: str) -> ChatUserLink | None:
+        found = self._links(
+            sa.and_(links.c.provider == provider, links.c.external_id == external_id)
+        )
+        return found[0] if found else None
+
+    def chat_user_links(self, provider: str) -> tuple[ChatUserLink, ...]:
+        return self._links(links.c.provider == provider)
 
 
 __all__ = ["SqlNotificationStore", "record_event"]

@@ -289,4 +289,30 @@ notification_outbox = sa.Table(
     sa.Index("ix_notification_outbox_pending_id", "pending_id"),
 )
 
+# Messages a channel posted for a bundle, updated in place by its terminal events, and chat
+# accounts linked to Clarion users (issue #18, migration 0009_slack).
+posted_messages = sa.Table(
+    "posted_messages",
+    metadata,
+    sa.Column("channel_kind", sa.Text, primary_key=True),
+    sa.Column("channel_id", sa.Text, primary_key=True),
+    sa.Column("message_id", sa.Text, primary_key=True),
+    sa.Column("pending_id", Key, nullable=False),
+    sa.Column("route_id", Key, nullable=False),
+    sa.Column("idempotency_key", sa.Text, nullable=False),
+    sa.Column("posted_at", UtcDateTime, nullable=False),
+    sa.Index("ix_posted_messages_pending_id", "pending_id", "channel_kind"),
+    sa.Index("ix_posted_messages_idempotency_key", "idempotency_key"),
+)
+
+chat_user_links = sa.Table(
+    "chat_user_links",
+    metadata,
+    sa.Column("provider", sa.Text, primary_key=True),
+    sa.Column("external_id", sa.Text, primary_key=True),
+    sa.Column("user_id", Key, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index("ix_chat_user_links_user_id", "user_id"),
+)
+
 TABLE_NAMES = tuple(metadata.tables)

@@ -18,13 +18,14 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import attrs
 import structlog
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.http_guard import HostAllowlist
@@ -67,13 +68,21 @@ from clarion.app.usecases.notifications import DeliveryPolicy, NotificationWorke
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.app.usecases.services import Services, build_services
+from clarion.app.usecases.slack import PROVIDER as SLACK
+from clarion.app.usecases.slack import SlackAnswering
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.answer_links import AnswerLinkStore
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher, EventSource
 from clarion.ports.host import HostRepository
-from clarion.ports.notifications import AnswerLinkIssuer, NotificationStore, Notifier
+from clarion.ports.notifications import (
+    AnswerLinkIssuer,
+    ChatUserLink,
+    NotificationStore,
+    Notifier,
+    PostedMessages,
+)
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
@@ -291,6 +300,64 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
         engine.dispose()
 
 
+@attrs.frozen
+class SlackLinks:
+    """``clarion users link-slack|unlink-slack|slack-links``: Slack accounts linked to users."""
+
+    store: NotificationStore
+    users: TokenStore
+
+    def link(self, user_id: str, slack_user_id: str) -> ChatUserLink:
+        """Link ``slack_user_id`` to ``user_id`` (replacing any user it was linked to).
+
+        Raises:
+            ValidationError: not a Slack user id, or no active user ``user_id``.
+        """
+        slack_user_id = slack_user_id.strip()
+        if not (
+            slack_user_id[:1] in ("U", "W")
+            and len(slack_user_id) > 2
+            and slack_user_id.isalnum()
+            and slack_user_id.isupper()
+        ):
+            raise ValidationError(
+                f"not a Slack user id: {slack_user_id!r} (like U0123ABCD; in Slack: "
+                "the person's profile → ⋮ → Copy member ID)",
+                field="slack_user_id",
+            )
+        user = self.users.get_user(user_id)
+        if user is None or not user.active:
+            raise ValidationError(f"no active user {user_id!r}", field="user_id")
+        return self.store.link_chat_user(SLACK, slack_user_id, user.id)
+
+    def unlink(self, slack_user_id: str) -> bool:
+        return self.store.unlink_chat_user(SLACK, slack_user_id.strip())
+
+    def links(self) -> tuple[ChatUserLink, ...]:
+        return self.store.chat_user_links(SLACK)
+
+
+@contextmanager
+def slack_links(settings: Settings) -> Iterator[SlackLinks]:
+    """Slack account links on ``settings.database_url`` (no file lock, like
+    :func:`administration`)."""
+    clock, ids = SystemClock(), UuidIds()
+    if settings.database_url == MEMORY_URL:
+        store = InMemoryStore()
+        yield SlackLinks(
+            InMemoryNotificationStore(store, clock, ids), InMemoryTokenStore(store, clock, ids)
+        )
+        return
+    engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        upgrade_database(engine)
+        yield SlackLinks(
+            SqlNotificationStore(engine, clock, ids), SqlTokenStore(engine, clock, ids)
+        )
+    finally:
+        engine.dispose()
+
+
 def _otel_tracer() -> OtelTracer | None:
     """Spans through the global OpenTelemetry provider when the ``otel`` extra is installed
     (non-recording, so nothing is sent, until the host configures one); None otherwise."""
@@ -449,11 +516,29 @@ class _NotificationPorts:
     runner: Runner
 
 
+def _slack_adapter() -> Any:
+    """The Slack adapter package.
+
+    Raises:
+        ValidationError: the ``slack`` extra is not installed.
+    """
+    try:
+        import clarion.adapters.slack as slack
+    except ImportError as exc:
+        raise ValidationError(
+            "Slack needs the extra: pip install 'clarion[slack]'", field="slack_bot_token"
+        ) from exc
+    return slack
+
+
 def default_notifiers(
-    settings: Settings, answer_links: AnswerLinkIssuer | None = None
+    settings: Settings,
+    answer_links: AnswerLinkIssuer | None = None,
+    posted: PostedMessages | None = None,
 ) -> dict[str, Notifier]:
     """The channels ``settings`` configure: webhook and Apprise always, e-mail with an SMTP
-    host (its answer links from ``answer_links``, else the inbox deep link)."""
+    host (its answer links from ``answer_links``, else the inbox deep link), Slack with a bot
+    token and a store to record its messages in (``posted``)."""
     secret = settings.notify_webhook_secret or settings.resume_webhook_secret
     notifiers: dict[str, Notifier] = {
         "webhook": WebhookNotifier(secret=secret),
@@ -469,7 +554,48 @@ def default_notifiers(
             sender=settings.smtp_from,
         )
         notifiers["email"] = EmailNotifier(smtp, links=answer_links)
+    if settings.slack_bot_token and posted is not None:
+        slack = _slack_adapter()
+        api = slack.SlackApi(settings.slack_bot_token, api_url=settings.slack_api_url)
+        notifiers["slack"] = slack.SlackNotifier(api, posted)
     return notifiers
+
+
+def _slack_routes(
+    settings: Settings, storage: Storage, services: Services, users: TokenStore, runner: Runner
+) -> list[BaseRoute]:
+    """``POST /integrations/slack/interactions`` when a signing secret is configured.
+
+    Raises:
+        ValidationError: no bot token to answer through, the storage keeps no notifications
+            (nowhere to link Slack users), or the ``slack`` extra is missing.
+    """
+    if not settings.slack_signing_secret:
+        return []
+    if not settings.slack_bot_token:
+        raise ValidationError(
+            "CLARION_SLACK_SIGNING_SECRET needs CLARION_SLACK_BOT_TOKEN too (the answers are "
+            "sent back through Slack's Web API)",
+            field="CLARION_SLACK_BOT_TOKEN",
+        )
+    if storage.notifications is None:
+        raise ValidationError(
+            "Slack interactions need a storage with notifications", field="slack_signing_secret"
+        )
+    slack = _slack_adapter()
+    answering = SlackAnswering(
+        resolver=services.resolver,
+        links=storage.notifications,
+        users=users,
+        runner=runner,
+        auth_enabled=settings.auth_enabled,
+    )
+    api = slack.SlackApi(settings.slack_bot_token, api_url=settings.slack_api_url)
+    interactions = slack.SlackInteractions(
+        signing_secret=settings.slack_signing_secret, answering=answering, api=api
+    )
+    routes: list[BaseRoute] = interactions.routes()
+    return routes
 
 
 def _notifications(
@@ -584,7 +710,11 @@ def build_clarion(
     authentication = Authentication(tokens, clock, ids)
     runner = Runner(limiter)
     answer_links = _answer_links(settings, storage, services, claims, tokens, runner)
-    channels = notifiers if notifiers is not None else default_notifiers(settings, answer_links)
+    channels = (
+        notifiers
+        if notifiers is not None
+        else default_notifiers(settings, answer_links, storage.notifications)
+    )
     worker, routing = _notifications(
         settings,
         storage,
@@ -650,6 +780,7 @@ def build_clarion(
         extra_routes=[
             *mcp.routes,
             *web_routes(answer_links),
+            *_slack_routes(settings, storage, services, tokens, runner),
             metrics_route(metrics, auth_enabled=settings.auth_enabled),
         ],
         identified_paths=(METRICS_PATH,),

@@ -94,6 +94,11 @@ class Settings:
     smtp_username: str = ""
     smtp_password: str = attrs.field(default="", repr=False)
     smtp_from: str = "clarion@localhost"
+    # Slack (docs/slack.md): no bot token, no slack channel; no signing secret, no interaction
+    # endpoint. The API URL is Slack's Web API base (tests point it at a local fake).
+    slack_bot_token: str = attrs.field(default="", repr=False)
+    slack_signing_secret: str = attrs.field(default="", repr=False)
+    slack_api_url: str = "https://slack.com/api/"
 
     @property
     def base_url(self) -> str:
@@ -241,6 +246,16 @@ def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
         values["smtp_password"] = password
     if sender := env.get("CLARION_SMTP_FROM", "").strip():
         values["smtp_from"] = sender
+    if token := env.get("CLARION_SLACK_BOT_TOKEN", "").strip():
+        values["slack_bot_token"] = token
+    if secret := env.get("CLARION_SLACK_SIGNING_SECRET", "").strip():
+        values["slack_signing_secret"] = secret
+    if api := env.get("CLARION_SLACK_API_URL", "").strip():
+        if not api.startswith(("http://", "https://")):
+            raise ValidationError(
+                "CLARION_SLACK_API_URL must be an http(s) URL", field="CLARION_SLACK_API_URL"
+            )
+        values["slack_api_url"] = api if api.endswith("/") else api + "/"
     return values
 
 

@@ -33,15 +33,17 @@ import structlog
 
 from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, NotFound, failure_fields
-from clarion.domain.model import Answer, Identity, Outcome
+from clarion.domain.model import CANCELLED, EXPIRED, Answer, Identity, Outcome
 from clarion.domain.notifications import (
     ANSWERABLE,
     ASKING_EVENTS,
+    CANCELLED_EVENT,
     DEADLINE,
     DEFAULT_PREFIX,
     DONE,
     DROPPED,
     ESCALATION,
+    EXPIRED_EVENT,
     FAILED,
     ON_DEADLINE_EXPIRE,
     REMINDER,
@@ -299,6 +301,8 @@ class NotificationWorker:
             sequence=entry.sequence,
             answers=winner.answers if winner is not None and route.include_answers else (),
             rejected=winner.rejected if winner is not None else False,
+            resolution=winner,
+            resolved_by=next((r.resolved_by for r in bundle.rows if r.resolved_by), None),
         )
         try:
             outcome = await notifier.deliver(notification)
@@ -311,11 +315,55 @@ class NotificationWorker:
             if entry.event == REMINDER and route.remind_after_s is not None:
                 nxt = entry.due_at + timedelta(seconds=route.remind_after_s)
                 follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
+            if entry.event in ASKING_EVENTS and getattr(notifier, "updates_in_place", False):
+                follow_ups += await self._settled_meanwhile(entry, route)
             await self._finish(entry, DONE, follow_ups=follow_ups)
         elif outcome.status is Sent.RETRY:
             await self._retry(entry, outcome.detail)
         else:
             await self._finish(entry, FAILED, outcome.detail)
+
+    async def _settled_meanwhile(self, entry: OutboxEntry, route: Route) -> tuple[NewEntry, ...]:
+        """For a channel that updates its messages in place (Slack, issue #18): when the bundle
+        was settled while its message was being posted, the terminal update for this route,
+        due now. Another process may already have applied the terminal event to the route's
+        messages before this one was recorded; the update is idempotent, so a second one is
+        harmless."""
+        bundle = await self._run.guarded(NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id)
+        if bundle is None:
+            return ()
+        winner = replay_winner(bundle.pending_id, bundle.rows)
+        key = f"{entry.idempotency_key}:settled"
+        if winner is not None:
+            event = RESOLVED
+            # Keyed under the winning claim's own event, so the delivery is recognised as
+            # announcing the answer that stands (see ``_announces``).
+            recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, entry.pending_id)
+            origin = next(
+                (
+                    e
+                    for e in recorded
+                    if not e.route_id
+                    and e.event == RESOLVED
+                    and e.created_at == winner.responded_at
+                ),
+                None,
+            )
+            if origin is not None:
+                key = f"{origin.idempotency_key}:{route.id}:{RESOLVED}:settled"
+        elif bundle.rows and bundle.rows[0].display_status in (EXPIRED, CANCELLED):
+            event = EXPIRED_EVENT if bundle.rows[0].display_status == EXPIRED else CANCELLED_EVENT
+        else:
+            return ()
+        return (
+            NewEntry(
+                pending_id=entry.pending_id,
+                event=event,
+                route_id=route.id,
+                due_at=self._clock.now(),
+                idempotency_key=key,
+            ),
+        )
 
     async def _deadline(self, entry: OutboxEntry, bundle: Bundle) -> None:
         route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)

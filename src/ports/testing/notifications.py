@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import attrs
 import pytest
 
 from clarion.domain.errors import ValidationError
@@ -27,7 +28,7 @@ from clarion.domain.notifications import (
     RouteSpec,
     parse_channel,
 )
-from clarion.ports.notifications import NotificationStore
+from clarion.ports.notifications import NotificationStore, PostedMessage
 from clarion.ports.testing.world import ContractWorld, claim
 
 LEASE_S = 60.0
@@ -225,6 +226,60 @@ class NotificationStoreContract:
             )
         assert caught.value.field == "remind_after_s"
         assert notifications.list_routes() == ()
+
+    # -- posted messages and chat-account links (issue #18) --------------------------------
+
+    def test_posted_messages_are_recorded_once_and_listed_per_bundle_and_delivery(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        """#18: a channel finds what it posted for a bundle (to update it) and per delivery."""
+        now = world.clock.peek()
+
+        def message(pending_id: str, ts: str, key: str, kind: str = "slack") -> PostedMessage:
+            return PostedMessage(
+                pending_id=pending_id,
+                route_id="r-1",
+                channel_kind=kind,
+                channel_id="C0123",
+                message_id=ts,
+                idempotency_key=key,
+                posted_at=now + timedelta(seconds=float(ts)),
+            )
+
+        first, second = message("p-1", "1.000100", "k-1"), message("p-1", "2.000200", "k-2")
+        assert notifications.record_posted(second)
+        assert notifications.record_posted(first)
+        assert not notifications.record_posted(attrs.evolve(first, pending_id="p-2"))
+        assert notifications.record_posted(message("p-2", "3.000300", "k-3"))
+        assert notifications.record_posted(message("p-1", "4.000400", "k-4", kind="other"))
+        assert notifications.posted_for("p-1", "slack") == (first, second)
+        assert notifications.posted_for("p-9", "slack") == ()
+        assert notifications.posted_by_key("k-2") == (second,)
+        assert notifications.posted_by_key("k-9") == ()
+
+    def test_a_chat_account_links_to_one_user_and_unlinks(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        """#18: ``clarion users link-slack``: one account answers as one user at a time."""
+        assert notifications.chat_user("slack", "U1") is None
+        before = world.clock.peek()
+        first = notifications.link_chat_user("slack", "U1", "user-a")
+        assert first.created_at >= before
+        notifications.link_chat_user("slack", "U2", "user-a")
+        notifications.link_chat_user("other", "U1", "user-c")
+        again = notifications.link_chat_user("slack", "U1", "user-b")
+        assert notifications.chat_user("slack", "U1") == again
+        assert again.user_id == "user-b"
+        assert {
+            (link.external_id, link.user_id) for link in notifications.chat_user_links("slack")
+        } == {
+            ("U1", "user-b"),
+            ("U2", "user-a"),
+        }
+        assert notifications.unlink_chat_user("slack", "U1")
+        assert not notifications.unlink_chat_user("slack", "U1")
+        assert notifications.chat_user("slack", "U1") is None
+        assert notifications.chat_user("other", "U1") is not None
 
 
 __all__ = ["NotificationStoreContract"]

@@ -1,5 +1,6 @@
-"""The administrative commands: ``clarion db upgrade``, ``users`` and ``tokens``. They write to
-the database directly and serve nothing, so they may run next to the serving process."""
+"""The administrative commands: ``clarion db upgrade``, ``users`` (and their Slack links) and
+``tokens``. They write to the database directly and serve nothing, so they may run next to the
+serving process."""
 
 from __future__ import annotations
 
@@ -35,6 +36,21 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     deactivate_user.add_argument("user_id", help="the user's id (as `users create` printed it)")
     database_flag(deactivate_user)
     deactivate_user.set_defaults(handler=_users_deactivate)
+    link_slack = user_commands.add_parser(
+        "link-slack", help="let a Slack account answer as this user (docs/slack.md)"
+    )
+    link_slack.add_argument("user_id", help="the Clarion user's id")
+    link_slack.add_argument("slack_user_id", help="the Slack member id, like U0123ABCD")
+    database_flag(link_slack)
+    link_slack.set_defaults(handler=_users_link_slack)
+    unlink_slack = user_commands.add_parser("unlink-slack", help="unlink a Slack account")
+    unlink_slack.add_argument("slack_user_id", help="the Slack member id")
+    database_flag(unlink_slack)
+    unlink_slack.set_defaults(handler=_users_unlink_slack)
+    slack_links = user_commands.add_parser("slack-links", help="list the linked Slack accounts")
+    slack_links.add_argument("--json", action="store_true", help="print JSON")
+    database_flag(slack_links)
+    slack_links.set_defaults(handler=_users_slack_links)
 
     tokens = commands.add_parser("tokens", help="manage personal access tokens")
     token_commands = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
@@ -108,6 +124,49 @@ def _users_deactivate(args: argparse.Namespace) -> int:
     with _authentication(args) as authentication:
         changed = authentication.deactivate_user(args.user_id)
     print(f"deactivated {args.user_id}" if changed else f"{args.user_id} was already deactivated")
+    return 0
+
+
+def _users_link_slack(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import slack_links
+    from clarion.domain.errors import ValidationError
+
+    with slack_links(settings_of(args)) as links:
+        try:
+            link = links.link(args.user_id, args.slack_user_id)
+        except ValidationError as exc:
+            raise CliError(str(exc)) from exc
+    print(f"slack {link.external_id} answers as {link.user_id}")
+    return 0
+
+
+def _users_unlink_slack(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import slack_links
+
+    with slack_links(settings_of(args)) as links:
+        removed = links.unlink(args.slack_user_id)
+    print(f"unlinked {args.slack_user_id}" if removed else f"{args.slack_user_id} was not linked")
+    return 0 if removed else 1
+
+
+def _users_slack_links(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import slack_links
+
+    with slack_links(settings_of(args)) as links:
+        found = links.links()
+    rows = [
+        {
+            "slack_user_id": link.external_id,
+            "user_id": link.user_id,
+            "linked_at": _stamp(link.created_at),
+        }
+        for link in found
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['slack_user_id']}\t{row['user_id']}\t{row['linked_at']}")
     return 0
 
 

@@ -20,7 +20,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     notify = commands.add_parser("notify", help="manage notification routes")
     sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
     add = sub.add_parser("add", help="route a workspace's notifications to a channel")
-    add.add_argument("channel", help="email:ADDRESS, webhook:URL or apprise:URL")
+    add.add_argument(
+        "channel", help="email:ADDRESS, webhook:URL, apprise:URL or slack:#CHANNEL / slack:@USER"
+    )
     add.add_argument("--workspace", default="", help="workspace id ('' = workspace-less tasks)")
     add.add_argument("--user", default="", help="the user the route acts for (and notifies)")
     add.add_argument(

@@ -1,0 +1,351 @@
+"""``POST /integrations/slack/interactions``: Slack's interactivity requests (issue #18).
+
+**Authentication is Slack's signature**, not a bearer token or a cookie (the path is outside
+``/api/``, so the authentication middleware never reads one): ``X-Slack-Signature`` must be
+the HMAC-SHA256 of ``v0:<X-Slack-Request-Timestamp>:<body>`` under the app's signing secret,
+and the timestamp within five minutes of now (``slack_sdk.signature.SignatureVerifier``).
+Anything else is 401 and nothing happens. The HTTP gate admits a form body on this path only
+(``application/x-www-form-urlencoded``, as Slack sends; :mod:`clarion.adapters.http_guard`).
+
+**Replays are refused** (401) by :class:`ReplayGuard`: a signature already accepted within the
+window is not accepted again. It is kept in this process's memory, bounded by the window — a
+signature older than five minutes fails the timestamp check anyway, so nothing older needs
+remembering. Memory, not the database, because a replay can change nothing the claim has not
+already decided: the one resolver records exactly one winner, so a replayed click either
+repeats the winner's own answer (a no-op) or loses like any other answer; the guard spares
+the side effects (a second ephemeral reply, a second modal). Behind several processes a
+replay that reaches another process within the window gets exactly that no-op.
+
+**Ack first, claim after.** Slack wants an answer within 3 s: a button click is acknowledged
+with an empty 200 and handled in a background task after the response is sent; its result goes
+back to the clicker through the interaction's ``response_url`` (an ephemeral reply), and the
+message itself is updated in place by the outbox when the bundle ends. A modal submission is
+validated before its answer (field errors come back as ``response_action: errors``, which Slack
+accepts only in the response itself); the claim then runs after the ack and its result is posted
+to the clicker as an ephemeral message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import structlog
+from slack_sdk.signature import SignatureVerifier
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from clarion.adapters.slack.api import SlackApi, SlackFailure
+from clarion.adapters.slack.blocks import (
+    LINK_ACTION,
+    MODAL_ACTION,
+    MODAL_CALLBACK,
+    OPTION_ACTION,
+    REASON_BLOCK,
+    SKIP_BLOCK,
+    TEXT_LIMIT,
+    modal_view,
+    outcome_lines,
+    parse_option_value,
+    who,
+)
+from clarion.app.usecases.slack import SlackAnswering, SlackResult, SlackState
+from clarion.domain.model import Answer, Outcome
+
+log = structlog.get_logger(__name__)
+
+INTERACTIONS_PATH: Final = "/integrations/slack/interactions"
+WINDOW_S: Final = 5 * 60
+MAX_BODY_BYTES: Final = 1024 * 1024
+MAX_REMEMBERED: Final = 100_000
+TOO_LONG: Final = "At most 2,000 characters, please (this has {count})."
+
+
+class ReplayGuard:
+    """Signatures accepted within the last ``window_s`` seconds (see the module); at most
+    ``limit`` are kept, the oldest forgotten first."""
+
+    def __init__(
+        self,
+        *,
+        window_s: float = WINDOW_S,
+        limit: int = MAX_REMEMBERED,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._window = window_s
+        self._limit = limit
+        self._now = now
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    def first_use(self, signature: str) -> bool:
+        """True the first time ``signature`` is offered within the window, False after."""
+        now = self._now()
+        while self._seen:
+            oldest, at = next(iter(self._seen.items()))
+            if at > now - 2 * self._window and len(self._seen) < self._limit:
+                break
+            del self._seen[oldest]
+        if signature in self._seen:
+            return False
+        self._seen[signature] = now
+        return True
+
+
+def _refused(message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=401)
+
+
+def _ephemeral(text: str) -> dict[str, Any]:
+    return {"response_type": "ephemeral", "replace_original": False, "text": text}
+
+
+def result_text(result: SlackResult, slack_user_id: str) -> str:
+    """What the clicker is told (ephemeral; never shown to anyone else)."""
+    state = result.state
+    if state is SlackState.WON and result.resolution is not None:
+        lines = outcome_lines(result.questions, result.resolution)
+        lead = "You skipped this." if result.resolution.rejected else "Answered. Sent to the agent:"
+        return "\n".join([lead, *lines])
+    if state is SlackState.LOST and result.resolution is not None:
+        lines = outcome_lines(result.questions, result.resolution)
+        head = f"Already answered by {who(result.resolved_by)}; your answer was not used."
+        return "\n".join([head, *lines])
+    if state is SlackState.INVALID:
+        return f"Not recorded: {result.message}"
+    if state is SlackState.UNLINKED:
+        return (
+            "Your Slack account is not linked to a Clarion user, so nothing was recorded. "
+            "Ask a Clarion administrator to run "
+            f"`clarion users link-slack <your Clarion user id> {slack_user_id}`."
+        )
+    if state is SlackState.UNAVAILABLE:
+        return "This question does not exist or is not available to you. Nothing was recorded."
+    if state is SlackState.CLOSED:
+        return (
+            "This question is no longer active (it expired or was cancelled). Nothing was recorded."
+        )
+    return "Clarion could not record your answer right now. Please try again."
+
+
+def modal_outcome(
+    values: Mapping[str, Any], question_ids: tuple[str, ...]
+) -> tuple[Outcome, dict[str, str]]:
+    """The outcome a modal's ``state.values`` describes, and field errors by block id (texts
+    over 2,000 code points; Slack enforces the same limit, but a request is not Slack's)."""
+
+    def value(block: str, action: str) -> Any:
+        entry = values.get(block, {})
+        return entry.get(action, {}) if isinstance(entry, Mapping) else {}
+
+    def text(block: str, action: str) -> str:
+        found = value(block, action).get("value")
+        return found if isinstance(found, str) else ""
+
+    def selected(block: str, action: str) -> tuple[str, ...]:
+        options = value(block, action).get("selected_options") or []
+        return tuple(
+            str(o.get("value", "")) for o in options if isinstance(o, Mapping) and o.get("value")
+        )
+
+    errors: dict[str, str] = {}
+    texts = [*((f"q{i}_text", "text") for i in range(len(question_ids))), (REASON_BLOCK, "reason")]
+    for block, action in texts:
+        count = len(text(block, action))
+        if count > TEXT_LIMIT:
+            errors[block] = TOO_LONG.format(count=f"{count:,}")
+    if "skip" in selected(SKIP_BLOCK, "skip"):
+        return Outcome.reject(text(REASON_BLOCK, "reason")), errors
+    answers = tuple(
+        Answer(
+            question_id=qid,
+            selected_options=selected(f"q{i}_options", "options"),
+            custom_text=text(f"q{i}_text", "text"),
+        )
+        for i, qid in enumerate(question_ids)
+    )
+    return Outcome.answer(*answers), errors
+
+
+def _error_block(field: str) -> str:
+    """The modal block a validation error's field names (``answers[i].…`` → question i)."""
+    if field in ("reject_reason", "reason"):
+        return REASON_BLOCK
+    if field.startswith("answers[") and "]" in field:
+        index = field[len("answers[") : field.index("]")]
+        if index.isdigit():
+            kind = "options" if field.endswith("selected_options") else "text"
+            return f"q{int(index)}_{kind}"
+    return "q0_text"
+
+
+class SlackInteractions:
+    """The endpoint (see the module); the work after the ack is a Starlette background task."""
+
+    def __init__(
+        self,
+        *,
+        signing_secret: str,
+        answering: SlackAnswering,
+        api: SlackApi,
+        replays: ReplayGuard | None = None,
+    ) -> None:
+        self._verifier = SignatureVerifier(signing_secret)
+        self._answering = answering
+        self._api = api
+        self._replays = replays if replays is not None else ReplayGuard()
+
+    def routes(self) -> list[BaseRoute]:
+        return [Route(INTERACTIONS_PATH, self.endpoint, methods=["POST"], name="slack")]
+
+    def _verified(self, body: bytes, headers: Mapping[str, str]) -> bool:
+        try:
+            return self._verifier.is_valid_request(body, headers)
+        except (ValueError, UnicodeDecodeError):
+            return False
+
+    async def endpoint(self, request: Request) -> Response:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return JSONResponse({"error": "request body too large"}, status_code=413)
+        headers = {key: value for key, value in request.headers.items()}
+        if not self._verified(body, headers):
+            log.warning("slack.refused", reason="signature")
+            return _refused("invalid Slack signature or timestamp")
+        if not self._replays.first_use(headers.get("x-slack-signature", "")):
+            log.warning("slack.refused", reason="replay")
+            return _refused("replayed Slack request")
+        try:
+            fields = urllib.parse.parse_qs(body.decode("utf-8"), strict_parsing=False)
+            payload = json.loads(fields["payload"][0])
+            if not isinstance(payload, dict):
+                raise TypeError("payload is not an object")
+        except (KeyError, IndexError, ValueError, TypeError):
+            return JSONResponse({"error": "not a Slack interaction payload"}, status_code=400)
+        kind = payload.get("type")
+        if kind == "block_actions":
+            return self._ack(self._block_action, payload)
+        if kind == "view_submission":
+            return await self._view_submission(payload)
+        return Response(status_code=200)  # other interactions (view_closed, …): nothing to do
+
+    def _ack(
+        self, work: Callable[[dict[str, Any]], Awaitable[None]], payload: dict[str, Any]
+    ) -> Response:
+        async def run() -> None:
+            try:
+                await work(payload)
+            except Exception:
+                log.warning("slack.interaction_failed", exc_info=True)
+
+        return Response(status_code=200, background=BackgroundTask(run))
+
+    async def _reply(self, payload: Mapping[str, Any], text: str) -> None:
+        url = payload.get("response_url")
+        if isinstance(url, str) and url:
+            await self._api.respond(url, _ephemeral(text))
+            return
+        channel = _channel_of(payload)
+        user = _user_of(payload)
+        if channel and user:
+            await self._api.post_ephemeral(channel, user, text)
+
+    async def _block_action(self, payload: dict[str, Any]) -> None:
+        actions = payload.get("actions") or []
+        action = actions[0] if actions and isinstance(actions[0], dict) else {}
+        action_id = str(action.get("action_id", ""))
+        value = str(action.get("value", ""))
+        user = _user_of(payload)
+        if action_id == LINK_ACTION:
+            return
+        if action_id.startswith(OPTION_ACTION):
+            parsed = parse_option_value(value)
+            if parsed is None:
+                return
+            pending_id, question_id, option_id = parsed
+            outcome = Outcome.answer(Answer(question_id=question_id, selected_options=(option_id,)))
+            result = await self._answering.answer(user, pending_id, outcome)
+            await self._reply(payload, result_text(result, user))
+        elif action_id == MODAL_ACTION:
+            opened = await self._answering.open(user, value)
+            if opened.state is not SlackState.OPEN or opened.bundle is None:
+                await self._reply(payload, result_text(opened, user))
+                return
+            view = modal_view(
+                pending_id=opened.bundle.pending_id,
+                context=opened.bundle.context,
+                questions=opened.bundle.questions,
+                metadata={"channel": _channel_of(payload)},
+            )
+            try:
+                await self._api.open_view(str(payload.get("trigger_id", "")), view)
+            except SlackFailure as exc:
+                log.warning("slack.modal_failed", error=exc.error)
+                await self._reply(payload, "Slack could not open the form; please try again.")
+
+    async def _view_submission(self, payload: dict[str, Any]) -> Response:
+        view = payload.get("view") or {}
+        if not isinstance(view, dict) or view.get("callback_id") != MODAL_CALLBACK:
+            return Response(status_code=200)
+        try:
+            metadata = json.loads(str(view.get("private_metadata", "")))
+            pending_id = str(metadata["pending_id"])
+            channel = str(metadata.get("channel", ""))
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "not a Clarion form"}, status_code=400)
+        user = _user_of(payload)
+        state = view.get("state") or {}
+        values = state.get("values", {}) if isinstance(state, dict) else {}
+        opened = await self._answering.open(user, pending_id)
+        if opened.state not in (SlackState.OPEN, SlackState.LOST):
+            return _errors({"q0_text": result_text(opened, user)})
+        question_ids = tuple(question.id for question in opened.questions)
+        outcome, errors = modal_outcome(values if isinstance(values, dict) else {}, question_ids)
+        if errors:
+            return _errors(errors)
+        checked = await self._answering.check(user, pending_id, outcome)
+        if checked.state is SlackState.INVALID:
+            return _errors({_error_block(checked.field): checked.message})
+        if checked.state is not SlackState.OPEN:
+            return _errors({"q0_text": result_text(checked, user)})
+
+        async def answer(_: dict[str, Any]) -> None:
+            result = await self._answering.answer(user, pending_id, outcome)
+            if channel:
+                await self._api.post_ephemeral(channel, user, result_text(result, user))
+
+        response = self._ack(answer, payload)
+        return JSONResponse({"response_action": "clear"}, background=response.background)
+
+
+def _errors(errors: Mapping[str, str]) -> JSONResponse:
+    return JSONResponse({"response_action": "errors", "errors": dict(errors)})
+
+
+def _user_of(payload: Mapping[str, Any]) -> str:
+    user = payload.get("user") or {}
+    return str(user.get("id", "")) if isinstance(user, Mapping) else ""
+
+
+def _channel_of(payload: Mapping[str, Any]) -> str:
+    for key in ("channel", "container"):
+        found = payload.get(key) or {}
+        if isinstance(found, Mapping):
+            channel = found.get("id") or found.get("channel_id")
+            if channel:
+                return str(channel)
+    return ""
+
+
+__all__ = [
+    "INTERACTIONS_PATH",
+    "ReplayGuard",
+    "SlackInteractions",
+    "modal_outcome",
+    "result_text",
+]
