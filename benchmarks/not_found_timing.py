@@ -61,6 +61,7 @@ def _quiet() -> None:
 
 def run(database_url: str, samples: int, warmup: int) -> bool:
     clarion = build_clarion(Settings(database_url=database_url, auth_enabled=True))
+    clarion.upgrade()  # building migrates nothing; users are created before the lifespan runs
     auth = clarion.authentication
     alice = {"Authorization": f"Bearer {auth.issue_token(auth.create_user('alice').id).token}"}
     bob = {"Authorization": f"Bearer {auth.issue_token(auth.create_user('bob').id).token}"}
