@@ -36,7 +36,7 @@ from clarion.domain import (
     Question,
 )
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import PendingSummary
+from clarion.domain.listing import PendingSummary, Visibility
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.testing import (
@@ -88,6 +88,9 @@ class AuditedClaimRepository:
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
         return self._inner.load_bundle(pending_id)
+
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        return self._inner.load_visible_bundle(pending_id, visibility)
 
     def complete_active_bundle(
         self,

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import attrs
 
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import ListPage, ListQuery, PendingSummary
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
 from clarion.domain.model import RESUME, Answer, Question
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
@@ -115,6 +115,15 @@ class ClaimRepository(Protocol):
     def load_bundle(self, pending_id: str) -> Bundle | None:
         """The bundle's clarification rows (any session, turn or status) in D2 order, with its
         session's task id; None when no clarification row carries ``pending_id``."""
+        ...
+
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        """``load_bundle`` for a caller who sees ``visibility`` (issue #14): the same bundle
+        when ``visibility`` is unscoped, or when the bundle's M5 task (``Bundle.task_id``)
+        exists (M5a) and is visible per L1c (:func:`clarion.domain.listing.task_visible`, the
+        list's own rule); None otherwise, exactly as for an unknown ``pending_id``. A database
+        implementation decides visibility inside the statement that reads the rows, so a
+        bundle the caller may not see reads zero rows, like one that does not exist."""
         ...
 
     def complete_active_bundle(

@@ -34,6 +34,8 @@ from clarion.domain.listing import (
     ListPage,
     ListQuery,
     PendingSummary,
+    Visibility,
+    task_visible,
 )
 from clarion.domain.model import (
     CANCELLED,
@@ -99,6 +101,20 @@ class InMemoryClaimRepository:
             if not rows:
                 return None
             return make_bundle(pending_id, rows, self._store.session_task_id(rows[0].session_id))
+
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        with self._store.lock:
+            bundle = self.load_bundle(pending_id)
+            if bundle is None or visibility.unscoped:
+                return bundle
+            task = self._store.tasks.get(bundle.task_id)
+            if task is None:  # M5a
+                return None
+            workspace = self._store.workspaces.get(task.workspace_id)
+            owner_id = workspace.owner_id if workspace is not None else ""
+            if task_visible(visibility, task.workspace_id, workspace is not None, owner_id):
+                return bundle
+            return None
 
     # -- writes --------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from clarion.adapters.sql.predicates import (
 from clarion.adapters.sql.records import MESSAGE_COLUMNS, RESOLVER_COLUMNS
 from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import task_sessions
+from clarion.adapters.sql.visibility import Seen, bundle_is_visible
 from clarion.domain.model import ANSWERED, RESUME
 from clarion.domain.transitions import DELIVERY_PENDING, RESPONSE, STATUS
 
@@ -99,6 +100,16 @@ def bundle_with_sessions() -> sa.Select[Any]:
         .where(guard("bundle"))
         .order_by(m.c.created_at, m.c.id)
     )
+
+
+@cache
+def visible_bundle_with_sessions(seen: Seen) -> sa.Select[Any]:
+    """:func:`bundle_with_sessions` for a caller who sees ``seen``: the same rows when the
+    bundle's M5 task exists and is visible (:func:`bundle_is_visible`, the lists' own
+    predicate), none otherwise — so a hidden bundle reads exactly what an absent one does
+    (issue #14)."""
+    statement = bundle_with_sessions()
+    return statement.where(bundle_is_visible(seen)) if seen.scoped else statement
 
 
 @cache

@@ -30,7 +30,7 @@ PARTIAL_INDEXES = (
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(
-    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow)\b"
+    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow|vrow)\b"
 )
 
 Statement = tuple[str, Any]
@@ -113,6 +113,25 @@ def test_loading_a_bundle_by_pending_id_never_scans_the_messages(
     engine: Engine, world: ContractWorld
 ) -> None:
     statements = _captured(engine, lambda: world.claims.load_bundle("p-1"))
+    assert _full_scans(engine, statements) == []
+
+
+def test_loading_a_visible_bundle_never_scans_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #14: the visibility verdict inside the read probes the bundle's rows by pending id
+    and the task and workspace by key."""
+    owner = world.workspace("mine", owner_id="alice")
+    world.bundle_in_new_session("p-mine", workspace_id=owner.id)
+
+    def reads() -> None:
+        for visibility in (Visibility.owned_by("alice"), Visibility.owned_by("bob")):
+            world.claims.load_visible_bundle("p-mine", visibility)
+            world.claims.load_visible_bundle("never-issued", visibility)
+        world.claims.load_visible_bundle("p-mine", Visibility.only({owner.id}))
+
+    statements = _captured(engine, reads)
+    assert len(statements) == 5
     assert _full_scans(engine, statements) == []
 
 
