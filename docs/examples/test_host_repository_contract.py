@@ -38,7 +38,13 @@ from clarion.domain import (
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import PendingSummary, Visibility
 from clarion.domain.resolved_by import ResolvedBy
-from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports import (
+    ActiveLimit,
+    ClaimRepository,
+    ClaimResult,
+    ReconcileReport,
+    ResumeRecord,
+)
 from clarion.ports.testing import (
     ClaimRepositoryContract,
     ContractWorld,
@@ -150,6 +156,11 @@ class AuditedClaimRepository:
 
     def count_active_asked(self, asker_id: str | None, limit: int) -> int:
         return self._inner.count_active_asked(asker_id, limit)
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        return self._inner.active_limit_reached(session_id, per_session, asker_id, per_identity)
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         return self._inner.find_active_duplicate(session_id, questions)

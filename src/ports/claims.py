@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -14,6 +14,8 @@ from clarion.domain.model import RESUME, Answer, Question
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
 from clarion.domain.transitions import new_message
+
+ActiveLimit = Literal["session", "identity"]  # which active-bundle limit a create would exceed
 
 
 @attrs.frozen
@@ -216,6 +218,18 @@ class ClaimRepository(Protocol):
         ``asker_id`` (their stored ``Asker.user_id``), or by anyone when ``asker_id`` is None,
         counting no further than ``limit`` (the result is ``min(count, limit)``). A database
         implementation reads an index and stops after ``limit`` bundles."""
+        ...
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        """Create's limits in one call (issues #14, #15): ``"session"`` when
+        ``count_active_in_session(session_id, per_session) >= per_session`` (not checked when
+        ``session_id`` is None), else ``"identity"`` when ``count_active_asked(asker_id,
+        per_identity) >= per_identity``, else None. A database implementation answers in one
+        read whatever the limits: a bounded count of pending-row index entries (every active
+        bundle has at least one pending row, so fewer rows than a limit proves room), falling
+        back to the exact bounded count only when that cannot decide."""
         ...
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:

@@ -60,7 +60,7 @@ from clarion.domain.rows import (
     parse_row,
     pending_ids_in_creation_order,
 )
-from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import ActiveLimit, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -352,6 +352,17 @@ class InMemoryClaimRepository:
                 and self._store.row_is_active(row)
             }
         return min(len(asked), max(limit, 0))
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        with self._store.lock:
+            in_session = self.count_active_in_session(session_id, per_session) if session_id else 0
+            if session_id is not None and in_session >= per_session:
+                return "session"
+            if self.count_active_asked(asker_id, per_identity) >= per_identity:
+                return "identity"
+        return None
 
     def pending_summary(self) -> PendingSummary:
         with self._store.lock:

@@ -66,7 +66,7 @@ from clarion.domain.rows import (
     parse_row,
     pending_ids_in_creation_order,
 )
-from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import ActiveLimit, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -205,6 +205,43 @@ class SqlClaimRepository:
         statement = statements.active_asked(scoped=asker_id is not None)
         with read_transaction(self._engine) as connection:
             return int(connection.execute(statement, params).scalar_one())
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        """One statement bounds both counts by index entries (``statements.pending_row_bounds``);
+        only a bound at its limit runs that limit's exact count, in the same transaction."""
+        scoped = asker_id is not None
+        params: dict[str, Any] = {
+            "session_id": session_id or "",
+            "session_limit": max(per_session, 0),
+            "identity_limit": max(per_identity, 0),
+        }
+        if scoped:
+            params["asker_id"] = asker_id
+        with read_transaction(self._engine) as connection:
+            in_session, asked = connection.execute(
+                statements.pending_row_bounds(scoped=scoped), params
+            ).one()
+            if session_id is not None and in_session >= per_session:
+                exact = {"session_id": session_id, "limit": per_session}
+                if self._bounded(connection, statements.active_in_session(), exact, per_session):
+                    return "session"
+            if asked >= per_identity:
+                exact = {"limit": per_identity, **({"asker_id": asker_id} if scoped else {})}
+                statement = statements.active_asked(scoped=scoped)
+                if self._bounded(connection, statement, exact, per_identity):
+                    return "identity"
+        return None
+
+    @staticmethod
+    def _bounded(
+        connection: Connection, statement: Any, params: dict[str, Any], limit: int
+    ) -> bool:
+        """Whether the bounded count ``statement`` reaches ``limit`` (always, for a limit <= 0)."""
+        if limit <= 0:
+            return True
+        return int(connection.execute(statement, params).scalar_one()) >= limit
 
     def pending_summary(self) -> PendingSummary:
         with read_transaction(self._engine) as connection:

@@ -179,6 +179,43 @@ class ClaimTransitionsContract:
         world.host.start_turn(session.id)
         assert world.claims.count_active_in_session(session.id, 10) == 0
 
+    def test_active_limit_reached_agrees_with_the_two_counts(self, world: ContractWorld) -> None:
+        """Issues #14, #15: create's limits in one call, exactly the bounded counts' verdicts —
+        also where rows outnumber bundles (three questions), rows lie on a superseded turn or
+        an ended session, and for the identity alone (``session_id`` None)."""
+        alice = Asker(user_id="alice", via=ASKED_BY_REQUEST)
+        session = world.session()
+        world.ask(session.id, "a1", questions=3, asker=alice)
+        world.ask(session.id, "b1", questions=3, asker=Asker(user_id="bob", via=ASKED_BY_ASK))
+        superseded = world.session()
+        world.ask(superseded.id, "old", questions=2, asker=alice)
+        world.host.start_turn(superseded.id)
+        ended = world.session()
+        world.ask(ended.id, "ended", questions=2, asker=alice)
+        world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        reached = world.claims.active_limit_reached
+        for session_id in (session.id, superseded.id, ended.id, "no-such-session", None):
+            for asker_id in ("alice", "bob", "carol", None):
+                for per_session in (0, 1, 2, 3, 4):
+                    for per_identity in (0, 1, 2, 3, 4):
+                        expected: str | None = None
+                        if session_id is not None and (
+                            world.claims.count_active_in_session(session_id, per_session)
+                            >= per_session
+                        ):
+                            expected = "session"
+                        elif world.claims.count_active_asked(asker_id, per_identity) >= (
+                            per_identity
+                        ):
+                            expected = "identity"
+                        found = reached(session_id, per_session, asker_id, per_identity)
+                        assert found == expected, (session_id, asker_id, per_session, per_identity)
+        # Six rows but two bundles in the session; alice's other rows are not active.
+        assert reached(session.id, 3, "alice", 2) is None
+        assert reached(session.id, 2, None, 2) == "session"
+        assert reached(None, 2, None, 2) == "identity"  # a1, b1 (old and ended are not active)
+        assert reached(None, 2, None, 3) is None
+
     def test_find_active_duplicate_finds_the_first_active_bundle_with_equal_questions(
         self, world: ContractWorld
     ) -> None:

@@ -194,6 +194,32 @@ def test_the_per_session_count_never_scans_the_messages(
     assert _full_scans(engine, statements) == []
 
 
+def test_the_limit_check_at_create_is_one_statement_below_the_limits(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issues #14, #15: create's two limits are checked by one statement bounding both counts
+    by pending-row index entries, never scanning the messages; the exact counts run only for
+    a bound at its limit."""
+    session_id = world.bundle("p-4").session_id
+
+    def check(per_session: int, per_identity: int) -> Callable[[], object]:
+        def run() -> None:
+            world.claims.active_limit_reached(session_id, per_session, "alice", per_identity)
+            world.claims.active_limit_reached(session_id, per_session, None, per_identity)
+
+        return run
+
+    below = _captured(engine, check(10, 200))
+    assert len(below) == 2
+    assert _full_scans(engine, below) == []
+    # p-4 has two pending rows (one bundle); five two-row bundles are pending, none asked by
+    # alice: each call bounds, then counts the session exactly; the unscoped one also counts
+    # every active bundle exactly.
+    at_limits = _captured(engine, check(2, 5))
+    assert len(at_limits) == 5
+    assert _full_scans(engine, at_limits) == []
+
+
 def test_the_list_walks_the_pending_order_index_and_sorts_no_backlog(
     engine: Engine, world: ContractWorld
 ) -> None:
