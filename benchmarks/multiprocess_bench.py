@@ -32,23 +32,19 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import httpx2
-import psycopg
 import structlog
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from sqlalchemy.engine import make_url
 
+from benchmarks.scratch import scratch_postgres
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory import InMemoryClaimRepository, InMemoryStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
-from clarion.adapters.postgres_notify import PostgresLiveDelivery, libpq_conninfo
+from clarion.adapters.postgres_notify import PostgresLiveDelivery
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.ports.testing.waiters import sample_resolution
 from clarion.ports.waiters import Delivery
@@ -65,19 +61,6 @@ from tests.integration.multiprocess.clients import (
 from tests.integration.multiprocess.cluster import Replica, running_cluster
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    """A new, empty database on the server of ``admin_url``, dropped afterwards."""
-    name = f"clarion_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(libpq_conninfo(admin_url), autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(libpq_conninfo(admin_url), autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _ms(seconds: list[float], quantile: float) -> float:
@@ -200,7 +183,7 @@ async def _nothing() -> None:
 
 def _run(admin_url: str, count: int, rounds: int, agents: int, answerers: int) -> None:
     with (
-        fresh_database(admin_url) as database_url,
+        scratch_postgres(admin_url) as database_url,
         tempfile.TemporaryDirectory() as folder,
         running_cluster(database_url, Path(folder), [f"r{i}" for i in range(count)]) as replicas,
     ):
@@ -219,7 +202,7 @@ def _run(admin_url: str, count: int, rounds: int, agents: int, answerers: int) -
 
 
 def _run_adapter(admin_url: str, rounds: int) -> None:
-    with fresh_database(admin_url) as database_url:
+    with scratch_postgres(admin_url) as database_url:
         for across in (False, True):
             samples = anyio.run(
                 functools.partial(_adapter_latency, across=across), database_url, rounds

@@ -13,7 +13,8 @@ Run::
     .venv/bin/python -m benchmarks.not_found_timing                 # SQLite, 200 samples each
     .venv/bin/python -m benchmarks.not_found_timing --postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test
 
-On PostgreSQL a scratch database is created on that server and dropped afterwards.
+On PostgreSQL a scratch database is created on that server and dropped afterwards
+(:mod:`benchmarks.scratch`).
 """
 
 from __future__ import annotations
@@ -21,18 +22,14 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 
-import psycopg
 import structlog
-from sqlalchemy.engine import make_url
 from starlette.testclient import TestClient
 
+from benchmarks.scratch import scratch_postgres, scratch_sqlite
 from clarion.app.root.compose import build_clarion
 from clarion.app.root.settings import Settings
 
@@ -117,28 +114,6 @@ def run(database_url: str, samples: int, warmup: int) -> bool:
     return within
 
 
-@contextmanager
-def scratch_postgres(server_url: str) -> Iterator[str]:
-    """A fresh database on the server of ``server_url``, dropped afterwards."""
-    server = make_url(server_url)
-    name = f"clarion_timing_{uuid.uuid4().hex[:12]}"
-    params = {
-        "host": server.host or "127.0.0.1",
-        "port": server.port or 5432,
-        "user": server.username or "postgres",
-        "password": server.password,
-        "dbname": server.database or "postgres",
-        "autocommit": True,
-    }
-    with psycopg.connect(**params) as connection:  # type: ignore[arg-type]
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(**params) as connection:  # type: ignore[arg-type]
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres-url", help="a PostgreSQL server (default: SQLite)")
@@ -150,8 +125,8 @@ def main() -> None:
         with scratch_postgres(args.postgres_url) as url:
             run(url, args.samples, args.warmup)
         return
-    with tempfile.TemporaryDirectory() as folder:
-        run(f"sqlite:///{Path(folder) / 'timing.db'}", args.samples, args.warmup)
+    with scratch_sqlite() as url:
+        run(url, args.samples, args.warmup)
 
 
 if __name__ == "__main__":

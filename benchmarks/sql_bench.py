@@ -36,9 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,15 +45,15 @@ import anyio
 import psycopg
 import sqlalchemy as sa
 import structlog
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
+from benchmarks.scratch import postgres_engine, sqlite_engine
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.resume import OutboxResumeDispatcher
 from clarion.adapters.sql import (
     SqlClaimRepository,
     SqlHostRepository,
-    create_engine,
     upgrade_database,
 )
 from clarion.adapters.sql.metadata_sql import is_clarification, is_pendingish
@@ -111,41 +109,6 @@ def question(number: int) -> Question:
 QUESTIONS = (question(1), question(2))
 KEYED = "bundle_created_at" in messages.c
 DIGEST = questions_digest(QUESTIONS)
-
-
-@contextmanager
-def sqlite_engine(directory: Path, synchronous: str = "FULL") -> Iterator[Engine]:
-    engine = create_engine(
-        f"sqlite:///{directory / 'bench.db'}",
-        sqlite_synchronous="NORMAL" if synchronous == "NORMAL" else "FULL",
-    )
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-
-
-@contextmanager
-def postgres_engine(admin_url: str) -> Iterator[Engine]:
-    admin = make_url(admin_url)
-    name = f"clarion_bench_{uuid.uuid4().hex[:12]}"
-    params: dict[str, Any] = {
-        "host": admin.host or "127.0.0.1",
-        "port": admin.port or 5432,
-        "user": admin.username or "postgres",
-        "password": admin.password,
-        "dbname": admin.database or "postgres",
-        "autocommit": True,
-    }
-    with psycopg.connect(**params) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    engine = create_engine(admin.set(database=name))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with psycopg.connect(**params) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class Loader:

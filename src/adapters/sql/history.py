@@ -27,6 +27,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from clarion.adapters.sql.listing import page_parameters, page_with_rows, read_page
 from clarion.adapters.sql.metadata_sql import (
     Bytewise,
     const,
@@ -35,13 +36,17 @@ from clarion.adapters.sql.metadata_sql import (
     is_resolved,
     pending_id_of,
 )
-from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record
 from clarion.adapters.sql.schema import messages
 from clarion.adapters.sql.types import UtcDateTime
-from clarion.adapters.sql.visibility import Seen, absent, task_id, task_is_visible
+from clarion.adapters.sql.visibility import (
+    Seen,
+    absent,
+    no_bundle_row,
+    task_id,
+    task_is_visible,
+)
 from clarion.domain.history import ResolvedBundle, ResolvedPage, ResolvedQuery, resolved_bundle
 from clarion.domain.listing import clamp_limit
-from clarion.domain.rows import ClarificationRow, parse_row
 
 
 @attrs.frozen
@@ -62,13 +67,14 @@ class Shape:
 
 
 def _parameters(query: ResolvedQuery) -> dict[str, Any]:
-    values: dict[str, Any] = {"page_limit": clamp_limit(query.limit) + 1}
-    values.update(Seen.parameters(query.visibility))
-    if query.resolved_since is not None:
-        values["resolved_since"] = query.resolved_since
-    if query.before is not None:
-        values["before_at"], values["before_id"] = query.before
-    return values
+    before_at, before_id = query.before if query.before is not None else (None, None)
+    return page_parameters(
+        query.visibility,
+        query.limit,
+        resolved_since=query.resolved_since,
+        before_at=before_at,
+        before_id=before_id,
+    )
 
 
 def _newest_resolved_row(head: sa.FromClause) -> Any:
@@ -90,14 +96,7 @@ def _newest_resolved_row(head: sa.FromClause) -> Any:
 
 def _settled(head: sa.FromClause) -> Any:
     """No row of the bundle still waits for its delivery to settle."""
-    row = messages.alias("marked")
-    return absent(
-        head,
-        row,
-        pending_id_of(row) == pending_id_of(head),
-        is_clarification(row),
-        is_delivery_pending(row),
-    )
+    return no_bundle_row(head, "marked", is_delivery_pending)
 
 
 def _stamp(name: str) -> Any:
@@ -146,32 +145,18 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
 def resolved_statement(shape: Shape) -> sa.Select[Any]:
     """The page of bundles (``limit + 1``) joined to their clarification rows."""
     page = _page_statement(shape).subquery("page")
-    return (
-        sa.select(
-            page.c.pending_id.label("bundle_pending_id"),
-            page.c.task_id.label("bundle_task_id"),
-            *MESSAGE_COLUMNS,
-        )
-        .join_from(
-            page,
-            messages,
-            sa.and_(pending_id_of(messages) == page.c.pending_id, is_clarification(messages)),
-        )
-        .order_by(page.c.resolved_at.desc(), Bytewise(page.c.pending_id).desc(), messages.c.id)
+    return page_with_rows(
+        page, page.c.resolved_at.desc(), Bytewise(page.c.pending_id).desc(), messages.c.id
     )
 
 
 def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> ResolvedPage:
-    """Run the resolved-list query and build the page (rows read through ``parse_row``)."""
+    """Run the resolved-list query and build the page."""
     limit = clamp_limit(query.limit)
-    grouped: dict[str, tuple[str, list[ClarificationRow]]] = {}
-    result = connection.execute(resolved_statement(Shape.of(query)), _parameters(query))
-    for row in result.mappings():
-        entry = grouped.setdefault(row["bundle_pending_id"], (row["bundle_task_id"], []))
-        entry[1].append(parse_row(message_record(row)))
+    found = read_page(connection, resolved_statement(Shape.of(query)), _parameters(query))
     bundles: list[ResolvedBundle] = [
-        found
-        for pending_id, (task_id, rows) in grouped.items()
-        if (found := resolved_bundle(pending_id, task_id, rows)) is not None
+        resolved
+        for pending_id, task_id, rows in found
+        if (resolved := resolved_bundle(pending_id, task_id, rows)) is not None
     ]
     return ResolvedPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)

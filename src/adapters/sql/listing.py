@@ -48,12 +48,13 @@ from clarion.adapters.sql.predicates import (
 from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record_at
 from clarion.adapters.sql.schema import messages, task_sessions
 from clarion.adapters.sql.types import UtcDateTime
-from clarion.adapters.sql.visibility import Seen, absent, task_is_visible
+from clarion.adapters.sql.visibility import Seen, absent, no_bundle_row, task_is_visible
 from clarion.adapters.sql.visibility import task_id as bundle_task_id
 from clarion.domain.listing import (
     ListedBundle,
     ListPage,
     ListQuery,
+    Visibility,
     clamp_limit,
     listed_bundle,
 )
@@ -80,17 +81,27 @@ class Shape:
         )
 
 
+def page_parameters(visibility: Visibility, limit: int | None, **optional: Any) -> dict[str, Any]:
+    """The bound values a page statement (this list's or the resolved list's) takes:
+    ``page_limit`` (L10's clamp, plus one to see ``has_more``), the visibility's, and each of
+    ``optional`` that is not None."""
+    values: dict[str, Any] = {"page_limit": clamp_limit(limit) + 1}
+    values.update(Seen.parameters(visibility))
+    values.update({name: value for name, value in optional.items() if value is not None})
+    return values
+
+
 def parameters(query: ListQuery) -> dict[str, Any]:
     """The bound values of :func:`list_statement` for ``query``."""
-    values: dict[str, Any] = {"page_limit": clamp_limit(query.limit) + 1}
-    values.update(Seen.parameters(query.visibility))
-    if query.workspace_id:
-        values["workspace_id"] = query.workspace_id
-    if query.created_since is not None:
-        values["created_since"] = query.created_since
-    if query.after is not None:
-        values["after_at"], values["after_id"] = query.after
-    return values
+    after_at, after_id = query.after if query.after is not None else (None, None)
+    return page_parameters(
+        query.visibility,
+        query.limit,
+        workspace_id=query.workspace_id or None,
+        created_since=query.created_since,
+        after_at=after_at,
+        after_id=after_id,
+    )
 
 
 def _session_is_live(head: sa.FromClause) -> Any:
@@ -129,14 +140,7 @@ def _first_pending_row(head: sa.FromClause) -> Any:
 
 def _every_row_has_question_id(head: sa.FromClause) -> Any:
     """L16 over all the bundle's clarification rows."""
-    row = messages.alias("qrow")
-    return absent(
-        head,
-        row,
-        pending_id_of(row) == pending_id_of(head),
-        is_clarification(row),
-        ~has_question_id(row),
-    )
+    return no_bundle_row(head, "qrow", lambda row: ~has_question_id(row))
 
 
 def _page_statement(shape: Shape) -> sa.Select[Any]:
@@ -190,11 +194,9 @@ def _stamp(name: str) -> Any:
     return sa.bindparam(name, type_=UtcDateTime())
 
 
-@cache
-def list_statement(shape: Shape) -> sa.Select[Any]:
-    """The whole list query for one shape: the page of bundles (``limit + 1`` of them)
-    joined to their clarification rows. Built once per shape."""
-    page = _page_statement(shape).subquery("page")
+def page_with_rows(page: sa.Subquery, *order_by: Any) -> sa.Select[Any]:
+    """A page of bundles (``pending_id``, ``task_id``) joined to their clarification rows:
+    ``(bundle_pending_id, bundle_task_id, *MESSAGE_COLUMNS)`` per row, in ``order_by``."""
     return (
         sa.select(
             page.c.pending_id.label("bundle_pending_id"),
@@ -206,21 +208,37 @@ def list_statement(shape: Shape) -> sa.Select[Any]:
             messages,
             sa.and_(pending_id_of(messages) == page.c.pending_id, is_clarification(messages)),
         )
-        .order_by(page.c.created_at, Bytewise(page.c.pending_id), messages.c.id)
+        .order_by(*order_by)
     )
 
 
-def list_active_bundles(connection: Connection, query: ListQuery) -> ListPage:
-    """Run the list query and build the page (rows read through ``parse_row``)."""
-    limit = clamp_limit(query.limit)
+def read_page(
+    connection: Connection, statement: sa.Select[Any], params: dict[str, Any]
+) -> list[tuple[str, str, list[ClarificationRow]]]:
+    """Run a :func:`page_with_rows` statement: each bundle's (pending id, task id, rows), in
+    the statement's order (rows read by position through ``parse_row``)."""
     grouped: dict[str, tuple[str, list[ClarificationRow]]] = {}
-    result = connection.execute(list_statement(Shape.of(query)), parameters(query))
-    for row in result:  # (bundle_pending_id, bundle_task_id, *MESSAGE_COLUMNS)
+    for row in connection.execute(statement, params):
         entry = grouped.get(row[0])
         if entry is None:
             entry = grouped[row[0]] = (row[1], [])
         entry[1].append(parse_row(message_record_at(row, 2)))
+    return [(pending_id, task_id, rows) for pending_id, (task_id, rows) in grouped.items()]
+
+
+@cache
+def list_statement(shape: Shape) -> sa.Select[Any]:
+    """The whole list query for one shape: the page of bundles (``limit + 1`` of them)
+    joined to their clarification rows. Built once per shape."""
+    page = _page_statement(shape).subquery("page")
+    return page_with_rows(page, page.c.created_at, Bytewise(page.c.pending_id), messages.c.id)
+
+
+def list_active_bundles(connection: Connection, query: ListQuery) -> ListPage:
+    """Run the list query and build the page."""
+    limit = clamp_limit(query.limit)
+    found = read_page(connection, list_statement(Shape.of(query)), parameters(query))
     bundles: list[ListedBundle] = [
-        listed_bundle(pending_id, task_id, rows) for pending_id, (task_id, rows) in grouped.items()
+        listed_bundle(pending_id, task_id, rows) for pending_id, task_id, rows in found
     ]
     return ListPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)

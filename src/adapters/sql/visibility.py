@@ -14,6 +14,7 @@ alias the caller walks) through its M5-resolved task: :func:`task_id` resolves i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -127,6 +128,16 @@ def absent(head: sa.FromClause, row: sa.FromClause, *where: ColumnElement[bool])
     return probe.scalar_subquery().is_(None)
 
 
+def no_bundle_row(
+    head: sa.FromClause, name: str, where: Callable[[sa.FromClause], ColumnElement[bool]]
+) -> Any:
+    """No clarification row of the head's bundle (an alias ``name``) satisfies ``where``."""
+    row = messages.alias(name)
+    return absent(
+        head, row, pending_id_of(row) == pending_id_of(head), is_clarification(row), where(row)
+    )
+
+
 @cache
 def bundle_is_visible(seen: Seen) -> ColumnElement[bool]:
     """Whether the bundle ``pending_id`` (bound) has a clarification row whose M5-resolved task
@@ -170,6 +181,7 @@ __all__ = [
     "Seen",
     "absent",
     "bundle_is_visible",
+    "no_bundle_row",
     "task_id",
     "task_is_visible",
     "task_visibility",
