@@ -33,6 +33,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -46,6 +47,8 @@ from clarion.adapters.memory import InMemoryClaimRepository, InMemoryStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.postgres_notify import PostgresLiveDelivery
 from clarion.adapters.system import SystemClock, UuidIds
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 from clarion.ports.testing.waiters import sample_resolution
 from clarion.ports.waiters import Delivery
 from tests.integration.multiprocess.clients import (
@@ -201,6 +204,79 @@ def _run(admin_url: str, count: int, rounds: int, agents: int, answerers: int) -
     )
 
 
+async def _rest_answer_cpu(
+    replicas: list[Replica], bundles: int, answerers: int, headers: dict[str, str]
+) -> float:
+    """Server CPU seconds per REST answer (summed over processes) of ``bundles`` bundles
+    created over REST, one per session, nobody waiting (each answer resumes its session
+    through the outbox), answered ``answerers`` at a time on a replica other than the first
+    (the same with one replica). Only the answers fall in the measured window."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT, headers=headers) as http:
+
+        async def call(replica: Replica, path: str, body: Any) -> Any:
+            response = await http.post(f"{replica.base_url}{path}", json=body)
+            assert response.status_code < 300, (response.status_code, response.text)
+            return response.json()
+
+        home = replicas[0]
+        workspace = await call(home, "/api/v1/workspaces", {"name": "bench"})
+        task = await call(home, "/api/v1/tasks", {"title": "t", "workspace_id": workspace["id"]})
+        pending_ids = []
+        for _ in range(bundles):
+            session = await call(home, f"/api/v1/tasks/{task['id']}/sessions", {})
+            body = {"session_id": session["id"], "questions": [question()]}
+            pending_ids.append(
+                (await call(home, "/api/v1/clarification/request", body))["pending_id"]
+            )
+        limiter = anyio.CapacityLimiter(answerers)
+        answerer = replicas[-1]
+
+        async def answer(pending_id: str) -> None:
+            async with limiter:
+                path = f"/api/v1/clarification/{pending_id}/respond"
+                await call(answerer, path, {"answers": choose(1)})
+
+        cpu_before = sum(replica.cpu_seconds() for replica in replicas)
+        async with anyio.create_task_group() as tasks:
+            for pending_id in pending_ids:
+                tasks.start_soon(answer, pending_id)
+        return (sum(replica.cpu_seconds() for replica in replicas) - cpu_before) / bundles
+
+
+def _bearer_headers(database_url: str) -> dict[str, str]:
+    """A user with a personal access token, written to the database before the servers start."""
+    clarion = build_clarion(Settings(database_url=database_url, auth_enabled=True))
+    try:
+        clarion.upgrade()
+        auth = clarion.authentication
+        token = auth.issue_token(auth.create_user("bench").id).token
+    finally:
+        clarion.close()
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _run_auth(admin_url: str, bundles: int, answerers: int) -> None:
+    """Server CPU per REST answer with authentication disabled and enabled (issue #15)."""
+    for auth in (False, True):
+        with (
+            scratch_postgres(admin_url) as database_url,
+            tempfile.TemporaryDirectory() as folder,
+        ):
+            headers = _bearer_headers(database_url) if auth else {}
+            with running_cluster(database_url, Path(folder), ["r0"], auth=auth) as replicas:
+                batches = [
+                    anyio.run(_rest_answer_cpu, replicas, bundles, answerers, headers)
+                    for _ in range(3)
+                ]
+        print(
+            f"1 process, authentication {'enabled (bearer token)' if auth else 'disabled'}: "
+            f"{1000 * statistics.median(batches):.1f} ms of server CPU per REST answer "
+            f"(median of 3 batches of {bundles} REST-created bundles, {answerers} answerers; "
+            f"batches {', '.join(f'{1000 * cpu:.1f}' for cpu in batches)} ms)",
+            flush=True,
+        )
+
+
 def _run_adapter(admin_url: str, rounds: int) -> None:
     with scratch_postgres(admin_url) as database_url:
         for across in (False, True):
@@ -226,9 +302,17 @@ def main() -> None:
         default=os.environ.get("CLARION_TEST_POSTGRES_URL", DEFAULT_URL),
         help="a PostgreSQL URL allowed to create databases (env CLARION_TEST_POSTGRES_URL)",
     )
+    parser.add_argument(
+        "--auth-only",
+        action="store_true",
+        help="only the server CPU per REST answer with authentication disabled and enabled",
+    )
     args = parser.parse_args()
     # A benchmark is an entry point: keep per-event info logs out of the measurement.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    _run_auth(args.admin_url, args.agents, args.answerers)
+    if args.auth_only:
+        return
     _run_adapter(args.admin_url, 10 * args.rounds)
     for count in (1, 3):
         _run(args.admin_url, count, args.rounds, args.agents, args.answerers)
