@@ -226,10 +226,10 @@ class ClaimRepository(Protocol):
         """Create's limits in one call (issues #14, #15): ``"session"`` when
         ``count_active_in_session(session_id, per_session) >= per_session`` (not checked when
         ``session_id`` is None), else ``"identity"`` when ``count_active_asked(asker_id,
-        per_identity) >= per_identity``, else None. A database implementation answers in one
-        read whatever the limits: a bounded count of pending-row index entries (every active
-        bundle has at least one pending row, so fewer rows than a limit proves room), falling
-        back to the exact bounded count only when that cannot decide."""
+        per_identity) >= per_identity``, else None. A database implementation answers with one
+        statement while the counts stay below the limits: a bounded count of pending-row index
+        entries (every active bundle has at least one pending row, so fewer rows than a limit
+        proves room), and runs a limit's exact bounded count only when its bound reaches it."""
         ...
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
