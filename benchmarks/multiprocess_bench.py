@@ -64,6 +64,7 @@ from tests.integration.multiprocess.clients import (
 from tests.integration.multiprocess.cluster import Replica, running_cluster
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+SETTLE_S = 5.0  # more than two notification-worker polls
 
 
 def _ms(seconds: list[float], quantile: float) -> float:
@@ -236,6 +237,10 @@ async def _rest_answer_cpu(
                 path = f"/api/v1/clarification/{pending_id}/respond"
                 await call(answerer, path, {"answers": choose(1)})
 
+        # Let the notification worker (it polls every CLARION_NOTIFY_POLL_S, 2 s) work off the
+        # creates' outbox entries first: otherwise the faster the creates, the more of that
+        # work falls into the answers' window.
+        await anyio.sleep(SETTLE_S)
         cpu_before = sum(replica.cpu_seconds() for replica in replicas)
         async with anyio.create_task_group() as tasks:
             for pending_id in pending_ids:
