@@ -19,22 +19,18 @@ import argparse
 import logging
 import os
 import statistics
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import psycopg
 import sqlalchemy as sa
 import structlog
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from clarion.adapters.sql import create_engine, upgrade_database
+from benchmarks.scratch import postgres_engine, sqlite_engine
+from clarion.adapters.sql import upgrade_database
 from tests.integration.rest.harness import RestWorld, answers, ask, setup_caller, sql_ports
 
 
@@ -66,39 +62,6 @@ class Counter:
     def reset(self) -> None:
         self.statements = self.transactions = 0
         self.before_claim = self.transactions_before_claim = None
-
-
-@contextmanager
-def sqlite_engine() -> Iterator[Engine]:
-    with tempfile.TemporaryDirectory() as folder:
-        engine = create_engine(f"sqlite:///{Path(folder) / 'answers.db'}")
-        try:
-            yield engine
-        finally:
-            engine.dispose()
-
-
-@contextmanager
-def postgres_engine(admin_url: str) -> Iterator[Engine]:
-    admin = make_url(admin_url)
-    name = f"clarion_bench_{uuid.uuid4().hex[:12]}"
-    params = {
-        "host": admin.host or "127.0.0.1",
-        "port": admin.port or 5432,
-        "user": admin.username or "postgres",
-        "password": admin.password,
-        "dbname": admin.database or "postgres",
-        "autocommit": True,
-    }
-    with psycopg.connect(**params) as connection:  # type: ignore[arg-type]
-        connection.execute(f'CREATE DATABASE "{name}"')
-    engine = create_engine(admin.set(database=name))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with psycopg.connect(**params) as connection:  # type: ignore[arg-type]
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def measure(engine: Engine, count: int) -> dict[str, dict[str, float]]:

@@ -32,24 +32,23 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
-import psycopg
 import structlog
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from sqlalchemy.engine import make_url
 
+from benchmarks.scratch import scratch_postgres
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory import InMemoryClaimRepository, InMemoryStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
-from clarion.adapters.postgres_notify import PostgresLiveDelivery, libpq_conninfo
+from clarion.adapters.postgres_notify import PostgresLiveDelivery
 from clarion.adapters.system import SystemClock, UuidIds
+from clarion.app.root.compose import build_clarion
+from clarion.app.root.settings import Settings
 from clarion.ports.testing.waiters import sample_resolution
 from clarion.ports.waiters import Delivery
 from tests.integration.multiprocess.clients import (
@@ -65,19 +64,7 @@ from tests.integration.multiprocess.clients import (
 from tests.integration.multiprocess.cluster import Replica, running_cluster
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    """A new, empty database on the server of ``admin_url``, dropped afterwards."""
-    name = f"clarion_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(libpq_conninfo(admin_url), autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(libpq_conninfo(admin_url), autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+SETTLE_S = 5.0  # more than two notification-worker polls
 
 
 def _ms(seconds: list[float], quantile: float) -> float:
@@ -200,7 +187,7 @@ async def _nothing() -> None:
 
 def _run(admin_url: str, count: int, rounds: int, agents: int, answerers: int) -> None:
     with (
-        fresh_database(admin_url) as database_url,
+        scratch_postgres(admin_url) as database_url,
         tempfile.TemporaryDirectory() as folder,
         running_cluster(database_url, Path(folder), [f"r{i}" for i in range(count)]) as replicas,
     ):
@@ -218,8 +205,85 @@ def _run(admin_url: str, count: int, rounds: int, agents: int, answerers: int) -
     )
 
 
+async def _rest_answer_cpu(
+    replicas: list[Replica], bundles: int, answerers: int, headers: dict[str, str]
+) -> float:
+    """Server CPU seconds per REST answer (summed over processes) of ``bundles`` bundles
+    created over REST, one per session, nobody waiting (each answer resumes its session
+    through the outbox), answered ``answerers`` at a time on a replica other than the first
+    (the same with one replica). Only the answers fall in the measured window."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT, headers=headers) as http:
+
+        async def call(replica: Replica, path: str, body: Any) -> Any:
+            response = await http.post(f"{replica.base_url}{path}", json=body)
+            assert response.status_code < 300, (response.status_code, response.text)
+            return response.json()
+
+        home = replicas[0]
+        workspace = await call(home, "/api/v1/workspaces", {"name": "bench"})
+        task = await call(home, "/api/v1/tasks", {"title": "t", "workspace_id": workspace["id"]})
+        pending_ids = []
+        for _ in range(bundles):
+            session = await call(home, f"/api/v1/tasks/{task['id']}/sessions", {})
+            body = {"session_id": session["id"], "questions": [question()]}
+            pending_ids.append(
+                (await call(home, "/api/v1/clarification/request", body))["pending_id"]
+            )
+        limiter = anyio.CapacityLimiter(answerers)
+        answerer = replicas[-1]
+
+        async def answer(pending_id: str) -> None:
+            async with limiter:
+                path = f"/api/v1/clarification/{pending_id}/respond"
+                await call(answerer, path, {"answers": choose(1)})
+
+        # Let the notification worker (it polls every CLARION_NOTIFY_POLL_S, 2 s) work off the
+        # creates' outbox entries first: otherwise the faster the creates, the more of that
+        # work falls into the answers' window.
+        await anyio.sleep(SETTLE_S)
+        cpu_before = sum(replica.cpu_seconds() for replica in replicas)
+        async with anyio.create_task_group() as tasks:
+            for pending_id in pending_ids:
+                tasks.start_soon(answer, pending_id)
+        return (sum(replica.cpu_seconds() for replica in replicas) - cpu_before) / bundles
+
+
+def _bearer_headers(database_url: str) -> dict[str, str]:
+    """A user with a personal access token, written to the database before the servers start."""
+    clarion = build_clarion(Settings(database_url=database_url, auth_enabled=True))
+    try:
+        clarion.upgrade()
+        auth = clarion.authentication
+        token = auth.issue_token(auth.create_user("bench").id).token
+    finally:
+        clarion.close()
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _run_auth(admin_url: str, bundles: int, answerers: int) -> None:
+    """Server CPU per REST answer with authentication disabled and enabled (issue #15)."""
+    for auth in (False, True):
+        with (
+            scratch_postgres(admin_url) as database_url,
+            tempfile.TemporaryDirectory() as folder,
+        ):
+            headers = _bearer_headers(database_url) if auth else {}
+            with running_cluster(database_url, Path(folder), ["r0"], auth=auth) as replicas:
+                batches = [
+                    anyio.run(_rest_answer_cpu, replicas, bundles, answerers, headers)
+                    for _ in range(3)
+                ]
+        print(
+            f"1 process, authentication {'enabled (bearer token)' if auth else 'disabled'}: "
+            f"{1000 * statistics.median(batches):.1f} ms of server CPU per REST answer "
+            f"(median of 3 batches of {bundles} REST-created bundles, {answerers} answerers; "
+            f"batches {', '.join(f'{1000 * cpu:.1f}' for cpu in batches)} ms)",
+            flush=True,
+        )
+
+
 def _run_adapter(admin_url: str, rounds: int) -> None:
-    with fresh_database(admin_url) as database_url:
+    with scratch_postgres(admin_url) as database_url:
         for across in (False, True):
             samples = anyio.run(
                 functools.partial(_adapter_latency, across=across), database_url, rounds
@@ -243,9 +307,17 @@ def main() -> None:
         default=os.environ.get("CLARION_TEST_POSTGRES_URL", DEFAULT_URL),
         help="a PostgreSQL URL allowed to create databases (env CLARION_TEST_POSTGRES_URL)",
     )
+    parser.add_argument(
+        "--auth-only",
+        action="store_true",
+        help="only the server CPU per REST answer with authentication disabled and enabled",
+    )
     args = parser.parse_args()
     # A benchmark is an entry point: keep per-event info logs out of the measurement.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    _run_auth(args.admin_url, args.agents, args.answerers)
+    if args.auth_only:
+        return
     _run_adapter(args.admin_url, 10 * args.rounds)
     for count in (1, 3):
         _run(args.admin_url, count, args.rounds, args.agents, args.answerers)

@@ -36,9 +36,15 @@ from clarion.domain import (
     Question,
 )
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import PendingSummary
+from clarion.domain.listing import PendingSummary, Visibility
 from clarion.domain.resolved_by import ResolvedBy
-from clarion.ports import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports import (
+    ActiveLimit,
+    ClaimRepository,
+    ClaimResult,
+    ReconcileReport,
+    ResumeRecord,
+)
 from clarion.ports.testing import (
     ClaimRepositoryContract,
     ContractWorld,
@@ -88,6 +94,9 @@ class AuditedClaimRepository:
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
         return self._inner.load_bundle(pending_id)
+
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        return self._inner.load_visible_bundle(pending_id, visibility)
 
     def complete_active_bundle(
         self,
@@ -147,6 +156,11 @@ class AuditedClaimRepository:
 
     def count_active_asked(self, asker_id: str | None, limit: int) -> int:
         return self._inner.count_active_asked(asker_id, limit)
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        return self._inner.active_limit_reached(session_id, per_session, asker_id, per_identity)
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:
         return self._inner.find_active_duplicate(session_id, questions)

@@ -2,7 +2,13 @@
 
 from clarion.ports.answer_links import AnswerLinkStore, LinkUse
 from clarion.ports.authorizer import TaskAuthorizer
-from clarion.ports.claims import ClaimRepository, ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import (
+    ActiveLimit,
+    ClaimRepository,
+    ClaimResult,
+    ReconcileReport,
+    ResumeRecord,
+)
 from clarion.ports.events import Event, EventPublisher, EventSource
 from clarion.ports.host import HostRepository
 from clarion.ports.resume import ResumeDispatcher, ResumeRefused, ResumeRequest
@@ -11,6 +17,7 @@ from clarion.ports.tokens import TokenStore, UserDirectory
 from clarion.ports.waiters import Confirm, Delivery, DeliveryResult, WaitEnd, WaitEnded, Waiters
 
 __all__ = [
+    "ActiveLimit",
     "AnswerLinkStore",
     "ClaimRepository",
     "ClaimResult",

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import ListPage, ListQuery, PendingSummary
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
 from clarion.domain.model import RESUME, Answer, Question
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow, MessageRecord
 from clarion.domain.transitions import new_message
+
+ActiveLimit = Literal["session", "identity"]  # which active-bundle limit a create would exceed
 
 
 @attrs.frozen
@@ -117,6 +119,15 @@ class ClaimRepository(Protocol):
         session's task id; None when no clarification row carries ``pending_id``."""
         ...
 
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        """``load_bundle`` for a caller who sees ``visibility`` (issue #14): the same bundle
+        when ``visibility`` is unscoped, or when the bundle's M5 task (``Bundle.task_id``)
+        exists (M5a) and is visible per L1c (:func:`clarion.domain.listing.task_visible`, the
+        list's own rule); None otherwise, exactly as for an unknown ``pending_id``. A database
+        implementation decides visibility inside the statement that reads the rows, so a
+        bundle the caller may not see reads zero rows, like one that does not exist."""
+        ...
+
     def complete_active_bundle(
         self,
         pending_id: str,
@@ -207,6 +218,18 @@ class ClaimRepository(Protocol):
         ``asker_id`` (their stored ``Asker.user_id``), or by anyone when ``asker_id`` is None,
         counting no further than ``limit`` (the result is ``min(count, limit)``). A database
         implementation reads an index and stops after ``limit`` bundles."""
+        ...
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        """Create's limits in one call (issues #14, #15): ``"session"`` when
+        ``count_active_in_session(session_id, per_session) >= per_session`` (not checked when
+        ``session_id`` is None), else ``"identity"`` when ``count_active_asked(asker_id,
+        per_identity) >= per_identity``, else None. A database implementation answers with one
+        statement while the counts stay below the limits: a bounded count of pending-row index
+        entries (every active bundle has at least one pending row, so fewer rows than a limit
+        proves room), and runs a limit's exact bounded count only when its bound reaches it."""
         ...
 
     def find_active_duplicate(self, session_id: str, questions: Sequence[Question]) -> str | None:

@@ -34,6 +34,8 @@ from clarion.domain.listing import (
     ListPage,
     ListQuery,
     PendingSummary,
+    Visibility,
+    task_visible,
 )
 from clarion.domain.model import (
     CANCELLED,
@@ -58,7 +60,7 @@ from clarion.domain.rows import (
     parse_row,
     pending_ids_in_creation_order,
 )
-from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import ActiveLimit, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -99,6 +101,20 @@ class InMemoryClaimRepository:
             if not rows:
                 return None
             return make_bundle(pending_id, rows, self._store.session_task_id(rows[0].session_id))
+
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        with self._store.lock:
+            bundle = self.load_bundle(pending_id)
+            if bundle is None or visibility.unscoped:
+                return bundle
+            task = self._store.tasks.get(bundle.task_id)
+            if task is None:  # M5a
+                return None
+            workspace = self._store.workspaces.get(task.workspace_id)
+            owner_id = workspace.owner_id if workspace is not None else ""
+            if task_visible(visibility, task.workspace_id, workspace is not None, owner_id):
+                return bundle
+            return None
 
     # -- writes --------------------------------------------------------------------------
 
@@ -336,6 +352,17 @@ class InMemoryClaimRepository:
                 and self._store.row_is_active(row)
             }
         return min(len(asked), max(limit, 0))
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        with self._store.lock:
+            in_session = self.count_active_in_session(session_id, per_session) if session_id else 0
+            if session_id is not None and in_session >= per_session:
+                return "session"
+            if self.count_active_asked(asker_id, per_identity) >= per_identity:
+                return "identity"
+        return None
 
     def pending_summary(self) -> PendingSummary:
         with self._store.lock:

@@ -40,10 +40,11 @@ from clarion.adapters.sql.records import (
     resolver_values,
 )
 from clarion.adapters.sql.statements import Guard
+from clarion.adapters.sql.visibility import Seen, task_visibility
 from clarion.domain import transitions
 from clarion.domain.errors import ClaimError, NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import ListPage, ListQuery, PendingSummary
+from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
 from clarion.domain.model import (
     CANCELLED,
     EXPIRED,
@@ -65,7 +66,7 @@ from clarion.domain.rows import (
     parse_row,
     pending_ids_in_creation_order,
 )
-from clarion.ports.claims import ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import ActiveLimit, ClaimResult, ReconcileReport, ResumeRecord
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -115,6 +116,7 @@ def _select(connection: Connection, kind: Guard, params: dict[str, Any]) -> list
     return [message_record(row) for row in rows]
 
 
+_EVERYTHING = Visibility.everything()
 _ABSENT_SESSION = "clarion:absent-session"  # a session id no session has (see load_bundle)
 
 
@@ -147,11 +149,20 @@ class SqlClaimRepository:
     # -- reads ---------------------------------------------------------------------------
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
+        return self.load_visible_bundle(pending_id, _EVERYTHING)
+
+    def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
+        """One statement: the rows come back only when the bundle is visible (decided inside
+        it, so a hidden bundle reads and decodes nothing, issue #14). Only a malformed legacy
+        bundle — every row without a task id, the rows on several sessions — needs a second
+        read: the statement's verdict covers any of its sessions, M5 names the D2-first row's."""
         if not pending_id:
             return None
-        with read_transaction(self._engine) as connection:  # one statement
+        seen = Seen.of(visibility)
+        params = {"pending_id": pending_id, **Seen.parameters(visibility)}
+        with read_transaction(self._engine) as connection:
             found = connection.execute(
-                statements.bundle_with_sessions(), {"pending_id": pending_id}
+                statements.visible_bundle_with_sessions(seen), params
             ).mappings()
             session_tasks = {}
             records = []
@@ -159,10 +170,16 @@ class SqlClaimRepository:
                 record = message_record(row)
                 records.append(record)
                 session_tasks[record.session_id] = row["session_task_id"]
-        rows = order_rows(parse_row(record) for record in records)
-        if not rows:
-            return None
-        return make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
+            rows = order_rows(parse_row(record) for record in records)
+            if not rows:
+                return None
+            bundle = make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
+            if seen.scoped and len(session_tasks) > 1 and not any(r.task_id for r in rows):
+                params = {"task_id": bundle.task_id, **Seen.parameters(visibility)}
+                verdict = connection.execute(task_visibility(seen), params).scalar()
+                if not verdict:
+                    return None
+        return bundle
 
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
         with read_transaction(self._engine) as connection:
@@ -188,6 +205,43 @@ class SqlClaimRepository:
         statement = statements.active_asked(scoped=asker_id is not None)
         with read_transaction(self._engine) as connection:
             return int(connection.execute(statement, params).scalar_one())
+
+    def active_limit_reached(
+        self, session_id: str | None, per_session: int, asker_id: str | None, per_identity: int
+    ) -> ActiveLimit | None:
+        """One statement bounds both counts by index entries (``statements.pending_row_bounds``);
+        only a bound at its limit runs that limit's exact count, in the same transaction."""
+        scoped = asker_id is not None
+        params: dict[str, Any] = {
+            "session_id": session_id or "",
+            "session_limit": max(per_session, 0),
+            "identity_limit": max(per_identity, 0),
+        }
+        if scoped:
+            params["asker_id"] = asker_id
+        with read_transaction(self._engine) as connection:
+            in_session, asked = connection.execute(
+                statements.pending_row_bounds(scoped=scoped), params
+            ).one()
+            if session_id is not None and in_session >= per_session:
+                exact = {"session_id": session_id, "limit": per_session}
+                if self._bounded(connection, statements.active_in_session(), exact, per_session):
+                    return "session"
+            if asked >= per_identity:
+                exact = {"limit": per_identity, **({"asker_id": asker_id} if scoped else {})}
+                statement = statements.active_asked(scoped=scoped)
+                if self._bounded(connection, statement, exact, per_identity):
+                    return "identity"
+        return None
+
+    @staticmethod
+    def _bounded(
+        connection: Connection, statement: Any, params: dict[str, Any], limit: int
+    ) -> bool:
+        """Whether the bounded count ``statement`` reaches ``limit`` (always, for a limit <= 0)."""
+        if limit <= 0:
+            return True
+        return int(connection.execute(statement, params).scalar_one()) >= limit
 
     def pending_summary(self) -> PendingSummary:
         with read_transaction(self._engine) as connection:

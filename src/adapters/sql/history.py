@@ -15,7 +15,7 @@ Shape::
 A resolved row's ``updated_at`` is its claim's time (finalize keeps it; nothing else writes a
 resolved row), so the walk meets every bundle at its position and stops after ``limit + 1``
 accepted bundles however long the history is. Visibility and task resolution are the pending
-list's own predicates (:mod:`clarion.adapters.sql.listing`).
+list's own predicates (:mod:`clarion.adapters.sql.visibility`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from clarion.adapters.sql.listing import Shape, _absent, _task_id, _task_is_visible
+from clarion.adapters.sql.listing import page_parameters, page_with_rows, read_page
 from clarion.adapters.sql.metadata_sql import (
     Bytewise,
     const,
@@ -35,44 +36,51 @@ from clarion.adapters.sql.metadata_sql import (
     is_resolved,
     pending_id_of,
 )
-from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record
 from clarion.adapters.sql.schema import messages
 from clarion.adapters.sql.types import UtcDateTime
+from clarion.adapters.sql.visibility import (
+    Seen,
+    absent,
+    no_bundle_row,
+    task_id,
+    task_is_visible,
+)
 from clarion.domain.history import ResolvedBundle, ResolvedPage, ResolvedQuery, resolved_bundle
 from clarion.domain.listing import clamp_limit
-from clarion.domain.rows import ClarificationRow, parse_row
 
 
-def _shape(query: ResolvedQuery) -> Shape:
-    visibility = query.visibility
-    by_owner = not visibility.unscoped and visibility.owner_id is not None
-    return Shape(
-        scoped=not visibility.unscoped,
-        by_owner=by_owner,
-        with_ids=not visibility.unscoped and not by_owner and bool(visibility.workspace_ids),
-        by_workspace=False,
-        since=query.resolved_since is not None,
-        after=query.before is not None,
+@attrs.frozen
+class Shape:
+    """Which optional predicates a resolved-list query carries (one cached statement each)."""
+
+    seen: Seen  # L1a–L1c, the pending list's visibility
+    since: bool  # resolved_since
+    before: bool  # the cursor
+
+    @classmethod
+    def of(cls, query: ResolvedQuery) -> Shape:
+        return cls(
+            seen=Seen.of(query.visibility),
+            since=query.resolved_since is not None,
+            before=query.before is not None,
+        )
+
+
+def _parameters(query: ResolvedQuery) -> dict[str, Any]:
+    before_at, before_id = query.before if query.before is not None else (None, None)
+    return page_parameters(
+        query.visibility,
+        query.limit,
+        resolved_since=query.resolved_since,
+        before_at=before_at,
+        before_id=before_id,
     )
-
-
-def _parameters(query: ResolvedQuery, shape: Shape) -> dict[str, Any]:
-    values: dict[str, Any] = {"page_limit": clamp_limit(query.limit) + 1}
-    if shape.by_owner:
-        values["owner_id"] = query.visibility.owner_id
-    elif shape.with_ids:
-        values["visible_ids"] = sorted(query.visibility.workspace_ids)
-    if query.resolved_since is not None:
-        values["resolved_since"] = query.resolved_since
-    if query.before is not None:
-        values["before_at"], values["before_id"] = query.before
-    return values
 
 
 def _newest_resolved_row(head: sa.FromClause) -> Any:
     """No resolved row of the same bundle comes after ``head`` by (``updated_at``, ``id``)."""
     later = messages.alias("later")
-    return _absent(
+    return absent(
         head,
         later,
         later.c.bundle_pending_id == head.c.bundle_pending_id,
@@ -88,14 +96,7 @@ def _newest_resolved_row(head: sa.FromClause) -> Any:
 
 def _settled(head: sa.FromClause) -> Any:
     """No row of the bundle still waits for its delivery to settle."""
-    row = messages.alias("marked")
-    return _absent(
-        head,
-        row,
-        pending_id_of(row) == pending_id_of(head),
-        is_clarification(row),
-        is_delivery_pending(row),
-    )
+    return no_bundle_row(head, "marked", is_delivery_pending)
 
 
 def _stamp(name: str) -> Any:
@@ -106,16 +107,16 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     head = messages.alias("head")
     resolved_at = head.c.updated_at
     pending_id = head.c.bundle_pending_id
-    task_id = _task_id(head)
+    bundle_task_id = task_id(head)
     accepted = sa.and_(
         pending_id_of(head) != const(""),
         _newest_resolved_row(head),
         _settled(head),
-        _task_is_visible(shape, head, task_id),
+        task_is_visible(shape.seen, head, bundle_task_id),
     )
     statement = sa.select(
         pending_id_of(head).label("pending_id"),
-        task_id.label("task_id"),
+        bundle_task_id.label("task_id"),
         resolved_at.label("resolved_at"),
     ).where(
         # The partial index's own terms, so both databases walk it ...
@@ -127,7 +128,7 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     )
     if shape.since:
         statement = statement.where(resolved_at >= _stamp("resolved_since"))
-    if shape.after:  # strictly before the cursor; the <= bounds the index range
+    if shape.before:  # strictly before the cursor; the <= bounds the index range
         before_at = _stamp("before_at")
         statement = statement.where(
             resolved_at <= before_at,
@@ -144,33 +145,18 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
 def resolved_statement(shape: Shape) -> sa.Select[Any]:
     """The page of bundles (``limit + 1``) joined to their clarification rows."""
     page = _page_statement(shape).subquery("page")
-    return (
-        sa.select(
-            page.c.pending_id.label("bundle_pending_id"),
-            page.c.task_id.label("bundle_task_id"),
-            *MESSAGE_COLUMNS,
-        )
-        .join_from(
-            page,
-            messages,
-            sa.and_(pending_id_of(messages) == page.c.pending_id, is_clarification(messages)),
-        )
-        .order_by(page.c.resolved_at.desc(), Bytewise(page.c.pending_id).desc(), messages.c.id)
+    return page_with_rows(
+        page, page.c.resolved_at.desc(), Bytewise(page.c.pending_id).desc(), messages.c.id
     )
 
 
 def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> ResolvedPage:
-    """Run the resolved-list query and build the page (rows read through ``parse_row``)."""
+    """Run the resolved-list query and build the page."""
     limit = clamp_limit(query.limit)
-    shape = _shape(query)
-    grouped: dict[str, tuple[str, list[ClarificationRow]]] = {}
-    result = connection.execute(resolved_statement(shape), _parameters(query, shape))
-    for row in result.mappings():
-        entry = grouped.setdefault(row["bundle_pending_id"], (row["bundle_task_id"], []))
-        entry[1].append(parse_row(message_record(row)))
+    found = read_page(connection, resolved_statement(Shape.of(query)), _parameters(query))
     bundles: list[ResolvedBundle] = [
-        found
-        for pending_id, (task_id, rows) in grouped.items()
-        if (found := resolved_bundle(pending_id, task_id, rows)) is not None
+        resolved
+        for pending_id, task_id, rows in found
+        if (resolved := resolved_bundle(pending_id, task_id, rows)) is not None
     ]
     return ResolvedPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)

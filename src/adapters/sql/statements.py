@@ -17,6 +17,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.metadata_sql import (
     AsJson,
+    Inline,
     const,
     json_set,
     question_id_of,
@@ -37,6 +38,7 @@ from clarion.adapters.sql.predicates import (
 from clarion.adapters.sql.records import MESSAGE_COLUMNS, RESOLVER_COLUMNS
 from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import task_sessions
+from clarion.adapters.sql.visibility import Seen, bundle_is_visible
 from clarion.domain.model import ANSWERED, RESUME
 from clarion.domain.transitions import DELIVERY_PENDING, RESPONSE, STATUS
 
@@ -51,6 +53,9 @@ Guard = Literal[
     "detachable",  # detach: the session's pending current-turn rows not yet detached (§4.2)
     "session_active",  # the workflow guard: the session's pending current-turn rows
 ]
+
+
+_ONE = Inline(1, sa.Integer())
 
 
 def _param(name: str) -> Any:
@@ -99,6 +104,16 @@ def bundle_with_sessions() -> sa.Select[Any]:
         .where(guard("bundle"))
         .order_by(m.c.created_at, m.c.id)
     )
+
+
+@cache
+def visible_bundle_with_sessions(seen: Seen) -> sa.Select[Any]:
+    """:func:`bundle_with_sessions` for a caller who sees ``seen``: the same rows when the
+    bundle's M5 task exists and is visible (:func:`bundle_is_visible`, the lists' own
+    predicate), none otherwise — so a hidden bundle reads exactly what an absent one does
+    (issue #14)."""
+    statement = bundle_with_sessions()
+    return statement.where(bundle_is_visible(seen)) if seen.scoped else statement
 
 
 @cache
@@ -203,6 +218,36 @@ def active_asked(*, scoped: bool) -> sa.Select[Any]:
         .subquery("asked")
     )
     return sa.select(sa.func.count()).select_from(bundles)
+
+
+def _bounded_rows(terms: list[ColumnElement[bool]], limit: str) -> Any:
+    """How many pending-row index entries match ``terms``, counting no further than the bound
+    ``limit``: a walk of index entries only, no per-row probe, no DISTINCT."""
+    rows = (
+        sa.select(_ONE)
+        .where(is_clarification(m), is_pendingish(m), *terms)
+        .limit(sa.bindparam(limit, type_=sa.Integer()))
+        .subquery()
+    )
+    return sa.select(sa.func.count()).select_from(rows).scalar_subquery()
+
+
+@cache
+def pending_row_bounds(*, scoped: bool) -> sa.Select[Any]:
+    """Upper bounds of create's two limit counts in one statement (``active_limit_reached``):
+    the session's pending clarification rows on its current turn (one range of
+    ``ix_task_session_messages_pending_rows``; bound ``session_limit``) and the pending
+    clarification rows asked by ``asker_id`` when ``scoped``, else all of them (bound
+    ``identity_limit``). Every active bundle counted by ``active_in_session`` or
+    ``active_asked`` has at least one of these rows, so a bound below its limit proves room."""
+    session_id = _param("session_id")
+    in_session = _bounded_rows(
+        [m.c.task_session_id == session_id, m.c.turn_id == current_turn_id(session_id)],
+        "session_limit",
+    )
+    asked_by = [m.c.asker_id == sa.bindparam("asker_id", type_=m.c.asker_id.type)]
+    asked = _bounded_rows(asked_by if scoped else [], "identity_limit")
+    return sa.select(in_session, asked)
 
 
 @cache

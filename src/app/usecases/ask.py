@@ -145,24 +145,24 @@ class Asking:
         duplicate = self._claims.find_active_duplicate(session.id, questions)
         if duplicate is not None:
             return _Prepared(session=session, pending_id=duplicate, is_new=False)
-        per_session = self.limits.max_active_bundles_per_session
-        self._check_room(identity, self._claims.count_active_in_session(session.id, per_session))
+        self._check_room(identity, session.id)
         return _Prepared(session=session, pending_id=self._ids.new_id(), is_new=True)
 
-    def _check_room(self, identity: Identity, active_in_session: int) -> None:
-        """Refuse a new bundle when the session, or the active bundles ``identity`` asked (every
-        active bundle when it is unscoped), already number as many as the limits allow (checked
-        before anything is written; a bounded count, issue #14)."""
+    def _check_room(self, identity: Identity, session_id: str | None) -> None:
+        """Refuse a new bundle when the session (unless None), or the active bundles
+        ``identity`` asked (every active bundle when it is unscoped), already number as many as
+        the limits allow (checked before anything is written; one read, issues #14, #15)."""
         per_session = self.limits.max_active_bundles_per_session
-        if active_in_session >= per_session:
+        per_identity = self.limits.max_active_bundles_per_identity
+        asker_id = identity.user_id if identity.is_scoped else None
+        reached = self._claims.active_limit_reached(session_id, per_session, asker_id, per_identity)
+        if reached == "session":
             raise LimitExceeded(
                 "too many active clarification requests in this session: the limit is "
                 f"{per_session} (CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION)",
                 limit="CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
             )
-        per_identity = self.limits.max_active_bundles_per_identity
-        asker_id = identity.user_id if identity.is_scoped else None
-        if self._claims.count_active_asked(asker_id, per_identity) >= per_identity:
+        if reached == "identity":
             raise LimitExceeded(
                 "too many active clarification requests for this identity: the limit is "
                 f"{per_identity} (CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY)",
@@ -188,7 +188,7 @@ class Asking:
             ClaimError: the store failed.
         """
         self._validated(drafts, context, context_paragraphs)
-        await self._run.guarded(CREATE_FAILED, self._check_room, identity, 0)
+        await self._run.guarded(CREATE_FAILED, self._check_room, identity, None)
 
     def _validated(
         self, drafts: Sequence[QuestionDraft], context: str, context_paragraphs: Sequence[str]

@@ -11,6 +11,7 @@ import attrs
 import pytest
 
 from clarion.domain.errors import ClaimError, NotFound
+from clarion.domain.listing import Visibility
 from clarion.domain.model import (
     ANSWERED,
     EXPIRED,
@@ -178,6 +179,43 @@ class ClaimTransitionsContract:
         world.host.start_turn(session.id)
         assert world.claims.count_active_in_session(session.id, 10) == 0
 
+    def test_active_limit_reached_agrees_with_the_two_counts(self, world: ContractWorld) -> None:
+        """Issues #14, #15: create's limits in one call, exactly the bounded counts' verdicts —
+        also where rows outnumber bundles (three questions), rows lie on a superseded turn or
+        an ended session, and for the identity alone (``session_id`` None)."""
+        alice = Asker(user_id="alice", via=ASKED_BY_REQUEST)
+        session = world.session()
+        world.ask(session.id, "a1", questions=3, asker=alice)
+        world.ask(session.id, "b1", questions=3, asker=Asker(user_id="bob", via=ASKED_BY_ASK))
+        superseded = world.session()
+        world.ask(superseded.id, "old", questions=2, asker=alice)
+        world.host.start_turn(superseded.id)
+        ended = world.session()
+        world.ask(ended.id, "ended", questions=2, asker=alice)
+        world.host.set_session_state(ended.id, SessionState.COMPLETED)
+        reached = world.claims.active_limit_reached
+        for session_id in (session.id, superseded.id, ended.id, "no-such-session", None):
+            for asker_id in ("alice", "bob", "carol", None):
+                for per_session in (0, 1, 2, 3, 4):
+                    for per_identity in (0, 1, 2, 3, 4):
+                        expected: str | None = None
+                        if session_id is not None and (
+                            world.claims.count_active_in_session(session_id, per_session)
+                            >= per_session
+                        ):
+                            expected = "session"
+                        elif world.claims.count_active_asked(asker_id, per_identity) >= (
+                            per_identity
+                        ):
+                            expected = "identity"
+                        found = reached(session_id, per_session, asker_id, per_identity)
+                        assert found == expected, (session_id, asker_id, per_session, per_identity)
+        # Six rows but two bundles in the session; alice's other rows are not active.
+        assert reached(session.id, 3, "alice", 2) is None
+        assert reached(session.id, 2, None, 2) == "session"
+        assert reached(None, 2, None, 2) == "identity"  # a1, b1 (old and ended are not active)
+        assert reached(None, 2, None, 3) is None
+
     def test_find_active_duplicate_finds_the_first_active_bundle_with_equal_questions(
         self, world: ContractWorld
     ) -> None:
@@ -244,6 +282,56 @@ class ClaimTransitionsContract:
         bundle = world.bundle("p-1")
         assert bundle.rows[0].task_id == ""
         assert bundle.task_id == session.task_id
+
+    # -- the read of one bundle for a caller (issue #14) ------------------------------------
+
+    def test_load_visible_bundle_follows_the_lists_visibility(self, world: ContractWorld) -> None:
+        """L1c, M5a, A5a: own, unowned, empty and dangling workspaces are visible; a foreign
+        workspace, a missing task and an unknown id all read as None; unscoped sees all."""
+        mine, theirs = world.workspace("mine", "me"), world.workspace("theirs", "them")
+        unowned = world.workspace("unowned", "")
+        world.bundle_in_new_session("mine", workspace_id=mine.id)
+        world.bundle_in_new_session("theirs", workspace_id=theirs.id)
+        world.bundle_in_new_session("unowned", workspace_id=unowned.id)
+        world.bundle_in_new_session("empty-ws")
+        world.bundle_in_new_session("dangling", workspace_id="no-such-workspace")
+        session = world.session(workspace_id=mine.id)
+        world.ask(session.id, "no-task", task_id="no-such-task")
+        everything = ("mine", "theirs", "unowned", "empty-ws", "dangling", "no-task")
+        for visibility, seen in (
+            (Visibility.owned_by("me"), {"mine", "unowned", "empty-ws", "dangling"}),
+            (Visibility.only({mine.id}), {"mine", "empty-ws", "dangling"}),
+            (Visibility.only(frozenset()), {"empty-ws", "dangling"}),
+            (Visibility.everything(), set(everything)),
+        ):
+            for pending_id in (*everything, "never-created", ""):
+                found = world.claims.load_visible_bundle(pending_id, visibility)
+                if pending_id in seen:
+                    assert found == world.claims.load_bundle(pending_id), (visibility, pending_id)
+                else:
+                    assert found is None, (visibility, pending_id)
+
+    def test_load_visible_bundle_judges_the_task_m5_resolves(self, world: ContractWorld) -> None:
+        """M5: legacy rows without a task id are judged by the session's task; a malformed
+        bundle spread over two sessions by its D2-first row's session, wherever its other rows
+        lie and whichever row was written first."""
+        mine, theirs = world.workspace("mine", "me"), world.workspace("theirs", "them")
+        own, foreign = world.session(workspace_id=mine.id), world.session(workspace_id=theirs.id)
+        me = Visibility.owned_by("me")
+        world.raw_row(own.id, row_metadata("legacy-mine"), task_id="")
+        world.raw_row(foreign.id, row_metadata("legacy-theirs"), task_id="")
+        assert world.claims.load_visible_bundle("legacy-mine", me) == world.bundle("legacy-mine")
+        assert world.claims.load_visible_bundle("legacy-theirs", me) is None
+        for pending_id, first, second in (
+            ("split-mine", own, foreign),
+            ("split-theirs", foreign, own),
+        ):
+            world.raw_row(second.id, row_metadata(pending_id, question_id="b", index=1), task_id="")
+            world.raw_row(first.id, row_metadata(pending_id, question_id="a", index=0), task_id="")
+        assert world.bundle("split-mine").task_id == own.task_id
+        assert world.claims.load_visible_bundle("split-mine", me) == world.bundle("split-mine")
+        assert world.bundle("split-theirs").task_id == foreign.task_id
+        assert world.claims.load_visible_bundle("split-theirs", me) is None
 
     # -- the claim -----------------------------------------------------------------------
 

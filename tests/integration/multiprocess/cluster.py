@@ -95,9 +95,11 @@ def _die_with_parent() -> None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def start_replica(database_url: str, name: str, folder: Path) -> Replica:
+def start_replica(database_url: str, name: str, folder: Path, *, auth: bool = False) -> Replica:
+    """Start ``clarion serve`` (authentication disabled unless ``auth``)."""
     port = free_port()
-    env = {**os.environ, "CLARION_LOG_FORMAT": "json", "CLARION_AUTH": "disabled"}
+    mode = "enabled" if auth else "disabled"
+    env = {**os.environ, "CLARION_LOG_FORMAT": "json", "CLARION_AUTH": mode}
     process = subprocess.Popen(
         serve_command(database_url, port),
         cwd=ROOT,
@@ -117,13 +119,13 @@ def start_replica(database_url: str, name: str, folder: Path) -> Replica:
 
 @contextmanager
 def running_cluster(
-    database_url: str, folder: Path, names: Sequence[str] = ("a", "b", "c")
+    database_url: str, folder: Path, names: Sequence[str] = ("a", "b", "c"), *, auth: bool = False
 ) -> Iterator[list[Replica]]:
     """Start one replica per name (after migrating once), yield them, and kill them all."""
     upgrade_database(database_url)
     replicas: list[Replica] = []
     try:
-        replicas.extend(start_replica(database_url, name, folder) for name in names)
+        replicas.extend(start_replica(database_url, name, folder, auth=auth) for name in names)
         for replica in replicas:
             if not replica.ready.wait(STARTUP_TIMEOUT_S) or replica.process.poll() is not None:
                 raise RuntimeError(f"replica {replica.name} did not start:\n{replica.log()}")

@@ -30,7 +30,7 @@ PARTIAL_INDEXES = (
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(
-    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow)\b"
+    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow|vrow)\b"
 )
 
 Statement = tuple[str, Any]
@@ -116,6 +116,25 @@ def test_loading_a_bundle_by_pending_id_never_scans_the_messages(
     assert _full_scans(engine, statements) == []
 
 
+def test_loading_a_visible_bundle_never_scans_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #14: the visibility verdict inside the read probes the bundle's rows by pending id
+    and the task and workspace by key."""
+    owner = world.workspace("mine", owner_id="alice")
+    world.bundle_in_new_session("p-mine", workspace_id=owner.id)
+
+    def reads() -> None:
+        for visibility in (Visibility.owned_by("alice"), Visibility.owned_by("bob")):
+            world.claims.load_visible_bundle("p-mine", visibility)
+            world.claims.load_visible_bundle("never-issued", visibility)
+        world.claims.load_visible_bundle("p-mine", Visibility.only({owner.id}))
+
+    statements = _captured(engine, reads)
+    assert len(statements) == 5
+    assert _full_scans(engine, statements) == []
+
+
 def test_the_claim_never_scans_the_messages(engine: Engine, world: ContractWorld) -> None:
     answers = answers_for(world.bundle("p-2"))
 
@@ -173,6 +192,32 @@ def test_the_per_session_count_never_scans_the_messages(
     statements = _captured(engine, lambda: world.claims.count_active_in_session(session_id, 10))
     assert len(statements) == 1
     assert _full_scans(engine, statements) == []
+
+
+def test_the_limit_check_at_create_is_one_statement_below_the_limits(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issues #14, #15: create's two limits are checked by one statement bounding both counts
+    by pending-row index entries, never scanning the messages; the exact counts run only for
+    a bound at its limit."""
+    session_id = world.bundle("p-4").session_id
+
+    def check(per_session: int, per_identity: int) -> Callable[[], object]:
+        def run() -> None:
+            world.claims.active_limit_reached(session_id, per_session, "alice", per_identity)
+            world.claims.active_limit_reached(session_id, per_session, None, per_identity)
+
+        return run
+
+    below = _captured(engine, check(10, 200))
+    assert len(below) == 2
+    assert _full_scans(engine, below) == []
+    # p-4 has two pending rows (one bundle); five two-row bundles are pending, none asked by
+    # alice: each call bounds, then counts the session exactly; the unscoped one also counts
+    # every active bundle exactly.
+    at_limits = _captured(engine, check(2, 5))
+    assert len(at_limits) == 5
+    assert _full_scans(engine, at_limits) == []
 
 
 def test_the_list_walks_the_pending_order_index_and_sorts_no_backlog(

@@ -13,6 +13,7 @@ from clarion.adapters.system import SystemClock
 from clarion.app.usecases.access import load_authorized_bundle, load_authorized_session
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.domain.errors import NotFound
+from clarion.domain.listing import Visibility
 from clarion.domain.model import Identity, Option, Question
 from tests.unit.app.world import CountingIds
 
@@ -78,8 +79,45 @@ def test_a_foreign_and_a_fabricated_bundle_id_cost_the_same_store_calls(
         return _refusal_calls(run)
 
     foreign = refuse(world["pending_id"])
+    assert foreign == ["load_visible_bundle"]  # the built-in authorizer: judged in the read
+    assert refuse("never-issued") == foreign
+
+
+class HostAuthorizer:
+    """A host-supplied authorizer (the port, not the built-in class) that knows only a set of
+    workspace ids; it answers as the built-in one would."""
+
+    def __init__(self, inner: HostTaskAuthorizer, workspace_ids: set[str]) -> None:
+        self._inner = inner
+        self._workspace_ids = workspace_ids
+
+    def authorize_task(self, identity: Identity, task_id: str) -> None:
+        self._inner.authorize_task(identity, task_id)
+
+    def visibility(self, identity: Identity) -> Visibility:
+        return Visibility.only(self._workspace_ids)
+
+
+def test_a_host_supplied_authorizer_is_asked_after_the_read_for_both_kinds(
+    world: dict[str, Any],
+) -> None:
+    """Issue #14: a host's authorizer still decides (the slower path: two reads, and a missing
+    bundle is authorized against an absent task so it costs what a foreign one does)."""
+
+    def refuse(pending_id: str) -> list[str]:
+        def run(calls: list[str]) -> None:
+            host = Recording(world["host"], calls)
+            claims = Recording(world["claims"], calls)
+            authorizer = HostAuthorizer(HostTaskAuthorizer(host), set())
+            load_authorized_bundle(claims, authorizer, BOB, pending_id)
+
+        return _refusal_calls(run)
+
+    foreign = refuse(world["pending_id"])
     assert foreign == ["load_bundle", "get_task_and_workspace"]
     assert refuse("never-issued") == foreign
+    owner = HostAuthorizer(HostTaskAuthorizer(world["host"]), set())
+    assert load_authorized_bundle(world["claims"], owner, ALICE, world["pending_id"]).rows
 
 
 def test_a_foreign_and_a_fabricated_session_id_cost_the_same_store_calls(

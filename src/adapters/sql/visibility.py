@@ -1,0 +1,189 @@
+"""Who may see a bundle, in SQL (spec L1a–L1d, M5, M5a; issues #14 and #15): written once for
+the pending list, the resolved list and the read of one bundle.
+
+A caller's :class:`~clarion.domain.listing.Visibility` becomes a :class:`Seen` (which terms the
+statement carries; one cached statement per shape) and its bound values
+(:meth:`Seen.parameters`). The owner rule is an ``EXISTS``-style probe of ``workspaces`` with
+the caller's id bound once — nothing bound per workspace; a set of ids is an expanding ``IN``,
+and an empty set drops the term instead of writing ``IN ()`` (L1b).
+
+Every predicate here judges the bundle of a row of ``task_session_messages`` (the "head", an
+alias the caller walks) through its M5-resolved task: :func:`task_id` resolves it,
+:func:`task_is_visible` probes the task and its workspace by primary key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.sql.elements import ColumnElement
+
+from clarion.adapters.sql.metadata_sql import Inline, const, is_clarification, pending_id_of
+from clarion.adapters.sql.schema import messages, task_sessions, tasks, workspaces
+from clarion.domain.listing import Visibility
+
+_ONE = Inline(1, sa.Integer())
+
+
+@attrs.frozen
+class Seen:
+    """Which visibility terms a statement carries (values travel as bound parameters)."""
+
+    scoped: bool  # L1c applies (the caller is not unscoped)
+    by_owner: bool  # the visible set is the owner rule, evaluated in SQL
+    with_ids: bool  # a non-empty set of ids (L1b: otherwise no IN term at all)
+
+    @classmethod
+    def of(cls, visibility: Visibility) -> Seen:
+        by_owner = not visibility.unscoped and visibility.owner_id is not None
+        return cls(
+            scoped=not visibility.unscoped,
+            by_owner=by_owner,
+            with_ids=not visibility.unscoped and not by_owner and bool(visibility.workspace_ids),
+        )
+
+    @staticmethod
+    def parameters(visibility: Visibility) -> dict[str, Any]:
+        """The bound values of the terms :meth:`of` chose for ``visibility``."""
+        if visibility.unscoped:
+            return {}
+        if visibility.owner_id is not None:
+            return {"owner_id": visibility.owner_id}
+        if visibility.workspace_ids:
+            return {"visible_ids": sorted(visibility.workspace_ids)}
+        return {}
+
+
+def visible(seen: Seen, task: sa.FromClause, workspace: sa.FromClause) -> ColumnElement[bool]:
+    """L1c over a task and its workspace (left-joined): empty workspace id, dangling workspace
+    (L1d's "equivalent left join with a null check"), or in the visible set."""
+    if not seen.scoped:
+        return sa.true()
+    terms: list[ColumnElement[bool]] = [
+        task.c.workspace_id == const(""),
+        workspace.c.id.is_(None),
+    ]
+    if seen.by_owner:  # L1a's rule itself: unowned, or owned by the caller
+        terms.append(
+            sa.or_(
+                workspace.c.owner_id == const(""),
+                workspace.c.owner_id == sa.bindparam("owner_id", type_=sa.Text()),
+            )
+        )
+    elif seen.with_ids:  # L1b: no IN () for an empty set
+        terms.append(task.c.workspace_id.in_(sa.bindparam("visible_ids", expanding=True)))
+    return sa.or_(*terms)
+
+
+def task_id(head: sa.FromClause) -> ColumnElement[str]:
+    """M5, the same rule as domain.rows.resolve_task_id: the smallest non-empty task id of
+    the bundle's rows, else the head's session's task (the claim's guard puts every row of an
+    answerable bundle on it)."""
+    row = messages.alias("trow")
+    session = task_sessions.alias("tses")
+    from_rows = (
+        sa.select(sa.func.min(sa.func.nullif(row.c.task_id, const(""))))
+        .where(pending_id_of(row) == pending_id_of(head), is_clarification(row))
+        .correlate(head)
+        .scalar_subquery()
+    )
+    from_session = (
+        sa.select(session.c.task_id)
+        .where(session.c.id == head.c.task_session_id)
+        .correlate(head)
+        .scalar_subquery()
+    )
+    return sa.func.coalesce(from_rows, from_session)
+
+
+def task_is_visible(
+    seen: Seen, head: sa.FromClause, of_task: Any, *, by_workspace: bool = False
+) -> Any:
+    """M5a (the task exists), L1c and — with ``by_workspace`` — L7a for the head's bundle, as
+    one scalar subquery that probes the task and its workspace by primary key (NULL when the
+    task does not exist)."""
+    task = tasks.alias("task")
+    workspace = workspaces.alias("workspace")
+    terms = [visible(seen, task, workspace)]
+    if by_workspace:  # L7a: "" means "not supplied"; an AND term, never a disjunct
+        terms.append(task.c.workspace_id == sa.bindparam("workspace_id"))
+    return (
+        sa.select(sa.and_(*terms))
+        .select_from(task.outerjoin(workspace, workspace.c.id == task.c.workspace_id))
+        .where(task.c.id == of_task)
+        .correlate(head)
+        .scalar_subquery()
+    )
+
+
+def absent(head: sa.FromClause, row: sa.FromClause, *where: ColumnElement[bool]) -> Any:
+    """``NOT EXISTS (row WHERE where)`` spelled as a scalar ``(SELECT 1 … LIMIT 1) IS NULL``:
+    PostgreSQL may turn an uncorrelated-looking EXISTS into one hashed scan of the whole
+    table; a scalar subquery always stays an index probe per head visited."""
+    probe = sa.select(_ONE).select_from(row).where(*where).limit(1).correlate(head)
+    return probe.scalar_subquery().is_(None)
+
+
+def no_bundle_row(
+    head: sa.FromClause, name: str, where: Callable[[sa.FromClause], ColumnElement[bool]]
+) -> Any:
+    """No clarification row of the head's bundle (an alias ``name``) satisfies ``where``."""
+    row = messages.alias(name)
+    return absent(
+        head, row, pending_id_of(row) == pending_id_of(head), is_clarification(row), where(row)
+    )
+
+
+@cache
+def bundle_is_visible(seen: Seen) -> ColumnElement[bool]:
+    """Whether the bundle ``pending_id`` (bound) has a clarification row whose M5-resolved task
+    exists and is visible (the lists' :func:`task_is_visible`): one verdict for the whole
+    bundle, uncorrelated to the rows it filters, so both databases judge it once per
+    statement (PostgreSQL: a one-time filter) and a hidden bundle reads zero rows.
+
+    Every row resolves the same task unless all of them carry an empty task id and they lie on
+    several sessions (a malformed legacy bundle): then this is true when any row's session
+    task is visible, and the reader confirms the D2-first row's (see ``load_visible_bundle``).
+    """
+    row = messages.alias("vrow")
+    probe = (
+        sa.select(_ONE)
+        .select_from(row)
+        .where(
+            pending_id_of(row) == sa.bindparam("pending_id", type_=sa.Text()),
+            is_clarification(row),
+            task_is_visible(seen, row, task_id(row)),
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+    return probe.is_not(None)
+
+
+@cache
+def task_visibility(seen: Seen) -> sa.Select[Any]:
+    """Whether the task ``task_id`` (bound) exists and is visible: one row holding true or
+    false, none when the task does not exist."""
+    task = tasks.alias("task")
+    workspace = workspaces.alias("workspace")
+    return (
+        sa.select(visible(seen, task, workspace))
+        .select_from(task.outerjoin(workspace, workspace.c.id == task.c.workspace_id))
+        .where(task.c.id == sa.bindparam("task_id", type_=sa.Text()))
+    )
+
+
+__all__ = [
+    "Seen",
+    "absent",
+    "bundle_is_visible",
+    "no_bundle_row",
+    "task_id",
+    "task_is_visible",
+    "task_visibility",
+    "visible",
+]
