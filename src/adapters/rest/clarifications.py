@@ -18,7 +18,6 @@ foreign and a fabricated ``pending_id`` get the same bytes on all four ``{id}`` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -31,6 +30,7 @@ from clarion.adapters.disconnect import DISCONNECTED, disconnect_message, until_
 from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.errors import failure
+from clarion.adapters.rest.query import page_parameters, query_value
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.adapters.wire.history import resolved_page_json
@@ -38,7 +38,6 @@ from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.live import LiveRequest, LiveRequests
 from clarion.app.usecases.resolve import Resolver
-from clarion.domain.errors import InvalidArgument
 
 
 def live_request_json(request: LiveRequest) -> dict[str, Any]:
@@ -61,19 +60,6 @@ def live_request_json(request: LiveRequest) -> dict[str, Any]:
             created_at=request.created_at,
         )
     )
-
-
-_INTEGER = re.compile(r"-?[0-9]{1,18}")
-
-
-def _query_limit(request: Request) -> int | None:
-    """L10's ``limit``: absent means the default; anything but a plain integer is a 400."""
-    raw = request.query_params.get("limit")
-    if raw is None:
-        return None
-    if _INTEGER.fullmatch(raw) is None:
-        raise InvalidArgument("limit: must be an integer", field="limit")
-    return int(raw)
 
 
 def clarification_routes(
@@ -99,22 +85,19 @@ def clarification_routes(
         return JSONResponse(wire.unstructure(models.Created(pending_id)))
 
     async def pending(request: Request) -> Response:
-        query = request.query_params
+        cursor, limit = page_parameters(request)
         page = await listing.list_pending(
             require_identity(request),
-            workspace_id=query.get("workspace_id", ""),
-            created_since=query.get("created_since", ""),
-            cursor=query.get("cursor", ""),
-            limit=_query_limit(request),
+            workspace_id=query_value(request, "workspace_id"),
+            created_since=query_value(request, "created_since"),
+            cursor=cursor,
+            limit=limit,
         )
         return JSONResponse(wire.list_json(page, now()))
 
     async def resolved(request: Request) -> Response:
-        page = await listing.list_resolved(
-            require_identity(request),
-            cursor=request.query_params.get("cursor", ""),
-            limit=_query_limit(request),
-        )
+        cursor, limit = page_parameters(request)
+        page = await listing.list_resolved(require_identity(request), cursor=cursor, limit=limit)
         return JSONResponse(resolved_page_json(page))
 
     async def get_request(request: Request) -> Response:

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from clarion.adapters import wire
 from clarion.adapters.rest.auth import require_identity
 from clarion.adapters.rest.bodies import read_model
-from clarion.adapters.rest.query import page_parameters
+from clarion.adapters.rest.query import page_parameters, query_value
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
@@ -104,7 +104,7 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
         cursor, limit = page_parameters(request)
         page = await host.list_tasks(
             require_identity(request),
-            request.query_params.get("workspace_id", ""),
+            query_value(request, "workspace_id"),
             cursor=cursor,
             limit=limit,
         )

@@ -207,6 +207,27 @@ def test_a_bad_listing_argument_is_400_naming_it(
     assert error_of(response).startswith(f"{field}:")
 
 
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/api/v1/clarification/pending", "limit"),
+        ("/api/v1/clarification/pending", "workspace_id"),
+        ("/api/v1/clarification/pending", "cursor"),
+        ("/api/v1/clarification/resolved", "limit"),
+        ("/api/v1/tasks", "workspace_id"),
+        ("/api/v1/workspaces", "cursor"),
+    ],
+)
+def test_a_query_parameter_given_twice_is_a_400_naming_it(
+    client: TestClient, alice: Caller, path: str, name: str
+) -> None:
+    """One value per parameter: a repeated one is refused rather than one of its values
+    silently chosen (schemathesis found ``?limit=…&limit=0`` answered 200)."""
+    response = client.get(f"{path}?{name}=1&{name}=0", headers=alice.headers)
+    assert response.status_code == 400
+    assert error_of(response) == f"{name}: given more than once"
+
+
 def test_l10_a_limit_below_one_is_the_default_and_above_the_cap_is_clamped(
     client: TestClient, alice: Caller
 ) -> None:
