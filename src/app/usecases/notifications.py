@@ -221,17 +221,19 @@ class NotificationWorker:
         )
         return bundle.pending_id in active
 
+    async def _recorded_events(self, pending_id: str) -> list[OutboxEntry]:
+        """The bundle's events as its transitions recorded them (not the deliveries they fanned
+        out to), oldest first."""
+        recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, pending_id)
+        return [e for e in recorded if not e.route_id]
+
     async def _announces(self, entry: OutboxEntry, responded_at: datetime) -> bool:
         """Whether ``entry`` comes from the winning claim: its event was recorded at that
         claim's own timestamp (every claim records its ``resolved`` event, a rolled-back one
         too)."""
-        recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, entry.pending_id)
+        recorded = await self._recorded_events(entry.pending_id)
         origin = next(
-            (
-                e
-                for e in recorded
-                if not e.route_id and entry.idempotency_key.startswith(f"{e.idempotency_key}:")
-            ),
+            (e for e in recorded if entry.idempotency_key.startswith(f"{e.idempotency_key}:")),
             None,
         )
         # An origin already purged is long past any re-claim: nothing left to compare.
@@ -338,14 +340,12 @@ class NotificationWorker:
             event = RESOLVED
             # Keyed under the winning claim's own event, so the delivery is recognised as
             # announcing the answer that stands (see ``_announces``).
-            recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, entry.pending_id)
+            recorded = await self._recorded_events(entry.pending_id)
             origin = next(
                 (
                     e
                     for e in recorded
-                    if not e.route_id
-                    and e.event == RESOLVED
-                    and e.created_at == winner.responded_at
+                    if e.event == RESOLVED and e.created_at == winner.responded_at
                 ),
                 None,
             )
