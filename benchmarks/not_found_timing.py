@@ -2,10 +2,10 @@
 as an id that never existed? (issue #14: the medians must lie within 0.2 ms.)
 
 With authentication enabled, alice asks one bundle; bob (who may not see it) then calls the
-REST routes that take a pending id with alice's id ("foreign") and with a fresh random id
-("fabricated"), alternating (and alternating which goes first), and the script prints per
-route the median wall-clock time of each kind, the difference of the medians, the same for
-the process's CPU time (which a busy machine inflates far less: the wall clock also counts the
+REST routes that take a pending id or a session id, with alice's id ("foreign") and with a
+fresh random id ("fabricated"), alternating (and alternating which goes first). Per route the
+script prints the median wall-clock time of each kind and their difference, the same for the
+process's CPU time (which a busy machine inflates far less: the wall clock also counts the
 time spent waiting for a core), and the median of the wall-clock differences of each
 foreign/fabricated pair (timed back to back). Every call must be the same 404 both ways.
 
@@ -36,18 +36,48 @@ from clarion.app.root.settings import Settings
 
 BASE_URL = "http://127.0.0.1:8765"
 TARGET_MS = 0.2
-ROUTES: dict[str, Callable[[TestClient, str, dict[str, str]], int]] = {
-    "GET /clarification/{id}": lambda c, p, h: (
-        c.get(f"/api/v1/clarification/{p}", headers=h).status_code
+Call = Callable[[TestClient, str, dict[str, str]], int]
+QUESTION = {
+    "id": "q1",
+    "title": "T",
+    "prompt": "Which?",
+    "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
+}
+# Per route: which kind of id it takes ("bundle" or "session") and the call.
+ROUTES: dict[str, tuple[str, Call]] = {
+    "GET /clarification/{id}": (
+        "bundle",
+        lambda c, p, h: c.get(f"/api/v1/clarification/{p}", headers=h).status_code,
     ),
-    "POST /clarification/{id}/respond": lambda c, p, h: (
-        c.post(f"/api/v1/clarification/{p}/respond", json={"rejected": True}, headers=h).status_code
+    "POST /clarification/{id}/respond": (
+        "bundle",
+        lambda c, p, h: (
+            c.post(
+                f"/api/v1/clarification/{p}/respond", json={"rejected": True}, headers=h
+            ).status_code
+        ),
     ),
-    "POST /clarification/{id}/cancel": lambda c, p, h: (
-        c.post(f"/api/v1/clarification/{p}/cancel", headers=h).status_code
+    "POST /clarification/{id}/cancel": (
+        "bundle",
+        lambda c, p, h: c.post(f"/api/v1/clarification/{p}/cancel", headers=h).status_code,
     ),
-    "GET /clarification/{id}/wait": lambda c, p, h: (
-        c.get(f"/api/v1/clarification/{p}/wait", headers=h).status_code
+    "GET /clarification/{id}/wait": (
+        "bundle",
+        lambda c, p, h: c.get(f"/api/v1/clarification/{p}/wait", headers=h).status_code,
+    ),
+    "GET /sessions/{id}/messages": (
+        "session",
+        lambda c, s, h: c.get(f"/api/v1/sessions/{s}/messages", headers=h).status_code,
+    ),
+    "POST /clarification/request (session)": (
+        "session",
+        lambda c, s, h: (
+            c.post(
+                "/api/v1/clarification/request",
+                json={"session_id": s, "questions": [QUESTION]},
+                headers=h,
+            ).status_code
+        ),
     ),
 }
 
@@ -70,24 +100,20 @@ def run(database_url: str, samples: int, warmup: int) -> bool:
             "/api/v1/tasks", json={"title": "t", "workspace_id": workspace["id"]}, headers=alice
         ).json()
         session = client.post(f"/api/v1/tasks/{task['id']}/sessions", json={}, headers=alice)
-        question = {
-            "id": "q1",
-            "title": "T",
-            "prompt": "Which?",
-            "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
-        }
+        session_id = session.json()["id"]
         created = client.post(
             "/api/v1/clarification/request",
-            json={"session_id": session.json()["id"], "questions": [question]},
+            json={"session_id": session_id, "questions": [QUESTION]},
             headers=alice,
         )
-        foreign = created.json()["pending_id"]
+        foreign_ids = {"bundle": created.json()["pending_id"], "session": session_id}
         print(f"database: {clarion.database_label}; {samples} samples per kind and route")
         print(
-            f"{'median, ms':36} {'foreign':>8} {'fabricated':>10} {'diff':>7}"
+            f"{'median, ms':38} {'foreign':>8} {'fabricated':>10} {'diff':>7}"
             f"   {'cpu foreign':>11} {'cpu fabricated':>14} {'cpu diff':>8}   {'paired':>7}"
         )
-        for label, call in ROUTES.items():
+        for label, (id_kind, call) in ROUTES.items():
+            foreign = foreign_ids[id_kind]
             wall: dict[str, list[float]] = {"foreign": [], "fabricated": []}
             cpu: dict[str, list[float]] = {"foreign": [], "fabricated": []}
             for round_ in range(warmup + samples):
@@ -95,9 +121,9 @@ def run(database_url: str, samples: int, warmup: int) -> bool:
                 # for following the other.
                 kinds = ("foreign", "fabricated") if round_ % 2 else ("fabricated", "foreign")
                 for kind in kinds:
-                    pending_id = foreign if kind == "foreign" else str(uuid.uuid4())
+                    some_id = foreign if kind == "foreign" else str(uuid.uuid4())
                     started, started_cpu = time.perf_counter(), time.process_time()
-                    status = call(client, pending_id, bob)
+                    status = call(client, some_id, bob)
                     elapsed = (time.perf_counter() - started) * 1000
                     elapsed_cpu = (time.process_time() - started_cpu) * 1000
                     if status != 404:
@@ -118,7 +144,7 @@ def run(database_url: str, samples: int, warmup: int) -> bool:
             )
             within = within and abs(wd) <= TARGET_MS
             print(
-                f"{label:36} {wf:8.3f} {wx:10.3f} {wd:+7.3f}"
+                f"{label:38} {wf:8.3f} {wx:10.3f} {wd:+7.3f}"
                 f"   {cf:11.3f} {cx:14.3f} {cd:+8.3f}   {paired:+7.3f}"
             )
     clarion.close()

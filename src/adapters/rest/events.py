@@ -20,7 +20,11 @@ client disconnects, when the event source ends, or when :meth:`EventStream.close
 The response is ``sse-starlette``'s :class:`~sse_starlette.EventSourceResponse`: it writes the
 frames a producer task hands it, watches for the client's disconnect (then cancels the
 producer) and answers ``HEAD`` with the headers alone. Its own pings are off: the heartbeat is
-sent only when the stream was quiet for ``heartbeat_s``, as before.
+sent only when the stream was quiet for ``heartbeat_s``, as before. On the server's exit signal
+it would cancel the response at once, racing :meth:`EventStream.close` (which the same signal
+triggers in ``clarion serve``) and, when it won, leaving the response unfinished (uvicorn logs
+"ASGI callable returned without completing response"); a short grace lets the close end the
+stream with its final chunk first.
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ HEARTBEAT: Final = b": heartbeat\n\n"
 # The stream's headers besides text/event-stream; charset=utf-8 (sse-starlette adds
 # X-Accel-Buffering: no and Connection: keep-alive).
 _HEADERS: Final = {"Cache-Control": "no-cache"}
+# How long a stream may take to end by itself once the server's exit signal came (see above).
+_EXIT_GRACE_S: Final = 1.0
 
 
 @attrs.define
@@ -306,6 +312,7 @@ class EventStream:
                 content(),
                 headers=_HEADERS,
                 ping=0,
+                shutdown_grace_period=_EXIT_GRACE_S,
                 data_sender_callable=produce,
                 background=BackgroundTask(finish),
             )
