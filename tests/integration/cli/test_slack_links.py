@@ -4,39 +4,11 @@ server's database and read by the server's own store; bad input is refused namin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from clarion.app.root.cli import main
-from clarion.app.root.compose import Clarion, build_clarion
-from clarion.app.root.settings import Settings
-
-
-@pytest.fixture(
-    name="database_url", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-)
-def fixture_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'links.db'}"
-    return str(request.getfixturevalue("postgres_database_url"))
-
-
-@pytest.fixture(name="clarion")
-def fixture_clarion(database_url: str) -> Iterator[Clarion]:
-    clarion = build_clarion(Settings(database_url=database_url, live_delivery="memory"))
-    clarion.upgrade()
-    try:
-        yield clarion
-    finally:
-        clarion.close()
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from clarion.app.root.compose import Clarion
+from tests.integration.cli.support import run_cli
 
 
 def test_linking_listing_and_unlinking_a_slack_account(
@@ -44,20 +16,20 @@ def test_linking_listing_and_unlinking_a_slack_account(
 ) -> None:
     alice = clarion.authentication.create_user("alice")
     db = ("--database-url", database_url)
-    code, out, _ = _run(capsys, "users", "link-slack", alice.id, "U0ALICE", *db)
+    code, out, _ = run_cli(capsys, "users", "link-slack", alice.id, "U0ALICE", *db)
     assert (code, out.strip()) == (0, f"slack U0ALICE answers as {alice.id}")
     store = clarion.storage.notifications
     assert store is not None
     link = store.chat_user("slack", "U0ALICE")
     assert link is not None
     assert link.user_id == alice.id
-    code, out, _ = _run(capsys, "users", "slack-links", "--json", *db)
+    code, out, _ = run_cli(capsys, "users", "slack-links", "--json", *db)
     assert [(row["slack_user_id"], row["user_id"]) for row in json.loads(out)] == [
         ("U0ALICE", alice.id)
     ]
-    code, out, _ = _run(capsys, "users", "unlink-slack", "U0ALICE", *db)
+    code, out, _ = run_cli(capsys, "users", "unlink-slack", "U0ALICE", *db)
     assert (code, out.strip()) == (0, "unlinked U0ALICE")
-    code, out, _ = _run(capsys, "users", "unlink-slack", "U0ALICE", *db)
+    code, out, _ = run_cli(capsys, "users", "unlink-slack", "U0ALICE", *db)
     assert (code, out.strip()) == (1, "U0ALICE was not linked")
     assert store.chat_user("slack", "U0ALICE") is None
 
@@ -66,11 +38,11 @@ def test_bad_input_is_refused_naming_it(
     clarion: Clarion, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = ("--database-url", database_url)
-    code, _, err = _run(capsys, "users", "link-slack", "no-such-user", "U0ALICE", *db)
+    code, _, err = run_cli(capsys, "users", "link-slack", "no-such-user", "U0ALICE", *db)
     assert code != 0
     assert "no active user 'no-such-user'" in err
     alice = clarion.authentication.create_user("alice")
-    code, _, err = _run(capsys, "users", "link-slack", alice.id, "alice", *db)
+    code, _, err = run_cli(capsys, "users", "link-slack", alice.id, "alice", *db)
     assert code != 0
     assert "not a Slack user id: 'alice'" in err
     store = clarion.storage.notifications

@@ -5,43 +5,13 @@ what they revoke or deactivate stops authenticating at once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
 
-from clarion.app.root.cli import main
-from clarion.app.root.compose import Clarion, build_clarion
-from clarion.app.root.settings import Settings
+from clarion.app.root.compose import Clarion
 from clarion.domain.errors import NotFound
-
-
-@pytest.fixture(
-    name="database_url", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-)
-def fixture_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'admin.db'}"
-    return str(request.getfixturevalue("postgres_database_url"))
-
-
-@pytest.fixture(name="clarion")
-def fixture_clarion(database_url: str) -> Iterator[Clarion]:
-    """The server's view of the same database (what a running server would check)."""
-    settings = Settings(database_url=database_url, auth_enabled=True, live_delivery="memory")
-    clarion = build_clarion(settings)
-    clarion.upgrade()  # what the server's start-up does first
-    try:
-        yield clarion
-    finally:
-        clarion.close()
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.integration.cli.support import run_cli
 
 
 def _one_error_line(err: str, text: str) -> None:
@@ -54,16 +24,16 @@ def test_tokens_list_shows_every_token_and_session_of_a_user_never_their_text(
     database_url: str, clarion: Clarion, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = ("--database-url", database_url)
-    code, out, _ = _run(capsys, "users", "create", "ada", *db)
+    code, out, _ = run_cli(capsys, "users", "create", "ada", *db)
     assert code == 0
     ada = out.strip()
-    _, out, _ = _run(capsys, "tokens", "create", ada, "--name", "laptop", *db)
+    _, out, _ = run_cli(capsys, "tokens", "create", ada, "--name", "laptop", *db)
     laptop = out.strip()
-    _run(capsys, "tokens", "create", ada, "--name", "session:ci", "--expires-in-days", "1", *db)
+    run_cli(capsys, "tokens", "create", ada, "--name", "session:ci", "--expires-in-days", "1", *db)
     session = clarion.authentication.login(laptop)
     assert session is not None
 
-    code, out, err = _run(capsys, "tokens", "list", ada, "--json", *db)
+    code, out, err = run_cli(capsys, "tokens", "list", ada, "--json", *db)
     assert (code, err) == (0, "")
     listed = json.loads(out)
     assert (listed["user_id"], listed["user_active"]) == (ada, True)
@@ -77,7 +47,7 @@ def test_tokens_list_shows_every_token_and_session_of_a_user_never_their_text(
     assert laptop not in out
     assert session.cookie not in out
 
-    code, out, _ = _run(capsys, "tokens", "list", ada, *db)
+    code, out, _ = run_cli(capsys, "tokens", "list", ada, *db)
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == f"user {ada} (ada): active"
@@ -86,11 +56,11 @@ def test_tokens_list_shows_every_token_and_session_of_a_user_never_their_text(
     assert f"of token {rows['laptop']['id']}" in out
     assert laptop not in out
 
-    _, out, _ = _run(capsys, "users", "create", "bob", *db)
-    code, out, _ = _run(capsys, "tokens", "list", out.strip(), *db)
+    _, out, _ = run_cli(capsys, "users", "create", "bob", *db)
+    code, out, _ = run_cli(capsys, "tokens", "list", out.strip(), *db)
     assert (code, out.splitlines()[1:]) == (0, ["No tokens."])
 
-    code, _, err = _run(capsys, "tokens", "list", "nobody", *db)
+    code, _, err = run_cli(capsys, "tokens", "list", "nobody", *db)
     assert code == 1
     _one_error_line(err, "user not found: nobody")
 
@@ -106,7 +76,7 @@ def test_tokens_revoke_ends_a_token_and_its_sessions_at_once(
     assert opened is not None
     assert other is not None
 
-    code, out, _ = _run(capsys, "tokens", "revoke", revoked.record.id, *db)
+    code, out, _ = run_cli(capsys, "tokens", "revoke", revoked.record.id, *db)
     assert code == 0
     assert out == f"revoked {revoked.record.id} (browser sessions opened with it end too)\n"
     assert auth.resolve_bearer(revoked.token) is None
@@ -114,21 +84,21 @@ def test_tokens_revoke_ends_a_token_and_its_sessions_at_once(
     assert auth.resolve_bearer(kept.token) is not None
     assert auth.resolve_session(other.cookie) is not None
 
-    code, out, _ = _run(capsys, "tokens", "revoke", revoked.record.id, *db)
+    code, out, _ = run_cli(capsys, "tokens", "revoke", revoked.record.id, *db)
     assert (code, out) == (0, f"{revoked.record.id} was already revoked\n")
 
     other_record = next(t for t in auth.list_tokens(ada.id) if t.parent_id == kept.record.id)
-    code, out, _ = _run(capsys, "tokens", "revoke", other_record.id, *db)
+    code, out, _ = run_cli(capsys, "tokens", "revoke", other_record.id, *db)
     assert (code, out) == (0, f"ended browser session {other_record.id}\n")
     assert auth.resolve_session(other.cookie) is None
     assert auth.resolve_bearer(kept.token) is not None
 
-    _, out, _ = _run(capsys, "tokens", "list", ada.id, "--json", *db)
+    _, out, _ = run_cli(capsys, "tokens", "list", ada.id, "--json", *db)
     statuses = {row["id"]: row["status"] for row in json.loads(out)["tokens"]}
     assert statuses[revoked.record.id] == "revoked"
     assert statuses[kept.record.id] == "active"
 
-    code, _, err = _run(capsys, "tokens", "revoke", "no-such-token", *db)
+    code, _, err = run_cli(capsys, "tokens", "revoke", "no-such-token", *db)
     assert code == 1
     _one_error_line(err, "token not found: no-such-token")
 
@@ -154,7 +124,7 @@ def test_users_deactivate_stops_tokens_sessions_and_agent_tokens(
 
     session_id, agent_token = anyio.run(start_agent)
 
-    code, out, _ = _run(capsys, "users", "deactivate", ada.id, *db)
+    code, out, _ = run_cli(capsys, "users", "deactivate", ada.id, *db)
     assert (code, out) == (0, f"deactivated {ada.id}\n")
     assert auth.resolve_bearer(token) is None
     assert auth.resolve_session(session.cookie) is None
@@ -163,11 +133,11 @@ def test_users_deactivate_stops_tokens_sessions_and_agent_tokens(
         anyio.run(host.authenticate_agent, session_id, agent_token)
     assert auth.resolve_bearer(bobs) is not None
 
-    code, out, _ = _run(capsys, "users", "deactivate", ada.id, *db)
+    code, out, _ = run_cli(capsys, "users", "deactivate", ada.id, *db)
     assert (code, out) == (0, f"{ada.id} was already deactivated\n")
-    _, out, _ = _run(capsys, "tokens", "list", ada.id, *db)
+    _, out, _ = run_cli(capsys, "tokens", "list", ada.id, *db)
     assert out.splitlines()[0] == f"user {ada.id} (ada): deactivated"
 
-    code, _, err = _run(capsys, "users", "deactivate", "nobody", *db)
+    code, _, err = run_cli(capsys, "users", "deactivate", "nobody", *db)
     assert code == 1
     _one_error_line(err, "user not found: nobody")
