@@ -13,7 +13,7 @@ from clarion.domain.history import (
     resolved_bundle,
 )
 from clarion.domain.listing import clamp_limit, task_visible
-from clarion.domain.rows import ClarificationRow, parse_row, resolve_task_id
+from clarion.domain.rows import ClarificationRow, resolve_task_id
 
 
 def list_resolved_bundles(store: InMemoryStore, query: ResolvedQuery) -> ResolvedPage:
@@ -21,14 +21,9 @@ def list_resolved_bundles(store: InMemoryStore, query: ResolvedQuery) -> Resolve
     descending); visibility applies before the limit."""
     limit = clamp_limit(query.limit)
     with store.lock:
-        grouped: dict[str, list[ClarificationRow]] = {}
-        for record in store.clarification_records():
-            row = parse_row(record)
-            if row.pending_id:
-                grouped.setdefault(row.pending_id, []).append(row)
         matches = [
             found
-            for pending_id, rows in grouped.items()
+            for pending_id, rows in store.rows_by_bundle().items()
             if (found := _resolved(store, pending_id, rows, query)) is not None
         ]
     matches.sort(key=lambda bundle: (bundle.resolved_at, bundle.pending_id), reverse=True)

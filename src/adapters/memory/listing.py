@@ -15,7 +15,7 @@ from clarion.domain.listing import (
     listed_bundle,
     task_visible,
 )
-from clarion.domain.rows import ClarificationRow, parse_row, resolve_task_id
+from clarion.domain.rows import ClarificationRow, resolve_task_id
 
 
 def list_active_bundles(store: InMemoryStore, query: ListQuery) -> ListPage:
@@ -26,14 +26,9 @@ def list_active_bundles(store: InMemoryStore, query: ListQuery) -> ListPage:
     """
     limit = clamp_limit(query.limit)
     with store.lock:
-        grouped: dict[str, list[ClarificationRow]] = {}
-        for record in store.clarification_records():
-            row = parse_row(record)
-            if row.pending_id:
-                grouped.setdefault(row.pending_id, []).append(row)
         matches = [
             listed
-            for pending_id, rows in grouped.items()
+            for pending_id, rows in store.rows_by_bundle().items()
             if (listed := _listable(store, pending_id, rows, query)) is not None
         ]
     matches.sort(key=bundle_order_key)

@@ -19,7 +19,7 @@ from clarion.domain.activeness import bundle_is_well_formed, current_turn_id, ro
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.notifications import OutboxEntry, Route, event_entry
-from clarion.domain.rows import ClarificationRow, MessageRecord
+from clarion.domain.rows import ClarificationRow, MessageRecord, parse_row
 from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
@@ -130,6 +130,14 @@ class InMemoryStore:
 
     def clarification_records(self) -> Iterator[MessageRecord]:
         return (m for m in self.messages.values() if m.type == CLARIFICATION_REQUEST)
+
+    def rows_by_bundle(self) -> dict[str, list[ClarificationRow]]:
+        """Every clarification row that carries a pending id, grouped by it (hold ``lock``)."""
+        grouped: dict[str, list[ClarificationRow]] = {}
+        for row in map(parse_row, self.clarification_records()):
+            if row.pending_id:
+                grouped.setdefault(row.pending_id, []).append(row)
+        return grouped
 
     def delete_task(self, task_id: str) -> bool:
         """Cascade: task → its sessions → their turns and messages."""
