@@ -30,17 +30,16 @@ from sqlalchemy.engine import Connection
 from clarion.adapters.sql.listing import page_parameters, page_with_rows, read_page
 from clarion.adapters.sql.metadata_sql import (
     Bytewise,
-    const,
     is_clarification,
     is_delivery_pending,
     is_resolved,
-    pending_id_of,
 )
 from clarion.adapters.sql.schema import messages
 from clarion.adapters.sql.types import UtcDateTime
 from clarion.adapters.sql.visibility import (
     Seen,
     absent,
+    bundle_key,
     no_bundle_row,
     task_id,
     task_is_visible,
@@ -83,8 +82,7 @@ def _newest_resolved_row(head: sa.FromClause) -> Any:
     return absent(
         head,
         later,
-        later.c.bundle_pending_id == head.c.bundle_pending_id,
-        pending_id_of(later) == pending_id_of(head),
+        later.c.bundle_pending_id == head.c.bundle_pending_id,  # only that bundle's rows
         is_clarification(later),
         is_resolved(later),
         sa.or_(
@@ -96,7 +94,7 @@ def _newest_resolved_row(head: sa.FromClause) -> Any:
 
 def _settled(head: sa.FromClause) -> Any:
     """No row of the bundle still waits for its delivery to settle."""
-    return no_bundle_row(head, "marked", is_delivery_pending)
+    return no_bundle_row(head, "marked", is_delivery_pending, bundle_key(head))
 
 
 def _stamp(name: str) -> Any:
@@ -107,15 +105,14 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     head = messages.alias("head")
     resolved_at = head.c.updated_at
     pending_id = head.c.bundle_pending_id
-    bundle_task_id = task_id(head)
+    bundle_task_id = task_id(head, bundle_key(head))
     accepted = sa.and_(
-        pending_id_of(head) != const(""),
         _newest_resolved_row(head),
         _settled(head),
         task_is_visible(shape.seen, head, bundle_task_id),
     )
     statement = sa.select(
-        pending_id_of(head).label("pending_id"),
+        pending_id.label("pending_id"),
         bundle_task_id.label("task_id"),
         resolved_at.label("resolved_at"),
     ).where(

@@ -35,7 +35,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from clarion.adapters.sql.metadata_sql import Bytewise, const
+from clarion.adapters.sql.metadata_sql import Bytewise, DefaultCollation
 from clarion.adapters.sql.predicates import (
     bundle_is_well_formed,
     has_question_id,
@@ -48,7 +48,13 @@ from clarion.adapters.sql.predicates import (
 from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record_at
 from clarion.adapters.sql.schema import messages, task_sessions
 from clarion.adapters.sql.types import UtcDateTime
-from clarion.adapters.sql.visibility import Seen, absent, no_bundle_row, task_is_visible
+from clarion.adapters.sql.visibility import (
+    Seen,
+    absent,
+    bundle_key,
+    no_bundle_row,
+    task_is_visible,
+)
 from clarion.adapters.sql.visibility import task_id as bundle_task_id
 from clarion.domain.listing import (
     ListedBundle,
@@ -120,15 +126,15 @@ def _session_is_live(head: sa.FromClause) -> Any:
 def _first_pending_row(head: sa.FromClause) -> Any:
     """No pending clarification row of the same bundle comes before ``head`` by
     (``created_at``, ``id``): one head per bundle. (The bundle's rows share
-    ``bundle_created_at`` and ``bundle_pending_id``: the probe is one point of the
-    pending-order index.)"""
+    ``bundle_created_at`` and ``bundle_pending_id``, and only a row with that pending id
+    carries it: the probe is one point of the pending-order index, whose own terms make
+    ``earlier`` a pending clarification row.)"""
     earlier = messages.alias("earlier")
     return absent(
         head,
         earlier,
         earlier.c.bundle_created_at == head.c.bundle_created_at,
         earlier.c.bundle_pending_id == head.c.bundle_pending_id,
-        pending_id_of(earlier) == pending_id_of(head),
         is_clarification(earlier),
         is_pendingish(earlier),
         sa.or_(
@@ -140,36 +146,42 @@ def _first_pending_row(head: sa.FromClause) -> Any:
 
 def _every_row_has_question_id(head: sa.FromClause) -> Any:
     """L16 over all the bundle's clarification rows."""
-    return no_bundle_row(head, "qrow", lambda row: ~has_question_id(row))
+    return no_bundle_row(head, "qrow", lambda row: ~has_question_id(row), bundle_key(head))
 
 
 def _page_statement(shape: Shape) -> sa.Select[Any]:
     head = messages.alias("head")
     created_at = head.c.bundle_created_at
     pending_id = head.c.bundle_pending_id  # byte-wise on both databases (Key)
-    task_id = bundle_task_id(head)
+    # Every probe by pending id compares with that column rather than decoding the head's
+    # metadata once per probe (bundle_key).
+    key = bundle_key(head)
+    task_id = bundle_task_id(head, key)
+    # Both databases evaluate these conjuncts in order and stop at the first false one, so
+    # the cheap probes that turn most heads away come first and the probes that read the
+    # bundle's rows' JSON (the guard's candidates, L16) run only for the visible heads.
     accepted = sa.and_(
-        # One head per bundle first: the walk meets every bundle once per pending row, and
-        # this single probe of the walked index turns the later rows away before the probes
-        # below (both databases evaluate the conjuncts in order and stop at the first false).
-        pending_id_of(head) != const(""),
+        # One head per bundle: the walk meets every bundle once per pending row, and this
+        # single probe of the walked index turns the later rows away.
         _first_pending_row(head),
         # D4 (L2a): is_active_row's conjuncts, pending-ish (below), current turn, live session
         on_current_turn(head),
         _session_is_live(head),
-        bundle_is_well_formed(head),  # the claim's guard
-        _every_row_has_question_id(head),  # L16
         # M5a: an existing task; L1c; L7a
         task_is_visible(shape.seen, head, task_id, by_workspace=shape.by_workspace),
+        bundle_is_well_formed(head, key),  # the claim's guard
+        _every_row_has_question_id(head),  # L16
     )
     statement = sa.select(
-        pending_id_of(head).label("pending_id"),
+        pending_id.label("pending_id"),
         task_id.label("task_id"),
         created_at.label("created_at"),
     ).where(
-        # The partial index's own terms, so both databases walk it...
+        # The partial index's own terms, so both databases walk it (a row without a pending
+        # id carries no keys: it belongs to no bundle)...
         is_clarification(head),
         is_pendingish(head),
+        pending_id.is_not(None),
         # ...and every other test inside one CASE, evaluated per head visited. Written as
         # plain AND-ed EXISTS terms, PostgreSQL would turn them into joins over every pending
         # row and sort them all; under a CASE they stay per-row filters of the walk.
@@ -206,7 +218,12 @@ def page_with_rows(page: sa.Subquery, *order_by: Any) -> sa.Select[Any]:
         .join_from(
             page,
             messages,
-            sa.and_(pending_id_of(messages) == page.c.pending_id, is_clarification(messages)),
+            sa.and_(
+                # the page's pending id may be a bundle_pending_id (C collation on PostgreSQL):
+                # compared in the default one, so the pending-id expression index serves it
+                pending_id_of(messages) == DefaultCollation(page.c.pending_id),
+                is_clarification(messages),
+            ),
         )
         .order_by(*order_by)
     )

@@ -130,6 +130,29 @@ def _bytewise_postgresql(element: Bytewise, compiler: SQLCompiler, **kw: Any) ->
     return f'({compiler.process(element.clauses, **kw)}) COLLATE "C"'
 
 
+class DefaultCollation(FunctionElement[str]):
+    """A ``Key`` column compared with an expression of the database's default collation — the
+    pending-id expression index — in that collation (``COLLATE "default"`` on PostgreSQL,
+    where a ``COLLATE "C"`` column would otherwise impose its own and rule the index out;
+    nothing on SQLite). Equality is the same in either collation."""
+
+    type = sa.Text()
+    name = "default_collation"
+    inherit_cache = True
+
+
+@compiles(DefaultCollation)
+def _default_collation(element: DefaultCollation, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)
+
+
+@compiles(DefaultCollation, "postgresql")
+def _default_collation_postgresql(
+    element: DefaultCollation, compiler: SQLCompiler, **kw: Any
+) -> str:
+    return f'({compiler.process(element.clauses, **kw)}) COLLATE "default"'
+
+
 # --- the readers ---------------------------------------------------------------------------
 
 

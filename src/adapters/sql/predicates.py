@@ -85,13 +85,19 @@ def is_active_row(m: MessageFrom, *, require_live_session: bool = True) -> Colum
     return sa.and_(*terms)
 
 
-def bundle_is_well_formed(m: MessageFrom) -> ColumnElement[bool]:
+def bundle_is_well_formed(
+    m: MessageFrom, key: ColumnElement[str] | None = None
+) -> ColumnElement[bool]:
     """The claim's malformed-bundle guard, judged from one of the bundle's rows: no message
     carrying the same ``pending_id`` (of any type, §4.5) is a non-clarification row or lies on
-    another session or turn. Mirrors :func:`clarion.domain.activeness.bundle_is_well_formed`."""
+    another session or turn. Mirrors :func:`clarion.domain.activeness.bundle_is_well_formed`.
+
+    ``key`` is ``m``'s pending id when the caller already has it as a column (a list walk's
+    ``bundle_pending_id``, see :func:`clarion.adapters.sql.visibility.bundle_key`); by default
+    it is read from ``m``'s metadata."""
     other = messages.alias()
     return ~sa.exists().where(
-        pending_id_of(other) == pending_id_of(m),
+        pending_id_of(other) == (pending_id_of(m) if key is None else key),
         sa.or_(
             other.c.type != const(CLARIFICATION_REQUEST),
             other.c.task_session_id != m.c.task_session_id,

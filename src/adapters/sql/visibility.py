@@ -22,7 +22,13 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from clarion.adapters.sql.metadata_sql import Inline, const, is_clarification, pending_id_of
+from clarion.adapters.sql.metadata_sql import (
+    DefaultCollation,
+    Inline,
+    const,
+    is_clarification,
+    pending_id_of,
+)
 from clarion.adapters.sql.schema import messages, task_sessions, tasks, workspaces
 from clarion.domain.listing import Visibility
 
@@ -79,15 +85,32 @@ def visible(seen: Seen, task: sa.FromClause, workspace: sa.FromClause) -> Column
     return sa.or_(*terms)
 
 
-def task_id(head: sa.FromClause) -> ColumnElement[str]:
+def bundle_key(head: sa.FromClause) -> ColumnElement[str]:
+    """The pending id of a head met by a walk of one of the keyed partial indexes (the pending
+    and resolved lists): its ``bundle_pending_id`` column. On every clarification row with a
+    pending id that column holds exactly the pending id the domain reads
+    (:func:`clarion.adapters.sql.records.bundle_keys`) and NULL otherwise, so the probes by
+    pending id compare against it instead of decoding the head's JSON metadata once per
+    probe — the largest cost of a page on SQLite, where every ``json_extract`` parses the
+    whole document. (In the database's default collation, so the pending-id expression index
+    serves the probes on PostgreSQL too: :class:`DefaultCollation`.)"""
+    return DefaultCollation(head.c.bundle_pending_id)
+
+
+def _key(head: sa.FromClause, key: ColumnElement[str] | None) -> ColumnElement[str]:
+    return pending_id_of(head) if key is None else key
+
+
+def task_id(head: sa.FromClause, key: ColumnElement[str] | None = None) -> ColumnElement[str]:
     """M5, the same rule as domain.rows.resolve_task_id: the smallest non-empty task id of
     the bundle's rows, else the head's session's task (the claim's guard puts every row of an
-    answerable bundle on it)."""
+    answerable bundle on it). ``key`` is the head's pending id when the caller has it as a
+    column (:func:`bundle_key`); by default it is read from the head's metadata."""
     row = messages.alias("trow")
     session = task_sessions.alias("tses")
     from_rows = (
         sa.select(sa.func.min(sa.func.nullif(row.c.task_id, const(""))))
-        .where(pending_id_of(row) == pending_id_of(head), is_clarification(row))
+        .where(pending_id_of(row) == _key(head, key), is_clarification(row))
         .correlate(head)
         .scalar_subquery()
     )
@@ -129,12 +152,16 @@ def absent(head: sa.FromClause, row: sa.FromClause, *where: ColumnElement[bool])
 
 
 def no_bundle_row(
-    head: sa.FromClause, name: str, where: Callable[[sa.FromClause], ColumnElement[bool]]
+    head: sa.FromClause,
+    name: str,
+    where: Callable[[sa.FromClause], ColumnElement[bool]],
+    key: ColumnElement[str] | None = None,
 ) -> Any:
-    """No clarification row of the head's bundle (an alias ``name``) satisfies ``where``."""
+    """No clarification row of the head's bundle (an alias ``name``) satisfies ``where``
+    (``key`` as in :func:`task_id`)."""
     row = messages.alias(name)
     return absent(
-        head, row, pending_id_of(row) == pending_id_of(head), is_clarification(row), where(row)
+        head, row, pending_id_of(row) == _key(head, key), is_clarification(row), where(row)
     )
 
 
@@ -181,6 +208,7 @@ __all__ = [
     "Seen",
     "absent",
     "bundle_is_visible",
+    "bundle_key",
     "no_bundle_row",
     "task_id",
     "task_is_visible",
