@@ -42,6 +42,7 @@ from clarion.ports import (
     ActiveLimit,
     ClaimRepository,
     ClaimResult,
+    LiveDelivery,
     ReconcileReport,
     ResumeRecord,
 )
@@ -117,6 +118,11 @@ class AuditedClaimRepository:
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
         return self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
+
+    def finalize_live_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> LiveDelivery | None:
+        return self._inner.finalize_live_delivery(pending_id, terminal, claimed_ids)
 
     def record_resume(
         self,

@@ -6,6 +6,7 @@ from clarion.ports.claims import (
     ActiveLimit,
     ClaimRepository,
     ClaimResult,
+    LiveDelivery,
     ReconcileReport,
     ResumeRecord,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "HostRepository",
     "IdGenerator",
     "LinkUse",
+    "LiveDelivery",
     "ReconcileReport",
     "ResumeDispatcher",
     "ResumeRecord",

@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from clarion.domain.history import ResolvedPage, ResolvedQuery
+from clarion.domain.host import Session
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
 from clarion.domain.model import RESUME, Answer, Question
 from clarion.domain.resolved_by import ResolvedBy
@@ -34,6 +35,16 @@ class ClaimResult:
     @property
     def claimed_ids(self) -> tuple[str, ...]:
         return tuple(row.id for row in self.rows)
+
+
+@attrs.frozen
+class LiveDelivery:
+    """What :meth:`ClaimRepository.finalize_live_delivery` wrote: the finalized rows, and the
+    asking session after its ``WAITING_FOR_INPUT → RUNNING`` move — None when the session was
+    in another state (or is gone), which is then left as it was."""
+
+    rows: tuple[ClarificationRow, ...]
+    session: Session | None
 
 
 @attrs.frozen
@@ -148,6 +159,16 @@ class ClaimRepository(Protocol):
         """Clear ``response_delivery_pending`` on exactly the claimed rows, which must all still
         carry ``terminal`` and the marker; None (nothing written) otherwise. Leaves
         ``updated_at`` alone so every reader keeps the claim's timestamp."""
+        ...
+
+    def finalize_live_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> LiveDelivery | None:
+        """:meth:`finalize_delivery` for an answer its live asker has taken, in ONE transaction
+        with the bundle's session moving ``WAITING_FOR_INPUT → RUNNING`` (compare-and-set,
+        ``updated_at`` set; any other state is left alone): the agent the answer wakes is
+        running again the moment the delivery is durable, for one commit instead of two.
+        None, and nothing written (the session neither), when the claim is not exact."""
         ...
 
     def record_resume(

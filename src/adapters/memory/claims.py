@@ -46,6 +46,7 @@ from clarion.domain.model import (
     TERMINAL_OUTCOMES,
     Answer,
     Question,
+    SessionState,
 )
 from clarion.domain.notifications import ANSWERABLE, CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
 from clarion.domain.questions import same_questions
@@ -60,7 +61,13 @@ from clarion.domain.rows import (
     parse_row,
     pending_ids_in_creation_order,
 )
-from clarion.ports.claims import ActiveLimit, ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import (
+    ActiveLimit,
+    ClaimResult,
+    LiveDelivery,
+    ReconcileReport,
+    ResumeRecord,
+)
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -213,14 +220,33 @@ class InMemoryClaimRepository:
     def finalize_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
+        finalized = self._finalize(pending_id, terminal, claimed_ids, wake_session=False)
+        return finalized.rows if finalized is not None else None
+
+    def finalize_live_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> LiveDelivery | None:
+        return self._finalize(pending_id, terminal, claimed_ids, wake_session=True)
+
+    def _finalize(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str], *, wake_session: bool
+    ) -> LiveDelivery | None:
         wanted = list(claimed_ids)
         with self._store.lock:
             marked = self._delivery_rows(pending_id)
             if not transitions.is_exact_claim(wanted, [row for _, row in marked], terminal):
                 return None
             # updated_at stays the claim's, so winner and loser report one responded_at.
-            rows = [self._write(rec, transitions.delivered, None) for rec, _ in marked]
-            return order_rows(rows)
+            rows = order_rows(self._write(rec, transitions.delivered, None) for rec, _ in marked)
+            session = None
+            if wake_session:
+                session = self._store.set_session_state(
+                    rows[0].session_id,
+                    SessionState.RUNNING,
+                    self._clock.now(),
+                    expected=(SessionState.WAITING_FOR_INPUT,),
+                )
+            return LiveDelivery(rows=rows, session=session)
 
     def record_resume(
         self,

@@ -149,12 +149,7 @@ class InMemoryHostRepository:
         self, session_id: str, state: str, *, expected: Collection[str] | None = None
     ) -> Session | None:
         with self._store.lock:
-            session = self._store.sessions.get(session_id)
-            if session is None or (expected is not None and session.state not in expected):
-                return None
-            updated = attrs.evolve(session, state=state, updated_at=self._clock.now())
-            self._store.sessions[session_id] = updated
-            return updated
+            return self._store.set_session_state(session_id, state, self._clock.now(), expected)
 
     def start_turn(self, session_id: str) -> Turn:
         with self._store.lock:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -97,6 +97,18 @@ class InMemoryStore:
         key = _pending_key(record)
         if key is not None:
             self._messages_by_pending.get(key, {}).pop(record.id, None)
+
+    def set_session_state(
+        self, session_id: str, state: str, now: datetime, expected: Collection[str] | None = None
+    ) -> Session | None:
+        """Compare-and-set a session's state (the caller holds :attr:`lock`): the updated
+        session, or None when it is missing or not in ``expected`` (nothing written)."""
+        session = self.sessions.get(session_id)
+        if session is None or (expected is not None and session.state not in expected):
+            return None
+        updated = attrs.evolve(session, state=state, updated_at=now)
+        self.sessions[session_id] = updated
+        return updated
 
     def session_turns(self, session_id: str) -> Iterator[Turn]:
         return (self.turns[tid] for tid in self._turns_by_session.get(session_id, {}))

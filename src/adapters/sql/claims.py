@@ -38,6 +38,7 @@ from clarion.adapters.sql.records import (
     load_session,
     message_record,
     resolver_values,
+    update_session_state,
 )
 from clarion.adapters.sql.statements import Guard
 from clarion.adapters.sql.visibility import Seen, task_visibility
@@ -51,6 +52,7 @@ from clarion.domain.model import (
     TERMINAL_OUTCOMES,
     Answer,
     Question,
+    SessionState,
 )
 from clarion.domain.notifications import ANSWERABLE, CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
 from clarion.domain.questions import questions_digest, same_questions
@@ -66,7 +68,13 @@ from clarion.domain.rows import (
     parse_row,
     pending_ids_in_creation_order,
 )
-from clarion.ports.claims import ActiveLimit, ClaimResult, ReconcileReport, ResumeRecord
+from clarion.ports.claims import (
+    ActiveLimit,
+    ClaimResult,
+    LiveDelivery,
+    ReconcileReport,
+    ResumeRecord,
+)
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
@@ -358,12 +366,26 @@ class SqlClaimRepository:
     def finalize_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
+        finalized = self._finalize(pending_id, terminal, claimed_ids, wake_session=False)
+        return finalized.rows if finalized is not None else None
+
+    def finalize_live_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> LiveDelivery | None:
+        return self._finalize(pending_id, terminal, claimed_ids, wake_session=True)
+
+    def _finalize(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str], *, wake_session: bool
+    ) -> LiveDelivery | None:
         wanted = list(claimed_ids)
         if not pending_id:
             return None
         params = {"pending_id": pending_id, "terminal": terminal}
+        session = None
         try:
             with self._writes.begin() as connection:
+                # Locks the bundle's sessions too (PostgreSQL), so the state change below
+                # serializes with every other writer of that session.
                 lock_bundle(connection, pending_id)
                 marked = _select(connection, "marked", params)
                 if not transitions.is_exact_claim(wanted, _rows(marked), terminal):
@@ -371,9 +393,17 @@ class SqlClaimRepository:
                 # updated_at stays the claim's, so winner and loser report one responded_at.
                 changed = [(r, transitions.delivered(r.metadata)) for r in marked]
                 written = _rewrite(connection, "finalizable", params, changed, None)
+                if wake_session:
+                    session = update_session_state(
+                        connection,
+                        written[0].session_id,
+                        SessionState.RUNNING,
+                        self._clock.now(),
+                        expected=(SessionState.WAITING_FOR_INPUT,),
+                    )
         except _GuardLost:
             return None
-        return order_rows(parse_row(r) for r in written)
+        return LiveDelivery(rows=order_rows(parse_row(r) for r in written), session=session)
 
     def record_resume(
         self,

@@ -31,6 +31,7 @@ from clarion.adapters.sql.records import (
     refresh_bundle_keys,
     select_messages,
     session_from_row,
+    update_session_state,
 )
 from clarion.adapters.sql.schema import (
     messages,
@@ -307,23 +308,7 @@ class SqlHostRepository:
             # Serializes with the claim (facts §1.7): a claim either committed before this
             # change or sees the new state in its non-terminal-session predicate.
             lock_sessions(connection, [session_id])
-            # One conditional UPDATE … RETURNING decides: no row back means the session is
-            # missing or not in an expected state (nothing written either way).
-            now = self._clock.now()
-            condition = task_sessions.c.id == session_id
-            if expected is not None:
-                condition = sa.and_(condition, task_sessions.c.state.in_(sorted(expected)))
-            row = (
-                connection.execute(
-                    sa.update(task_sessions)
-                    .where(condition)
-                    .values(state=state, updated_at=now)
-                    .returning(*task_sessions.c)
-                )
-                .mappings()
-                .first()
-            )
-        return session_from_row(row) if row is not None else None
+            return update_session_state(connection, session_id, state, self._clock.now(), expected)
 
     def start_turn(self, session_id: str) -> Turn:
         with self._writes.begin() as connection:

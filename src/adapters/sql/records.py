@@ -315,6 +315,30 @@ def _current_turn() -> sa.Select[Any]:
     return sa.select(task_session_turns).where(task_session_turns.c.id == current)
 
 
+def update_session_state(
+    connection: Connection,
+    session_id: str,
+    state: str,
+    now: datetime,
+    expected: Collection[str] | None = None,
+) -> Session | None:
+    """Set a session's state (and ``updated_at``), when ``expected`` is given only if its
+    current state is in it: ONE conditional ``UPDATE … RETURNING``, whose condition decides —
+    no row back means the session is missing or in another state (nothing written). The
+    caller holds the session's lock (:func:`clarion.adapters.sql.locks.lock_sessions`)."""
+    condition = task_sessions.c.id == session_id
+    if expected is not None:
+        condition = sa.and_(condition, task_sessions.c.state.in_(sorted(expected)))
+    statement = (
+        sa.update(task_sessions)
+        .where(condition)
+        .values(state=state, updated_at=now)
+        .returning(*task_sessions.c)
+    )
+    row = connection.execute(statement).mappings().first()
+    return session_from_row(row) if row is not None else None
+
+
 def load_session(connection: Connection, session_id: str) -> Session | None:
     found = connection.execute(_session_by_id(), {"session_id": session_id}).mappings().first()
     return session_from_row(found) if found is not None else None

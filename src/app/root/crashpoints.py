@@ -21,7 +21,7 @@ from clarion.domain.errors import ValidationError
 from clarion.domain.model import Answer
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import ClarificationRow
-from clarion.ports.claims import ClaimRepository, ClaimResult, ResumeRecord
+from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery, ResumeRecord
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 
 log = structlog.get_logger(__name__)
@@ -30,7 +30,7 @@ CRASH_POINTS: Final = (
     "claim",  # the winning claim committed
     "resume-recorded",  # the outbox's one transaction (turn, message, finalize) committed
     "resume-accepted",  # a dispatcher accepted the resume; the finalize has not run
-    "finalize",  # the delivery marker was cleared
+    "finalize",  # the delivery marker was cleared (a live delivery's with the session state)
     "restore",  # a refused delivery was rolled back
 )
 
@@ -93,6 +93,14 @@ class _CrashingClaims:
         if rows is not None and self._point == "finalize":
             _die(self._point)
         return rows
+
+    def finalize_live_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> LiveDelivery | None:
+        finalized = self._inner.finalize_live_delivery(pending_id, terminal, claimed_ids)
+        if finalized is not None and self._point == "finalize":
+            _die(self._point)
+        return finalized
 
     def restore_active_bundle(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]

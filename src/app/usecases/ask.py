@@ -475,6 +475,9 @@ class Asking:
             self._asking.discard(pending_id)
         if failures:
             raise failures[0]
+        # An answer delivered to this wait was finalized together with the session's return
+        # to RUNNING (ClaimRepository.finalize_live_delivery); a replay was not.
+        delivered = resolution is not None
         if resolution is None and settled:
             resolution = settled[0]
             if resolution is None:
@@ -488,11 +491,12 @@ class Asking:
                     await self._after_abandoned_wait(session)
             log.info("clarification.wait_ended", pending_id=pending_id, reason=ended.reason.value)
             raise ended
-        await self._set_state(
-            session.id,
-            SessionState.RUNNING,
-            expected=(SessionState.WAITING_FOR_INPUT,),
-        )
+        if not delivered:
+            await self._set_state(
+                session.id,
+                SessionState.RUNNING,
+                expected=(SessionState.WAITING_FOR_INPUT,),
+            )
         return resolution
 
     async def _set_state(self, session_id: str, state: str, *, expected: Sequence[str]) -> None:

@@ -23,7 +23,13 @@ import attrs
 import structlog
 
 from clarion.app.usecases.access import authorize_bundle
-from clarion.app.usecases.publishing import BUNDLE_RESOLVED, BUNDLE_RESTORED, publish_bundles
+from clarion.app.usecases.publishing import (
+    BUNDLE_RESOLVED,
+    BUNDLE_RESTORED,
+    publish,
+    publish_bundles,
+    session_event,
+)
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
@@ -37,9 +43,9 @@ from clarion.domain.outcome import normalize_outcome, responses_by_question, val
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import ResolvedBy, Surface
-from clarion.domain.rows import Bundle, ClarificationRow
+from clarion.domain.rows import Bundle
 from clarion.ports.authorizer import TaskAuthorizer
-from clarion.ports.claims import ClaimRepository, ClaimResult
+from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
@@ -175,21 +181,29 @@ class Resolver:
 
     async def _deliver(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
         pending_id, task_id = bundle.pending_id, bundle.task_id
-        finalized: list[ClarificationRow] = []
+        finalized: list[LiveDelivery] = []
 
         async def confirm() -> None:
-            rows = await self._run(
-                self._claims.finalize_delivery, pending_id, resolution.status, result.claimed_ids
+            # The asker took the answer: its delivery and the asking session's return to
+            # RUNNING commit together (the waking agent writes nothing more).
+            live = await self._run(
+                self._claims.finalize_live_delivery,
+                pending_id,
+                resolution.status,
+                result.claimed_ids,
             )
-            if rows is None:
+            if live is None:
                 raise ConfirmationFailed(CONFIRMATION_FAILED)
-            finalized.extend(rows)
+            finalized.append(live)
 
         delivery = await self._waiters.deliver(
             pending_id, resolution, confirm, self._delivery_timeout
         )
         if delivery.outcome is Delivery.DELIVERED:
-            publish_bundles(self._events, BUNDLE_RESOLVED, finalized, task_id)
+            for live in finalized:
+                publish_bundles(self._events, BUNDLE_RESOLVED, live.rows, task_id)
+                if live.session is not None:
+                    publish(self._events, session_event(live.session))
             return
         if delivery.outcome is Delivery.FAILED:
             log.warning("clarification.live_delivery_failed", pending_id=pending_id)

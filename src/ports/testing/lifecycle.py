@@ -55,6 +55,66 @@ class ClaimLifecycleContract:
         assert world.claims.finalize_delivery("p-1", ANSWERED, ()) is None
         assert all(row.delivery_pending for row in world.bundle("p-1").rows)
 
+    def test_a_live_finalize_wakes_the_waiting_session_in_the_same_write(
+        self, world: ContractWorld
+    ) -> None:
+        """R7a with facts §2.3: the delivery to a live asker and its session's return from
+        WAITING_FOR_INPUT to RUNNING are one write."""
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        world.host.set_session_state(session.id, SessionState.WAITING_FOR_INPUT)
+        won = claim(world, "p-1")
+        world.clock.advance(timedelta(seconds=3))
+        woken_at = world.clock.peek()
+        live = world.claims.finalize_live_delivery("p-1", ANSWERED, won.claimed_ids)
+        assert live is not None
+        assert sorted(row.id for row in live.rows) == sorted(won.claimed_ids)
+        assert all(not row.delivery_pending for row in world.bundle("p-1").rows)
+        assert all(row.updated_at == won.responded_at for row in world.bundle("p-1").rows)
+        assert live.session is not None
+        assert live.session.state == SessionState.RUNNING
+        assert live.session.updated_at == woken_at
+        stored = world.host.get_session(session.id)
+        assert stored is not None
+        assert stored.state == SessionState.RUNNING
+        assert stored.updated_at == live.session.updated_at
+
+    def test_a_live_finalize_leaves_a_session_in_another_state_alone(
+        self, world: ContractWorld
+    ) -> None:
+        for n, state in enumerate((SessionState.RUNNING, SessionState.COMPLETED)):
+            session = world.session()
+            world.ask(session.id, f"p-{n}")
+            won = claim(world, f"p-{n}")
+            world.host.set_session_state(session.id, state)
+            before = world.host.get_session(session.id)
+            live = world.claims.finalize_live_delivery(f"p-{n}", ANSWERED, won.claimed_ids)
+            assert live is not None
+            assert live.session is None
+            assert not any(row.delivery_pending for row in world.bundle(f"p-{n}").rows)
+            assert world.host.get_session(session.id) == before
+
+    def test_a_refused_live_finalize_writes_nothing_not_even_the_session(
+        self, world: ContractWorld
+    ) -> None:
+        session = world.session()
+        world.ask(session.id, "p-1", questions=2)
+        world.host.set_session_state(session.id, SessionState.WAITING_FOR_INPUT)
+        won = claim(world, "p-1")
+        before = world.host.get_session(session.id)
+        assert world.claims.finalize_live_delivery("p-1", REJECTED, won.claimed_ids) is None
+        assert world.claims.finalize_live_delivery("p-1", ANSWERED, won.claimed_ids[:1]) is None
+        assert world.claims.finalize_live_delivery("p-1", ANSWERED, ()) is None
+        assert world.claims.finalize_live_delivery("", ANSWERED, won.claimed_ids) is None
+        assert all(row.delivery_pending for row in world.bundle("p-1").rows)
+        assert world.host.get_session(session.id) == before
+        # and once finalized, a second live finalize is refused the same way
+        assert world.claims.finalize_live_delivery("p-1", ANSWERED, won.claimed_ids)
+        world.host.set_session_state(session.id, SessionState.WAITING_FOR_INPUT)
+        waiting = world.host.get_session(session.id)
+        assert world.claims.finalize_live_delivery("p-1", ANSWERED, won.claimed_ids) is None
+        assert world.host.get_session(session.id) == waiting
+
     def test_restore_returns_a_claimed_bundle_to_pending_so_it_can_be_claimed_again(
         self, world: ContractWorld
     ) -> None:

@@ -155,6 +155,43 @@ async def test_ask_waits_for_input_and_returns_every_selected_option(world: AppW
     assert states == [SessionState.WAITING_FOR_INPUT, SessionState.RUNNING]
 
 
+async def test_a_live_answer_resumes_the_session_in_the_finalize_itself(
+    world: AppWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #15: the delivered answer's finalize moves the session back to RUNNING in the same
+    write (ClaimRepository.finalize_live_delivery), so the woken ask writes nothing more; the
+    RUNNING event is still published once."""
+    session = world.session()
+    state_writes: list[str] = []
+    set_state = world.host.set_session_state
+
+    def counted(session_id: str, state: str, **kwargs: object) -> object:
+        state_writes.append(state)
+        return set_state(session_id, state, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(world.host, "set_session_state", counted)
+    box: list[AskResult | WaitEnded] = []
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_ask, world, session.id, box, 1)
+        pending_id = await _live_pending_id(world, session.id)
+        while (current := world.host.get_session(session.id)) is None or (
+            current.state != SessionState.WAITING_FOR_INPUT
+        ):
+            await anyio.lowlevel.checkpoint()
+        await world.services.resolver.resolve(
+            ALICE, pending_id, answer_all(1, "opt1"), surface=Surface.REST
+        )
+    [result] = box
+    assert isinstance(result, AskResult)
+    assert state_writes == [SessionState.WAITING_FOR_INPUT]
+    assert world.claims.finalize_calls == 1
+    stored = world.host.get_session(session.id)
+    assert stored is not None
+    assert stored.state == SessionState.RUNNING
+    states = [e.data["state"] for e in world.events.published if e.kind == "session.updated"]
+    assert states == [SessionState.WAITING_FOR_INPUT, SessionState.RUNNING]
+
+
 async def test_ask_reports_a_rejection_with_its_reason(world: AppWorld) -> None:
     session = world.session()
     box: list[AskResult | WaitEnded] = []

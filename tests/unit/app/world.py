@@ -20,7 +20,7 @@ from clarion.domain.model import Answer, Identity, Outcome, Question
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow
-from clarion.ports.claims import ClaimRepository, ClaimResult
+from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery
 from clarion.ports.events import Event, EventPublisher
 from clarion.ports.resume import ResumeRefused, ResumeRequest
 from clarion.ports.testing import ManualClock
@@ -135,6 +135,14 @@ class FlakyClaims:
         if self.refuse_finalize:
             return None
         return self.inner.finalize_delivery(pending_id, terminal, claimed_ids)
+
+    def finalize_live_delivery(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> LiveDelivery | None:
+        self.finalize_calls += 1
+        if self.refuse_finalize:
+            return None
+        return self.inner.finalize_live_delivery(pending_id, terminal, claimed_ids)
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
         if self.fail_detach:
