@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import attrs
 
 from clarion.domain.cursor import encode_cursor
-from clarion.domain.model import Identity, Option
-from clarion.domain.rows import ClarificationRow, first_context, order_rows
+from clarion.domain.model import Identity, Option, Question
+from clarion.domain.rows import (
+    ClarificationRow,
+    context_from_metadata,
+    d2_key,
+    display_status,
+    parse_question,
+    question_id_from_metadata,
+    question_index_from_metadata,
+    status_from_metadata,
+)
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -159,22 +169,76 @@ def after_position(bundle: ListedBundle, query: ListQuery) -> bool:
 
 def listed_bundle(pending_id: str, task_id: str, rows: Sequence[ClarificationRow]) -> ListedBundle:
     """Build the L3/L4 view of a bundle from its rows (D1 ``created_at``, D2 question order)."""
-    ordered = order_rows(rows)
-    questions = tuple(
-        ListedQuestion(
-            question_id=row.question_id,
-            title=row.question.title if row.question else "",
-            prompt=row.question.prompt if row.question else "",
-            status=row.display_status,
-            options=row.question.options if row.question else (),
-        )
-        for row in ordered
+    return _assemble(
+        pending_id,
+        task_id,
+        [
+            _Entry(
+                d2=d2_key(row),
+                session_id=row.session_id,
+                context=row.context,
+                question=_listed_question(row.question_id, row.question, row.status),
+            )
+            for row in rows
+        ],
     )
+
+
+def listed_bundle_from_metadata(
+    pending_id: str, task_id: str, rows: Iterable[StoredRow]
+) -> ListedBundle:
+    """:func:`listed_bundle` straight from stored rows — ``(message id, session id,
+    created_at, metadata)`` each — for the list page's hot path: the same readers
+    :func:`~clarion.domain.rows.parse_row` uses, for only the fields a listed bundle shows
+    (no full row, no response, no resolver record)."""
+    entries = []
+    for message_id, session_id, created_at, metadata in rows:
+        question_id = question_id_from_metadata(metadata)
+        question = parse_question(metadata.get("question"), question_id)
+        entries.append(
+            _Entry(
+                d2=(question_index_from_metadata(metadata), created_at, message_id),
+                session_id=session_id,
+                context=context_from_metadata(metadata),
+                question=_listed_question(question_id, question, status_from_metadata(metadata)),
+            )
+        )
+    return _assemble(pending_id, task_id, entries)
+
+
+# A stored row as the list page reads it: (message id, session id, created_at, metadata).
+StoredRow = tuple[str, str, datetime, Mapping[str, Any]]
+
+
+@attrs.frozen
+class _Entry:
+    d2: tuple[int, datetime, str]  # D2's key: question_index, created_at, message id
+    session_id: str
+    context: str
+    question: ListedQuestion
+
+
+def _listed_question(
+    question_id: str, question: Question | None, status: str | None
+) -> ListedQuestion:
+    return ListedQuestion(
+        question_id=question_id,
+        title=question.title if question else "",
+        prompt=question.prompt if question else "",
+        status=display_status(status),
+        options=question.options if question else (),
+    )
+
+
+def _assemble(pending_id: str, task_id: str, entries: list[_Entry]) -> ListedBundle:
+    """D2 question order, D1 ``created_at``, the earliest row's context."""
+    entries.sort(key=lambda entry: entry.d2)
+    earliest = min(entries, key=lambda entry: (entry.d2[1], entry.d2[2]))
     return ListedBundle(
         pending_id=pending_id,
         task_id=task_id,
-        session_id=ordered[0].session_id,
-        created_at=min(row.created_at for row in ordered),
-        context=first_context(ordered),
-        questions=questions,
+        session_id=entries[0].session_id,
+        created_at=earliest.d2[1],
+        context=earliest.context,
+        questions=tuple(entry.question for entry in entries),
     )

@@ -113,7 +113,17 @@ class ClarificationRow:
     @property
     def display_status(self) -> str:
         """L4a: an absent or empty status is reported as ``pending``; any other value verbatim."""
-        return PENDING if self.status is None or self.status == "" else self.status
+        return display_status(self.status)
+
+
+def display_status(status: str | None) -> str:
+    """L4a: an absent or empty status is reported as ``pending``; any other value verbatim."""
+    return PENDING if status is None or status == "" else status
+
+
+def context_from_metadata(metadata: Mapping[str, Any]) -> str:
+    """The row's ``context`` string ("" when absent or not a string)."""
+    return _string(metadata.get("context"))
 
 
 def is_truthy(value: Any) -> bool:
@@ -219,7 +229,7 @@ def parse_row(record: MessageRecord) -> ClarificationRow:
         question_index=question_index_from_metadata(metadata),
         status=status,
         response=parse_response(metadata.get("response"), question_id),
-        context=_string(metadata.get("context")),
+        context=context_from_metadata(metadata),
         created_at=record.created_at,
         updated_at=record.updated_at,
         detached=is_truthy(metadata.get("agent_disconnected")),

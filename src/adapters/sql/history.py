@@ -34,6 +34,7 @@ from clarion.adapters.sql.metadata_sql import (
     is_delivery_pending,
     is_resolved,
 )
+from clarion.adapters.sql.records import MESSAGE_COLUMNS
 from clarion.adapters.sql.schema import messages
 from clarion.adapters.sql.types import UtcDateTime
 from clarion.adapters.sql.visibility import (
@@ -143,7 +144,11 @@ def resolved_statement(shape: Shape) -> sa.Select[Any]:
     """The page of bundles (``limit + 1``) joined to their clarification rows."""
     page = _page_statement(shape).subquery("page")
     return page_with_rows(
-        page, page.c.resolved_at.desc(), Bytewise(page.c.pending_id).desc(), messages.c.id
+        page,
+        MESSAGE_COLUMNS,
+        page.c.resolved_at.desc(),
+        Bytewise(page.c.pending_id).desc(),
+        messages.c.id,
     )
 
 

@@ -28,7 +28,9 @@ are the claim's own (fixes upstream §9.13, §9.14), so every listed bundle can 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import cache
+from itertools import groupby
 from typing import Any
 
 import attrs
@@ -57,12 +59,11 @@ from clarion.adapters.sql.visibility import (
 )
 from clarion.adapters.sql.visibility import task_id as bundle_task_id
 from clarion.domain.listing import (
-    ListedBundle,
     ListPage,
     ListQuery,
     Visibility,
     clamp_limit,
-    listed_bundle,
+    listed_bundle_from_metadata,
 )
 from clarion.domain.rows import ClarificationRow, parse_row
 
@@ -206,14 +207,16 @@ def _stamp(name: str) -> Any:
     return sa.bindparam(name, type_=UtcDateTime())
 
 
-def page_with_rows(page: sa.Subquery, *order_by: Any) -> sa.Select[Any]:
+def page_with_rows(
+    page: sa.Subquery, columns: Sequence[Any] = MESSAGE_COLUMNS, *order_by: Any
+) -> sa.Select[Any]:
     """A page of bundles (``pending_id``, ``task_id``) joined to their clarification rows:
-    ``(bundle_pending_id, bundle_task_id, *MESSAGE_COLUMNS)`` per row, in ``order_by``."""
+    ``(bundle_pending_id, bundle_task_id, *columns)`` per row, in ``order_by``."""
     return (
         sa.select(
             page.c.pending_id.label("bundle_pending_id"),
             page.c.task_id.label("bundle_task_id"),
-            *MESSAGE_COLUMNS,
+            *columns,
         )
         .join_from(
             page,
@@ -232,8 +235,9 @@ def page_with_rows(page: sa.Subquery, *order_by: Any) -> sa.Select[Any]:
 def read_page(
     connection: Connection, statement: sa.Select[Any], params: dict[str, Any]
 ) -> list[tuple[str, str, list[ClarificationRow]]]:
-    """Run a :func:`page_with_rows` statement: each bundle's (pending id, task id, rows), in
-    the statement's order (rows read by position through ``parse_row``)."""
+    """Run a :func:`page_with_rows` statement of :data:`MESSAGE_COLUMNS`: each bundle's
+    (pending id, task id, rows), in the statement's order (rows read by position through
+    ``parse_row``)."""
     grouped: dict[str, tuple[str, list[ClarificationRow]]] = {}
     for row in connection.execute(statement, params):
         entry = grouped.get(row[0])
@@ -243,19 +247,44 @@ def read_page(
     return [(pending_id, task_id, rows) for pending_id, (task_id, rows) in grouped.items()]
 
 
+# What a listed bundle shows of its rows (domain.listing.StoredRow), and no more: the page
+# decodes one timestamp and one JSON document per row.
+LISTED_COLUMNS = (
+    messages.c.id,
+    messages.c.task_session_id,
+    messages.c.created_at,
+    messages.c.metadata,
+)
+
+
 @cache
 def list_statement(shape: Shape) -> sa.Select[Any]:
     """The whole list query for one shape: the page of bundles (``limit + 1`` of them)
-    joined to their clarification rows. Built once per shape."""
+    joined to their clarification rows' :data:`LISTED_COLUMNS`. Built once per shape."""
     page = _page_statement(shape).subquery("page")
-    return page_with_rows(page, page.c.created_at, Bytewise(page.c.pending_id), messages.c.id)
+    return page_with_rows(
+        page, LISTED_COLUMNS, page.c.created_at, Bytewise(page.c.pending_id), messages.c.id
+    )
 
 
 def list_active_bundles(connection: Connection, query: ListQuery) -> ListPage:
-    """Run the list query and build the page."""
+    """Run the list query and build the page. The statement orders by bundle, so each
+    bundle's rows arrive together; they are read by position."""
     limit = clamp_limit(query.limit)
-    found = read_page(connection, list_statement(Shape.of(query)), parameters(query))
-    bundles: list[ListedBundle] = [
-        listed_bundle(pending_id, task_id, rows) for pending_id, task_id, rows in found
+    result = connection.execute(list_statement(Shape.of(query)), parameters(query))
+    bundles = [
+        listed_bundle_from_metadata(
+            pending_id,
+            task_id,
+            [(row[2], row[3], row[4], _metadata(row[5])) for row in rows],
+        )
+        for (pending_id, task_id), rows in groupby(result, key=lambda row: (row[0], row[1]))
     ]
     return ListPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)
+
+
+def _metadata(value: Any) -> Mapping[str, Any]:
+    """A row's decoded metadata as the domain reads it: a JSON object, else empty."""
+    if isinstance(value, dict):
+        return value
+    return dict(value) if isinstance(value, Mapping) else {}

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clarion.domain import (
     DEFAULT_LIMIT,
@@ -26,7 +29,7 @@ from clarion.domain import (
     task_visible,
     workspace_visible_to,
 )
-from clarion.domain.listing import after_position, bundle_order_key
+from clarion.domain.listing import after_position, bundle_order_key, listed_bundle_from_metadata
 from tests.strategies import BASE_TIME, clarification_record
 
 QUESTION = Question(
@@ -204,3 +207,68 @@ def test_without_constraints_every_bundle_is_in_position() -> None:
     query = ListQuery(visibility=EVERYONE)
     assert after_position(_listed(datetime(1970, 1, 1, tzinfo=UTC), ""), query) is True
     assert (query.limit, query.workspace_id) == (DEFAULT_LIMIT, "")
+
+
+# -- the list page's reader: listed_bundle_from_metadata ------------------------------------
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True), st.text(max_size=4)
+)
+_OPTION = st.one_of(
+    _SCALARS,
+    st.fixed_dictionaries(
+        {}, optional={key: _SCALARS for key in ("option_id", "label", "description")}
+    ),
+)
+_QUESTION = st.one_of(
+    _SCALARS,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "id": _SCALARS,
+            "prompt": _SCALARS,
+            "title": _SCALARS,
+            "options": st.one_of(_SCALARS, st.lists(_OPTION, max_size=3)),
+        },
+    ),
+)
+_METADATA = st.fixed_dictionaries(
+    {"pending_id": st.just("p-1")},
+    optional={
+        "question_id": _SCALARS,
+        "question": _QUESTION,
+        "question_index": _SCALARS,
+        "status": st.one_of(_SCALARS, st.sampled_from(["pending", "answered", ""])),
+        "context": _SCALARS,
+        "response": st.one_of(_SCALARS, st.fixed_dictionaries({"selected_options": _SCALARS})),
+    },
+)
+
+
+@given(
+    st.lists(
+        st.tuples(_METADATA, st.integers(0, 3), st.sampled_from(["s-1", "s-2"])),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_the_pages_reader_builds_what_listed_bundle_builds_from_parsed_rows(
+    rows: list[tuple[dict[str, Any], int, str]],
+) -> None:
+    """Issue #15: the SQL page reads (id, session, created_at, metadata) straight into the
+    listed bundle; whatever the metadata holds (legacy shapes, junk, ties in D2 and D1), the
+    result is exactly ``listed_bundle`` of the parsed rows — the one the memory adapter and
+    the differential test use."""
+    records = [
+        attrs.evolve(
+            clarification_record(
+                QUESTION, index=0, total=1, message_id=f"m-{n}", session_id=session_id
+            ),
+            metadata=metadata,
+            created_at=BASE_TIME + timedelta(seconds=offset),
+        )
+        for n, (metadata, offset, session_id) in enumerate(rows)
+    ]
+    stored = [(r.id, r.session_id, r.created_at, r.metadata) for r in records]
+    expected = listed_bundle("p-1", "t-1", [parse_row(r) for r in records])
+    assert listed_bundle_from_metadata("p-1", "t-1", reversed(stored)) == expected
