@@ -108,6 +108,7 @@ def question(number: int) -> Question:
 
 QUESTIONS = (question(1), question(2))
 KEYED = "bundle_created_at" in messages.c
+FACTS = "bundle_complete" in messages.c
 DIGEST = questions_digest(QUESTIONS)
 
 
@@ -211,6 +212,8 @@ class Loader:
                 rows[-1].update(
                     bundle_created_at=first, bundle_pending_id=pending_id, bundle_digest=DIGEST
                 )
+            if FACTS:  # and, since migration 0010, its M5 task id and L16
+                rows[-1].update(bundle_task_id=task_id, bundle_complete=True)
         return rows
 
     def bundles(
@@ -369,8 +372,15 @@ def bench_list_sizes(engine: Engine, args: argparse.Namespace) -> dict[str, Any]
     claims, authorizer = listing(engine)
     scoped = list_page(claims, authorizer, Identity.user("bench-user"))
     loaded = 0
-    figures: dict[str, Any] = {"pending": {}}
+    figures: dict[str, Any] = {"pending": {}, "bundles_per_session": args.bundles_per_session}
     for size in sorted(args.pending_sizes):
+        # Each growth of the backlog lands on sessions of its own, at most
+        # --bundles-per-session each (default 10: the per-session limit a server enforces by
+        # default, so 100,000 waiting bundles mean at least 10,000 sessions and tasks); with
+        # 0 every bundle goes to the same PENDING_SESSIONS sessions (up to 1,000 each).
+        if args.bundles_per_session:
+            new_sessions = -(-(size - loaded) // args.bundles_per_session)
+            pending_owners = loader.sessions(new_sessions, workspace_ids)
         loader.bundles(size - loaded, pending_owners, answered=False)
         loaded = size
         settle(engine)
@@ -615,6 +625,13 @@ def main(argv: list[str] | None = None) -> int:
         "--sqlite-synchronous",
         default="full",
         help="comma-separated SQLite synchronous modes to run in turn (full, normal)",
+    )
+    parser.add_argument(
+        "--bundles-per-session",
+        type=int,
+        default=10,
+        help="list: pending bundles per session (default: the default per-session limit);"
+        " 0 puts them all on 100 sessions, the layout before this flag",
     )
     parser.add_argument("--scoped-pending", type=int, default=1000)
     parser.add_argument("--many-workspaces", type=int, default=100_000)

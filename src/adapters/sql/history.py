@@ -41,8 +41,8 @@ from clarion.adapters.sql.visibility import (
     Seen,
     absent,
     bundle_key,
+    keyed_task_id,
     no_bundle_row,
-    task_id,
     task_is_visible,
 )
 from clarion.domain.history import ResolvedBundle, ResolvedPage, ResolvedQuery, resolved_bundle
@@ -106,7 +106,7 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     head = messages.alias("head")
     resolved_at = head.c.updated_at
     pending_id = head.c.bundle_pending_id
-    bundle_task_id = task_id(head, bundle_key(head))
+    bundle_task_id = keyed_task_id(head)
     accepted = sa.and_(
         _newest_resolved_row(head),
         _settled(head),

@@ -40,7 +40,6 @@ from sqlalchemy.engine import Connection
 from clarion.adapters.sql.metadata_sql import Bytewise, DefaultCollation
 from clarion.adapters.sql.predicates import (
     bundle_is_well_formed,
-    has_question_id,
     is_clarification,
     is_pendingish,
     on_current_turn,
@@ -54,10 +53,9 @@ from clarion.adapters.sql.visibility import (
     Seen,
     absent,
     bundle_key,
-    no_bundle_row,
+    keyed_task_id,
     task_is_visible,
 )
-from clarion.adapters.sql.visibility import task_id as bundle_task_id
 from clarion.domain.listing import (
     ListPage,
     ListQuery,
@@ -146,8 +144,8 @@ def _first_pending_row(head: sa.FromClause) -> Any:
 
 
 def _every_row_has_question_id(head: sa.FromClause) -> Any:
-    """L16 over all the bundle's clarification rows."""
-    return no_bundle_row(head, "qrow", lambda row: ~has_question_id(row), bundle_key(head))
+    """L16 over all the bundle's clarification rows, as the head's keys record it."""
+    return head.c.bundle_complete.is_(sa.true())
 
 
 def _page_statement(shape: Shape) -> sa.Select[Any]:
@@ -157,7 +155,7 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     # Every probe by pending id compares with that column rather than decoding the head's
     # metadata once per probe (bundle_key).
     key = bundle_key(head)
-    task_id = bundle_task_id(head, key)
+    task_id = keyed_task_id(head)
     # Both databases evaluate these conjuncts in order and stop at the first false one, so
     # the cheap probes that turn most heads away come first and the probes that read the
     # bundle's rows' JSON (the guard's candidates, L16) run only for the visible heads.

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
@@ -19,7 +19,13 @@ from clarion.domain.host import Session, Turn
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.questions import questions_digest
 from clarion.domain.resolved_by import ResolvedBy, stored_resolver
-from clarion.domain.rows import Asker, MessageRecord, bundle_questions, parse_row
+from clarion.domain.rows import (
+    Asker,
+    MessageRecord,
+    bundle_questions,
+    parse_row,
+    resolve_task_id,
+)
 
 MESSAGE_COLUMNS = (
     messages.c.id,
@@ -157,9 +163,19 @@ def resolver_values(resolved_by: ResolvedBy | None) -> dict[str, str | None]:
 RESOLVER_COLUMNS = ("resolver_id", "resolver_kind", "resolver_name", "resolver_surface")
 
 
-# -- the derived bundle keys (schema: bundle_created_at, bundle_digest) ------------------------
+# -- the derived bundle keys (schema: bundle_created_at … bundle_complete) --------------------
 
-BundleKeys = tuple[datetime, str, str]  # (D1 created_at, pending id, questions digest)
+
+class BundleKeys(NamedTuple):
+    """What a clarification row carries of its whole bundle (the ``bundle_*`` columns):
+    facts of the bundle's set of clarification rows, which only an insert or a delete of one
+    of them changes (no update rewrites a row's ``created_at``, ``task_id`` or question)."""
+
+    created_at: datetime  # D1: the minimum created_at of the rows
+    pending_id: str
+    digest: str  # of the question set (domain.questions_digest): create's deduplication
+    task_id: str  # M5 from the rows: the smallest non-empty row task id, "" when none has one
+    complete: bool  # L16: every row has a question id
 
 
 def _bundle_pending_id(record: MessageRecord) -> str:
@@ -170,7 +186,7 @@ def _bundle_pending_id(record: MessageRecord) -> str:
 
 def bundle_keys(records: Sequence[MessageRecord]) -> dict[str, BundleKeys]:
     """Per pending id, the keys of the bundle that ``records`` (all its clarification rows)
-    make: D1's minimum ``created_at``, the pending id, and the digest of its question set."""
+    make."""
     groups: dict[str, list[MessageRecord]] = defaultdict(list)
     for record in records:
         if pending_id := _bundle_pending_id(record):
@@ -178,22 +194,28 @@ def bundle_keys(records: Sequence[MessageRecord]) -> dict[str, BundleKeys]:
     keys: dict[str, BundleKeys] = {}
     for pending_id, group in groups.items():
         rows = [parse_row(record) for record in group]
-        keys[pending_id] = (
-            min(record.created_at for record in group),
-            pending_id,
-            questions_digest(bundle_questions(rows)),
+        keys[pending_id] = BundleKeys(
+            created_at=min(record.created_at for record in group),
+            pending_id=pending_id,
+            digest=questions_digest(bundle_questions(rows)),
+            task_id=resolve_task_id((row.task_id for row in rows), None),
+            complete=all(row.question_id for row in rows),
         )
     return keys
 
 
+KEY_COLUMNS = (
+    messages.c.bundle_created_at,
+    messages.c.bundle_pending_id,
+    messages.c.bundle_digest,
+    messages.c.bundle_task_id,
+    messages.c.bundle_complete,
+)
+
+
 @cache
 def _rows_of_bundles() -> sa.Select[Any]:
-    return sa.select(
-        *MESSAGE_COLUMNS,
-        messages.c.bundle_created_at,
-        messages.c.bundle_pending_id,
-        messages.c.bundle_digest,
-    ).where(
+    return sa.select(*MESSAGE_COLUMNS, *KEY_COLUMNS).where(
         is_clarification(messages),
         pending_id_of(messages).in_(sa.bindparam("pending_ids", expanding=True)),
     )
@@ -205,11 +227,19 @@ def _set_keys() -> sa.Update:
         sa.update(messages)
         .where(messages.c.id == sa.bindparam("row_id"))
         .values(
-            bundle_created_at=sa.bindparam("new_created_at", type_=messages.c.created_at.type),
-            bundle_pending_id=sa.bindparam("new_pending_id", type_=messages.c.id.type),
-            bundle_digest=sa.bindparam("new_digest", type_=sa.Text()),
+            {
+                column: sa.bindparam(f"new_{column.name}", type_=column.type)
+                for column in KEY_COLUMNS
+            }
         )
     )
+
+
+def key_values(keys: BundleKeys | None) -> dict[str, Any]:
+    """The ``bundle_*`` column values of a row with ``keys`` (all NULL without)."""
+    if keys is None:
+        return dict.fromkeys((column.name for column in KEY_COLUMNS), None)
+    return {column.name: value for column, value in zip(KEY_COLUMNS, keys, strict=True)}
 
 
 def _stored_rows(
@@ -222,19 +252,16 @@ def _stored_rows(
     for row in result.mappings():
         record = message_record(row)
         if _bundle_pending_id(record) in pending_ids:
-            current = row["bundle_created_at"], row["bundle_pending_id"], row["bundle_digest"]
-            stored.append((record, current if current[0] is not None else None))
+            created_at, pending_id, digest, task_id, complete = (
+                row[column.name] for column in KEY_COLUMNS
+            )
+            current = (
+                BundleKeys(created_at, pending_id, digest, task_id, bool(complete))
+                if created_at is not None and complete is not None
+                else None
+            )
+            stored.append((record, current))
     return stored
-
-
-def _key_values(row_id: str, keys: BundleKeys) -> dict[str, Any]:
-    created_at, pending_id, digest = keys
-    return {
-        "row_id": row_id,
-        "new_created_at": created_at,
-        "new_pending_id": pending_id,
-        "new_digest": digest,
-    }
 
 
 def _rewrite_keys(
@@ -247,7 +274,8 @@ def _rewrite_keys(
     for record, current in stored:
         wanted = keys.get(_bundle_pending_id(record))
         if wanted is not None and current != wanted:
-            changes.append(_key_values(record.id, wanted))
+            values = {f"new_{name}": value for name, value in key_values(wanted).items()}
+            changes.append({"row_id": record.id, **values})
     if changes:
         connection.execute(_set_keys(), changes)
 
@@ -261,12 +289,10 @@ def insert_messages(connection: Connection, records: Sequence[MessageRecord]) ->
     pending_ids = {p for p in map(_bundle_pending_id, records) if p}
     stored = _stored_rows(connection, pending_ids)
     keys = bundle_keys([record for record, _ in stored] + list(records))
-    values = []
-    for record in records:
-        row = message_values(record)
-        created_at, pending_id, digest = keys.get(_bundle_pending_id(record), (None, None, None))
-        row.update(bundle_created_at=created_at, bundle_pending_id=pending_id, bundle_digest=digest)
-        values.append(row)
+    values = [
+        {**message_values(record), **key_values(keys.get(_bundle_pending_id(record)))}
+        for record in records
+    ]
     connection.execute(sa.insert(messages), values)
     _rewrite_keys(connection, stored, keys)
 

@@ -127,13 +127,17 @@ task_session_messages = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
     # Derived, on clarification rows only (NULL on others), rewritten for every row of a
-    # pending id whenever a row of it is inserted or deleted (records.refresh_bundle_keys):
-    # the bundle's D1 created_at, its pending id as a byte-wise column (L6's tie-break), and
-    # a digest of its question set (domain.questions_digest). Never an authority: activeness
-    # is judged from the rows themselves (P1, L2a).
+    # pending id whenever a row of it is inserted or deleted (records.BundleKeys,
+    # records.refresh_bundle_keys): the bundle's D1 created_at, its pending id as a byte-wise
+    # column (L6's tie-break), a digest of its question set (domain.questions_digest), its M5
+    # task id from the rows ("" when none carries one: the session's then) and whether every
+    # row has a question id (L16) — facts of the set of rows, which no update changes. Never
+    # an authority on activeness, which is judged from the rows themselves (P1, L2a).
     sa.Column("bundle_created_at", UtcDateTime, nullable=True),
     sa.Column("bundle_pending_id", Key, nullable=True),
     sa.Column("bundle_digest", sa.Text, nullable=True),
+    sa.Column("bundle_task_id", Key, nullable=True),
+    sa.Column("bundle_complete", sa.Boolean, nullable=True),
     # Who asked the bundle (domain.rows.Asker), on clarification rows written since migration
     # 0004 (NULL on other rows and older ones): the asking user's id and how it asked.
     sa.Column("asker_id", Key, nullable=True),

@@ -123,6 +123,21 @@ def task_id(head: sa.FromClause, key: ColumnElement[str] | None = None) -> Colum
     return sa.func.coalesce(from_rows, from_session)
 
 
+def keyed_task_id(head: sa.FromClause) -> ColumnElement[str]:
+    """:func:`task_id` of a head met by a walk of a keyed index (:func:`bundle_key`): M5's
+    rows part is the head's own ``bundle_task_id`` (the smallest non-empty task id of its
+    bundle's rows, kept with the other keys), so only the session's task, when no row
+    carries one, is probed."""
+    session = task_sessions.alias("tses")
+    from_session = (
+        sa.select(session.c.task_id)
+        .where(session.c.id == head.c.task_session_id)
+        .correlate(head)
+        .scalar_subquery()
+    )
+    return sa.func.coalesce(sa.func.nullif(head.c.bundle_task_id, const("")), from_session)
+
+
 def task_is_visible(
     seen: Seen, head: sa.FromClause, of_task: Any, *, by_workspace: bool = False
 ) -> Any:
@@ -209,6 +224,7 @@ __all__ = [
     "absent",
     "bundle_is_visible",
     "bundle_key",
+    "keyed_task_id",
     "no_bundle_row",
     "task_id",
     "task_is_visible",

@@ -23,7 +23,7 @@ from clarion.adapters.sql import (
     upgrade_database,
 )
 from clarion.adapters.sql.migrate import alembic_config
-from clarion.adapters.sql.records import bundle_keys, message_record
+from clarion.adapters.sql.records import KEY_COLUMNS, bundle_keys, message_record
 from clarion.adapters.sql.schema import messages, task_session_turns, task_sessions, tasks
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import CLARIFICATION_REQUEST
@@ -141,8 +141,9 @@ def fixture_engine_at_0001(request: pytest.FixtureRequest, tmp_path: Path) -> It
 
 
 def test_0003_backfills_the_bundle_keys_of_existing_rows(engine_at_0001: Engine) -> None:
-    """Issue 15: rows written before the bundle keys existed get them from the migration, the
-    same keys the repositories write, so they list in L6 order and deduplicate."""
+    """Issue 15: rows written before the bundle keys existed get them from the migrations
+    (0003, and 0010 for the M5 task id and L16), the same keys the repositories write, so
+    they list in L6 order and deduplicate."""
     engine = engine_at_0001
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
     old_columns = [c for c in messages.c if not c.name.startswith("bundle_")]
@@ -198,6 +199,15 @@ def test_0003_backfills_the_bundle_keys_of_existing_rows(engine_at_0001: Engine)
                     "updated_at": at,
                 }
             )
+        # "late" carries no row task id (M5: the session's task), "noid" no question id (L16)
+        rows[0]["task_id"] = ""
+        rows.append(
+            {
+                **rows[1],
+                "id": "m3",
+                "metadata": row_metadata("noid", question_id=None, index=0),
+            }
+        )
         connection.execute(sa.insert(old_messages), rows)
     assert upgrade_database(engine) == head_revision()
     assert _schema_differences(engine) == []
@@ -207,12 +217,13 @@ def test_0003_backfills_the_bundle_keys_of_existing_rows(engine_at_0001: Engine)
     keys = bundle_keys(records)
     for row, record in zip(stored, records, strict=True):
         expected = keys[record.metadata["pending_id"]]
-        assert (
-            row["bundle_created_at"],
-            row["bundle_pending_id"],
-            row["bundle_digest"],
-        ) == expected
+        assert tuple(row[column.name] for column in KEY_COLUMNS) == expected
     world = sql_world(engine)
     listed = world.claims.list_active_bundles(ListQuery(visibility=Visibility.everything()))
-    assert [b.pending_id for b in listed.bundles] == ["early", "late"]
+    assert [(b.pending_id, b.task_id) for b in listed.bundles] == [("early", "t"), ("late", "t")]
+    assert [(keys[p].task_id, keys[p].complete) for p in ("early", "late", "noid")] == [
+        ("t", True),
+        ("", True),
+        ("t", False),
+    ]
     assert world.claims.find_active_duplicate("s", sample_questions(2)) == "early"

@@ -77,13 +77,12 @@ def _backfill(connection: sa.Connection) -> None:
         for record in group:
             key = record.metadata.get("pending_id")
             if isinstance(key, str) and key in keys:
-                created_at, _, digest = keys[key]
                 changes.append(
                     {
                         "row_id": record.id,
-                        "new_created_at": created_at,
+                        "new_created_at": keys[key].created_at,
                         "new_pending_id": key,
-                        "new_digest": digest,
+                        "new_digest": keys[key].digest,
                     }
                 )
 
