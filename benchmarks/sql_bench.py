@@ -359,43 +359,71 @@ def workspace_rows(ids: list[str], owner: str) -> list[dict[str, Any]]:
     ]
 
 
-def bench_list_sizes(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
-    """List page of 50 (median, p95) as the pending backlog grows; history fixed."""
-    loader = Loader(engine)
-    workspace_ids = [loader.new_id("ws") for _ in range(WORKSPACES)]
-    # Half the workspaces are owned by someone else: the scoped caller sees the other half.
-    owned = workspace_rows(workspace_ids[0::2], "someone-else")
-    loader.insert(workspaces, owned + workspace_rows(workspace_ids[1::2], ""))
-    history_owners = loader.sessions(HISTORY_SESSIONS, workspace_ids)
-    pending_owners = loader.sessions(PENDING_SESSIONS, workspace_ids)
-    loader.bundles(args.history // len(QUESTIONS), history_owners, answered=True)
-    claims, authorizer = listing(engine)
-    scoped = list_page(claims, authorizer, Identity.user("bench-user"))
-    loaded = 0
+class ListWorld:
+    """The list measurement's database: ten workspaces (half of them someone else's, so the
+    scoped caller sees the other half), a fixed resolved history, and a pending backlog grown
+    in place by :meth:`grow`."""
+
+    def __init__(self, engine: Engine, args: argparse.Namespace) -> None:
+        self.engine, self.args = engine, args
+        self.loader = Loader(engine)
+        self.workspace_ids = [self.loader.new_id("ws") for _ in range(WORKSPACES)]
+        owned = workspace_rows(self.workspace_ids[0::2], "someone-else")
+        self.loader.insert(workspaces, owned + workspace_rows(self.workspace_ids[1::2], ""))
+        history_owners = self.loader.sessions(HISTORY_SESSIONS, self.workspace_ids)
+        self.pending_owners = self.loader.sessions(PENDING_SESSIONS, self.workspace_ids)
+        self.loader.bundles(args.history // len(QUESTIONS), history_owners, answered=True)
+        self.loaded = 0
+        claims, authorizer = listing(engine)
+        self.page = list_page(claims, authorizer, Identity.user("bench-user"))
+
+    def grow(self, size: int) -> None:
+        """Pending bundles up to ``size``, then settle. Each growth lands on sessions of its
+        own, at most --bundles-per-session each (default 10: the per-session limit a server
+        enforces by default, so 100,000 waiting bundles mean at least 10,000 sessions and
+        tasks); with 0 every bundle goes to the same PENDING_SESSIONS sessions (up to 1,000
+        each)."""
+        if self.args.bundles_per_session:
+            new_sessions = -(-(size - self.loaded) // self.args.bundles_per_session)
+            self.pending_owners = self.loader.sessions(new_sessions, self.workspace_ids)
+        self.loader.bundles(size - self.loaded, self.pending_owners, answered=False)
+        self.loaded = size
+        settle(self.engine)
+
+
+def bench_list_sizes(
+    engine: Engine, args: argparse.Namespace, make: Callable[[], Any]
+) -> dict[str, Any]:
+    """List page of 50 (median, p95) as the pending backlog grows; history fixed. Then, at
+    the largest backlog, the page against the raw floor and against the same page on a twin
+    database holding the smallest backlog (``make`` makes it), each pair timed alternately."""
+    world = ListWorld(engine, args)
     figures: dict[str, Any] = {"pending": {}, "bundles_per_session": args.bundles_per_session}
     for size in sorted(args.pending_sizes):
-        # Each growth of the backlog lands on sessions of its own, at most
-        # --bundles-per-session each (default 10: the per-session limit a server enforces by
-        # default, so 100,000 waiting bundles mean at least 10,000 sessions and tasks); with
-        # 0 every bundle goes to the same PENDING_SESSIONS sessions (up to 1,000 each).
-        if args.bundles_per_session:
-            new_sessions = -(-(size - loaded) // args.bundles_per_session)
-            pending_owners = loader.sessions(new_sessions, workspace_ids)
-        loader.bundles(size - loaded, pending_owners, answered=False)
-        loaded = size
-        settle(engine)
+        world.grow(size)
         repeats = args.list_repeats if size <= 10_000 else max(5, args.list_repeats // 5)
-        median, p95 = timings_ms(scoped, repeats)
+        median, p95 = timings_ms(world.page, repeats)
         figures["pending"][str(size)] = {"median_ms": median, "p95_ms": p95}
     floor = raw_floor(engine)
     floor_median, floor_p95 = timings_ms(floor, args.list_repeats)
     figures["raw_floor"] = {"median_ms": floor_median, "p95_ms": floor_p95}
     # The page ÷ floor ratio from calls that alternate one by one at the largest backlog, so
     # load from other processes falls on both alike (timed apart, it swung 3.2-8.7x).
-    page_samples, floor_samples = alternating_ms(scoped, floor, args.list_repeats)
+    page_samples, floor_samples = alternating_ms(world.page, floor, args.list_repeats)
     figures["page_vs_floor"] = {
         "page_median_ms": statistics.median(page_samples),
         "floor_median_ms": statistics.median(floor_samples),
+    }
+    # Largest ÷ smallest backlog the same way: the sizes above are timed one after the other,
+    # minutes apart, and on a shared machine their ratio moved by 2x between runs.
+    with make() as twin_engine:
+        upgrade_database(twin_engine)
+        twin = ListWorld(twin_engine, args)
+        twin.grow(min(args.pending_sizes))
+        large_samples, small_samples = alternating_ms(world.page, twin.page, args.list_repeats)
+    figures["largest_vs_smallest"] = {
+        "largest_median_ms": statistics.median(large_samples),
+        "smallest_median_ms": statistics.median(small_samples),
     }
     return figures
 
@@ -556,7 +584,7 @@ def run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> dict[st
             flush=True,
         )
     if "list" in args.parts:
-        sizes = fresh(make, lambda engine: bench_list_sizes(engine, args))
+        sizes = fresh(make, lambda engine: bench_list_sizes(engine, args, make))
         result["list"] = sizes
         show(name, "list page of 50 (scoped) at pending bundles", sizes["pending"])
         show(name, "raw SELECT of the 50 oldest pending rows", {"floor": sizes["raw_floor"]})
@@ -570,6 +598,13 @@ def run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> dict[st
             f" alternating: page {paired['page_median_ms']:.2f} ms / floor"
             f" {paired['floor_median_ms']:.2f} ms ="
             f" {paired['page_median_ms'] / paired['floor_median_ms']:.2f}",
+            flush=True,
+        )
+        twins = sizes["largest_vs_smallest"]
+        print(
+            f"{name}: list ratio {large}/{small} pending, alternating on two databases:"
+            f" {twins['largest_median_ms']:.2f} ms / {twins['smallest_median_ms']:.2f} ms ="
+            f" {twins['largest_median_ms'] / twins['smallest_median_ms']:.2f} (target <= 1.5)",
             flush=True,
         )
     if "history" in args.parts:
