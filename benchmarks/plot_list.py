@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     axes.set_ylabel("list page of 50, median (ms)")
     axes.set_title("GET /clarification/pending: one page against the backlog")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend()
+    axes.legend(loc="upper left", fontsize="small", framealpha=0.9)  # the empty corner
     figure.tight_layout()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.output)
