@@ -15,15 +15,18 @@ Shape::
     result = page JOIN the page's clarification rows (for the questions, L3/L4)
 
 ``bundle_created_at`` is D1 (the minimum ``created_at`` of the bundle's clarification rows),
-kept on every row by :func:`clarion.adapters.sql.records.insert_messages`; a bundle's rows all
-carry the same value, so the walk meets every bundle at its L6 position and stops after
-``limit + 1`` accepted bundles, however many are pending. Every filter is a probe by primary
-key or by the ``pending_id`` expression index per head visited.
+kept on every row with the bundle's other keys by
+:func:`clarion.adapters.sql.records.insert_messages`; a bundle's rows all carry the same value,
+so the walk meets every bundle at its L6 position and stops after ``limit + 1`` accepted
+bundles, however many are pending. Every filter is a probe by primary key or by an index per
+head visited, comparing with the head's key columns rather than its JSON; L16 and M5's task id
+from the rows are the head's own keys (``bundle_complete``, ``bundle_task_id``: facts of the
+bundle's rows, recomputed whenever a row of it is inserted or deleted).
 
 Visibility is a predicate inside the query, never a filter after the limit (L1a), written once
 in :mod:`clarion.adapters.sql.visibility` for this list, the resolved list and the read of one
-bundle. The guard and the question-id reading
-are the claim's own (fixes upstream §9.13, §9.14), so every listed bundle can be answered.
+bundle. The guard is the claim's own, and L16 reads question ids with the domain's reader
+(fixes upstream §9.13, §9.14), so every listed bundle can be answered.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from clarion.adapters.sql.predicates import (
     pending_id_of,
     session_is_live,
 )
-from clarion.adapters.sql.records import MESSAGE_COLUMNS, message_record_at
+from clarion.adapters.sql.records import message_record_at
 from clarion.adapters.sql.schema import messages, task_sessions
 from clarion.adapters.sql.types import UtcDateTime
 from clarion.adapters.sql.visibility import (
@@ -157,8 +160,8 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     key = bundle_key(head)
     task_id = keyed_task_id(head)
     # Both databases evaluate these conjuncts in order and stop at the first false one, so
-    # the cheap probes that turn most heads away come first and the probes that read the
-    # bundle's rows' JSON (the guard's candidates, L16) run only for the visible heads.
+    # the probes that turn most heads away come first, and the guard — a probe of the
+    # bundle's rows of every type — runs only for the visible heads.
     accepted = sa.and_(
         # One head per bundle: the walk meets every bundle once per pending row, and this
         # single probe of the walked index turns the later rows away.
@@ -205,9 +208,7 @@ def _stamp(name: str) -> Any:
     return sa.bindparam(name, type_=UtcDateTime())
 
 
-def page_with_rows(
-    page: sa.Subquery, columns: Sequence[Any] = MESSAGE_COLUMNS, *order_by: Any
-) -> sa.Select[Any]:
+def page_with_rows(page: sa.Subquery, columns: Sequence[Any], *order_by: Any) -> sa.Select[Any]:
     """A page of bundles (``pending_id``, ``task_id``) joined to their clarification rows:
     ``(bundle_pending_id, bundle_task_id, *columns)`` per row, in ``order_by``."""
     return (

@@ -214,18 +214,6 @@ def question_id_of(m: MessageFrom) -> ColumnElement[str]:
     )
 
 
-def has_question_id(m: MessageFrom) -> ColumnElement[bool]:
-    """L16: the row's question id is not empty — ``question_id_of(m) != ""`` spelled as its
-    two ways to be non-empty (a non-empty flat string, else a non-empty nested one), so a row
-    with a flat id is decided by two reads of its metadata instead of three (SQLite parses
-    the whole document per read). NULL (an absent key) counts as false."""
-    flat = sa.and_(is_string_at(m, "question_id"), text_at(m, "question_id") != const(""))
-    nested = sa.and_(
-        is_string_at(m, "question", "id"), text_at_path(m, "question", "id") != const("")
-    )
-    return sa.func.coalesce(sa.or_(flat, nested), sa.false())
-
-
 # --- editing a metadata document in place ---------------------------------------------------
 
 

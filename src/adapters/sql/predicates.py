@@ -17,7 +17,6 @@ from sqlalchemy.sql.elements import ColumnElement
 from clarion.adapters.sql.metadata_sql import (
     MessageFrom,
     const,
-    has_question_id,
     is_clarification,
     is_delivery_pending,
     is_detached,
@@ -30,7 +29,6 @@ from clarion.domain.model import CLARIFICATION_REQUEST, SessionState
 __all__ = [
     "bundle_is_well_formed",
     "current_turn_id",
-    "has_question_id",
     "in_live_session",
     "is_active_row",
     "is_clarification",
