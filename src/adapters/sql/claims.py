@@ -351,17 +351,15 @@ class SqlClaimRepository:
             now = self._clock.now()
             params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
             returned = connection.execute(statements.claim(terminal, answers), params)
-            written = [message_record(row) for row in returned.mappings()]
-            if not written:
+            rows = [parse_row(message_record(row)) for row in returned.mappings()]
+            if not rows:
                 return ClaimResult(claimed=False)
             # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
-            for row in map(parse_row, written):
+            for row in rows:
                 transitions.claimed_answer(row.id, row.question_id, terminal, responses)
             self._record(connection, pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
-        return ClaimResult(
-            claimed=True, rows=order_rows(parse_row(r) for r in written), responded_at=now
-        )
+        return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
     def finalize_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 import attrs
@@ -81,7 +82,13 @@ def record_event(
 ) -> None:
     """Record ``event`` for ``pending_id`` in the caller's transaction."""
     entry = event_entry(entry_id, pending_id, event, now)
-    connection.execute(sa.insert(outbox), _entry_values(entry, entry_id, now))
+    connection.execute(_insert_entry(), _entry_values(entry, entry_id, now))
+
+
+@cache
+def _insert_entry() -> sa.Insert:
+    """One outbox row (built once: this runs inside every claim's transaction)."""
+    return sa.insert(outbox)
 
 
 def _entry(row: Any) -> OutboxEntry:
