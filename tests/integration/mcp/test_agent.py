@@ -300,16 +300,20 @@ async def _raw_legacy_agent_asks(world: McpWorld, person: Person, events: EventL
 async def test_an_idle_legacy_mcp_session_expires_and_completes_its_turn(
     database_url: str,
 ) -> None:
-    """Idle expiry (``CLARION_MCP_SESSION_IDLE_S``) ends the MCP session like a DELETE."""
-    world = McpWorld.build(database_url, limits=Limits(mcp_session_idle_s=0.3))
+    """Idle expiry (``CLARION_MCP_SESSION_IDLE_S``) ends the MCP session like a DELETE.
+
+    The second bundle is created right after the agent's last request, well inside the idle
+    window: created after the session expired, nothing would detach it (under a loaded test
+    run a 0.3 s window between the answer and the create was sometimes missed)."""
+    world = McpWorld.build(database_url, limits=Limits(mcp_session_idle_s=1.5))
     async with serving(world), watching(world) as events:
         alice = world.person("alice")
         first = await _raw_legacy_agent_asks(world, alice, events)
-        [task] = (await _rest(world, alice, "/tasks"))["tasks"]
-        assert task["title"].startswith("idle-agent 3 — ")
         later = await world.services.asking.create(
             alice.identity, first.session_id, drafts(1, prefix="Later"), "context"
         )
+        [task] = (await _rest(world, alice, "/tasks"))["tasks"]
+        assert task["title"].startswith("idle-agent 3 — ")
         await events.wait_for("bundle.detached", pending_id=later)
     assert world.mcp.agents.bound_sessions() == {}
 
