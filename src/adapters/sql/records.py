@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cache
+from itertools import groupby
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -240,6 +241,33 @@ def key_values(keys: BundleKeys | None) -> dict[str, Any]:
     if keys is None:
         return dict.fromkeys((column.name for column in KEY_COLUMNS), None)
     return {column.name: value for column, value in zip(KEY_COLUMNS, keys, strict=True)}
+
+
+def bundles_of(
+    connection: Connection, table: sa.TableClause, batch: int
+) -> Iterator[list[tuple[MessageRecord, BundleKeys]]]:
+    """A backfilling migration's read: every clarification row of ``table`` (a table clause of
+    the columns its revision knows) that carries a pending id, one bundle at a time with the
+    keys :func:`bundle_keys` gives it, streamed ``batch`` rows at a time."""
+    pending_id = pending_id_of(table)
+    rows = connection.execute(
+        sa.select(table, pending_id.label("bundle_key"))
+        .where(is_clarification(table), pending_id.is_not(None))
+        .order_by(pending_id, table.c.id)
+        .execution_options(yield_per=batch)
+    ).mappings()
+    for _, group in groupby(rows, key=lambda row: row["bundle_key"]):
+        records = [message_record(row) for row in group]
+        keys = bundle_keys(records)
+        yield [(r, keys[p]) for r in records if (p := _bundle_pending_id(r)) in keys]
+
+
+def execute_in_batches(
+    connection: Connection, statement: sa.Update, values: Sequence[dict[str, Any]], batch: int
+) -> None:
+    """``statement`` for each of ``values``, ``batch`` at a time (one executemany each)."""
+    for start in range(0, len(values), batch):
+        connection.execute(statement, values[start : start + batch])
 
 
 def _stored_rows(

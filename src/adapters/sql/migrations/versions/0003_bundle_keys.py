@@ -12,8 +12,6 @@ Revises: 0002_token_kind
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
@@ -21,11 +19,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from clarion.adapters.sql.metadata_sql import (
     is_clarification,
     is_pendingish,
-    pending_id_of,
 )
-from clarion.adapters.sql.records import bundle_keys, message_record
+from clarion.adapters.sql.records import bundles_of, execute_in_batches
 from clarion.adapters.sql.types import Key, UtcDateTime
-from clarion.domain.rows import MessageRecord
 
 revision = "0003_bundle_keys"
 down_revision: str | None = "0002_token_kind"
@@ -53,14 +49,7 @@ message = sa.table(
 
 
 def _backfill(connection: sa.Connection) -> None:
-    """Stream clarification rows grouped by pending id; write each group's keys."""
-    pending_id = pending_id_of(message)
-    rows = connection.execute(
-        sa.select(message, pending_id.label("bundle_key"))
-        .where(is_clarification(message), pending_id.is_not(None))
-        .order_by(pending_id, message.c.id)
-        .execution_options(yield_per=BATCH)
-    ).mappings()
+    """Every keyed clarification row gets its bundle's keys, written after the read."""
     update = (
         sa.update(message)
         .where(message.c.id == sa.bindparam("row_id"))
@@ -70,33 +59,17 @@ def _backfill(connection: sa.Connection) -> None:
             bundle_digest=sa.bindparam("new_digest", type_=sa.Text()),
         )
     )
-    changes: list[dict[str, Any]] = []
-
-    def add(group: list[MessageRecord]) -> None:
-        keys = bundle_keys(group)
-        for record in group:
-            key = record.metadata.get("pending_id")
-            if isinstance(key, str) and key in keys:
-                changes.append(
-                    {
-                        "row_id": record.id,
-                        "new_created_at": keys[key].created_at,
-                        "new_pending_id": key,
-                        "new_digest": keys[key].digest,
-                    }
-                )
-
-    group: list[MessageRecord] = []
-    current: str | None = None
-    for row in rows:
-        if row["bundle_key"] != current:
-            add(group)
-            group, current = [], row["bundle_key"]
-        group.append(message_record(row))
-    add(group)
-    # Written after the read has finished, in batches.
-    for start in range(0, len(changes), BATCH):
-        connection.execute(update, changes[start : start + BATCH])
+    changes = [
+        {
+            "row_id": record.id,
+            "new_created_at": keys.created_at,
+            "new_pending_id": keys.pending_id,
+            "new_digest": keys.digest,
+        }
+        for bundle in bundles_of(connection, message, BATCH)
+        for record, keys in bundle
+    ]
+    execute_in_batches(connection, update, changes, BATCH)
 
 
 def upgrade() -> None:

@@ -12,16 +12,12 @@ Revises: 0009_slack
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.metadata_sql import is_clarification, pending_id_of
-from clarion.adapters.sql.records import bundle_keys, message_record
+from clarion.adapters.sql.records import bundles_of, execute_in_batches
 from clarion.adapters.sql.types import Key, UtcDateTime
-from clarion.domain.rows import MessageRecord
 
 revision = "0010_bundle_facts"
 down_revision: str | None = "0009_slack"
@@ -48,14 +44,7 @@ message = sa.table(
 
 
 def _backfill(connection: sa.Connection) -> None:
-    """Stream clarification rows grouped by pending id; write each group's two new keys."""
-    pending_id = pending_id_of(message)
-    rows = connection.execute(
-        sa.select(message, pending_id.label("bundle_key"))
-        .where(is_clarification(message), pending_id.is_not(None))
-        .order_by(pending_id, message.c.id)
-        .execution_options(yield_per=BATCH)
-    ).mappings()
+    """Every keyed clarification row gets its bundle's two new keys, written after the read."""
     update = (
         sa.update(message)
         .where(message.c.id == sa.bindparam("row_id"))
@@ -64,32 +53,12 @@ def _backfill(connection: sa.Connection) -> None:
             bundle_complete=sa.bindparam("new_complete", type_=sa.Boolean()),
         )
     )
-    changes: list[dict[str, Any]] = []
-
-    def add(group: list[MessageRecord]) -> None:
-        keys = bundle_keys(group)
-        for record in group:
-            key = record.metadata.get("pending_id")
-            if isinstance(key, str) and key in keys:
-                changes.append(
-                    {
-                        "row_id": record.id,
-                        "new_task_id": keys[key].task_id,
-                        "new_complete": keys[key].complete,
-                    }
-                )
-
-    group: list[MessageRecord] = []
-    current: str | None = None
-    for row in rows:
-        if row["bundle_key"] != current:
-            add(group)
-            group, current = [], row["bundle_key"]
-        group.append(message_record(row))
-    add(group)
-    # Written after the read has finished, in batches.
-    for start in range(0, len(changes), BATCH):
-        connection.execute(update, changes[start : start + BATCH])
+    changes = [
+        {"row_id": record.id, "new_task_id": keys.task_id, "new_complete": keys.complete}
+        for bundle in bundles_of(connection, message, BATCH)
+        for record, keys in bundle
+    ]
+    execute_in_batches(connection, update, changes, BATCH)
 
 
 def upgrade() -> None:
