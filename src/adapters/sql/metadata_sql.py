@@ -111,46 +111,43 @@ def is_string_at(m: MessageFrom, *keys: str) -> ColumnElement[bool]:
     return JsonIsString(m.c.metadata, _path(keys))
 
 
-class Bytewise(FunctionElement[str]):
-    """Text compared in code point order (``COLLATE "C"`` on PostgreSQL; SQLite's default
-    BINARY already is), so L6's ``pending_id`` tie-break matches Python's ordering."""
+class _PostgresCollation(FunctionElement[str]):
+    """Text in the collation ``collation`` on PostgreSQL, as it is on SQLite (whose BINARY
+    default is already code point order, and which has no default collation to name)."""
 
     type = sa.Text()
-    name = "bytewise"
     inherit_cache = True
+    collation = ""
 
 
-@compiles(Bytewise)
-def _bytewise_default(element: Bytewise, compiler: SQLCompiler, **kw: Any) -> str:
-    return compiler.process(element.clauses, **kw)
+class Bytewise(_PostgresCollation):
+    """Text compared in code point order (``COLLATE "C"`` on PostgreSQL), so L6's
+    ``pending_id`` tie-break matches Python's ordering."""
+
+    name = "bytewise"
+    collation = "C"
+    inherit_cache = True  # the class is part of the cache key: the two never share a statement
 
 
-@compiles(Bytewise, "postgresql")
-def _bytewise_postgresql(element: Bytewise, compiler: SQLCompiler, **kw: Any) -> str:
-    return f'({compiler.process(element.clauses, **kw)}) COLLATE "C"'
-
-
-class DefaultCollation(FunctionElement[str]):
+class DefaultCollation(_PostgresCollation):
     """A ``Key`` column compared with an expression of the database's default collation — the
     pending-id expression index — in that collation (``COLLATE "default"`` on PostgreSQL,
-    where a ``COLLATE "C"`` column would otherwise impose its own and rule the index out;
-    nothing on SQLite). Equality is the same in either collation."""
+    where a ``COLLATE "C"`` column would otherwise impose its own and rule the index out).
+    Equality is the same in either collation."""
 
-    type = sa.Text()
     name = "default_collation"
+    collation = "default"
     inherit_cache = True
 
 
-@compiles(DefaultCollation)
-def _default_collation(element: DefaultCollation, compiler: SQLCompiler, **kw: Any) -> str:
+@compiles(_PostgresCollation)
+def _collation_default(element: _PostgresCollation, compiler: SQLCompiler, **kw: Any) -> str:
     return compiler.process(element.clauses, **kw)
 
 
-@compiles(DefaultCollation, "postgresql")
-def _default_collation_postgresql(
-    element: DefaultCollation, compiler: SQLCompiler, **kw: Any
-) -> str:
-    return f'({compiler.process(element.clauses, **kw)}) COLLATE "default"'
+@compiles(_PostgresCollation, "postgresql")
+def _collation_postgresql(element: _PostgresCollation, compiler: SQLCompiler, **kw: Any) -> str:
+    return f'({compiler.process(element.clauses, **kw)}) COLLATE "{element.collation}"'
 
 
 # --- the readers ---------------------------------------------------------------------------
