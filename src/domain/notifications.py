@@ -16,7 +16,7 @@ retries and is what a receiver de-duplicates on.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -24,7 +24,7 @@ import attrs
 
 from clarion.domain.errors import ValidationError
 
-# Events recorded in the same transaction as the change that causes them.
+# Events recorded atomically with the change that causes them.
 ANSWERABLE: Final = "answerable"
 RESOLVED: Final = "resolved"
 EXPIRED_EVENT: Final = "expired"
@@ -221,17 +221,27 @@ class OutboxEntry(NewEntry):
     last_error: str = ""
 
 
-def event_entry(entry_id: str, pending_id: str, event: str, now: datetime) -> OutboxEntry:
-    """The entry a transition records for ``event`` on ``pending_id``."""
+def event_key(event: str, pending_id: str, at: datetime) -> str:
+    """The idempotency key of a recorded event: one per occurrence, whoever records it and
+    however often. A bundle becomes answerable, expires or is cancelled at most once; it is
+    resolved once per winning claim, told apart by the claim's own time ``at`` (fixed-width,
+    without colons, so no key is a prefix of another)."""
+    if event != RESOLVED:
+        return f"{event}:{pending_id}"
+    return f"{event}:{pending_id}:{at.astimezone(UTC):%Y%m%dT%H%M%S.%fZ}"
+
+
+def event_entry(entry_id: str, pending_id: str, event: str, at: datetime) -> OutboxEntry:
+    """The entry for ``event`` on ``pending_id``, caused by a transition at ``at`` (due then)."""
     return OutboxEntry(
         id=entry_id,
         pending_id=pending_id,
         event=event,
-        due_at=now,
-        idempotency_key=f"{event}:{pending_id}:{entry_id}",
+        due_at=at,
+        idempotency_key=event_key(event, pending_id, at),
         status=DUE,
         attempts=0,
-        created_at=now,
+        created_at=at,
     )
 
 
@@ -272,6 +282,7 @@ __all__ = [
     "check_route_spec",
     "deep_link",
     "event_entry",
+    "event_key",
     "parse_channel",
     "parse_events",
     "parse_on_deadline",

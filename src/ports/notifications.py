@@ -1,8 +1,8 @@
 """Notifications (issue #17): the channel port, the durable outbox and routing store, and the
 answer-link issuer the e-mail channel asks for a recipient's link.
 
-Events are recorded by the claim repository in the same transaction as the change that causes
-them (a bundle created, claimed, expired or cancelled); the worker in
+Events are recorded by the claim repository atomically with the change that causes them (a
+bundle created, claimed, expired or cancelled); the worker in
 :mod:`clarion.app.usecases.notifications` turns them into deliveries with :class:`Notifier`.
 """
 
@@ -112,10 +112,14 @@ class NotificationRoutes(Protocol):
 class NotificationOutbox(Protocol):
     """The durable outbox (contract: ``clarion.ports.testing.notifications``).
 
-    - Entries are written by the claim repository with the transition that causes them
-      (``answerable`` with create, ``resolved`` with a winning claim, ``expired`` and
-      ``cancelled`` with those transitions — never for a lost claim or a no-op), and by
-      :meth:`finish` as follow-ups.
+    - Events are recorded by the claim repository atomically with the transition that causes
+      them (``answerable`` with create, ``resolved`` with a winning claim, ``expired`` and
+      ``cancelled`` with those transitions — never for a lost claim or a no-op), one entry per
+      occurrence (:func:`clarion.domain.notifications.event_key`: a claim rolled back and won
+      again at the same instant is one), at the transition's own time; ``claim_due`` and
+      ``entries`` see every event recorded before they were called (a store may keep events
+      with the transition's rows and take them into the outbox then). Follow-ups are written
+      by :meth:`finish`.
     - ``claim_due`` hands out due entries (``status`` "due", ``due_at`` ≤ ``now``, no live
       lease) oldest due first, each with a fresh ``lease_token`` valid until ``now + lease_s``.
       Two concurrent callers never receive the same entry while its lease lives; an entry

@@ -152,7 +152,7 @@ class InMemoryNotificationStore:
             outbox = self._store.notification_outbox
             doomed = [k for k, e in outbox.items() if e.status != DUE and e.created_at < before]
             for key in doomed:
-                del outbox[key]
+                self._store.recorded_events.pop(outbox.pop(key).idempotency_key, None)
             return len(doomed)
 
     # -- posted messages (issue #18) -------------------------------------------------------

@@ -47,6 +47,8 @@ class InMemoryStore:
     tokens: dict[str, AccessToken] = attrs.field(factory=dict)
     notification_routes: dict[str, Route] = attrs.field(factory=dict)
     notification_outbox: dict[str, OutboxEntry] = attrs.field(factory=dict)
+    # The recorded events' idempotency keys (see ``record_event``) and their entries' ids.
+    recorded_events: dict[str, str] = attrs.field(factory=dict)
     # An outbox entry's lease end (the SQL ``locked_until``), kept beside the entry.
     outbox_leases: dict[str, datetime] = attrs.field(factory=dict)
     # Messages channels posted (keyed by kind, conversation, message id) and chat accounts
@@ -75,8 +77,12 @@ class InMemoryStore:
         )
 
     def record_event(self, entry_id: str, pending_id: str, event: str, now: datetime) -> None:
-        """Record a notification event (the caller holds ``lock`` for its transition)."""
-        self.notification_outbox[entry_id] = event_entry(entry_id, pending_id, event, now)
+        """Record a notification event (the caller holds ``lock`` for its transition); an
+        occurrence already recorded (the same ``event_key``) is not recorded again."""
+        entry = event_entry(entry_id, pending_id, event, now)
+        if entry.idempotency_key not in self.recorded_events:
+            self.recorded_events[entry.idempotency_key] = entry_id
+            self.notification_outbox[entry_id] = entry
 
     def put_turn(self, turn: Turn) -> None:
         self.turns[turn.id] = turn

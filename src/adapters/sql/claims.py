@@ -17,7 +17,6 @@ Every transition is one write transaction that first takes the bundle's session 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,13 +29,14 @@ from clarion.adapters.sql.engine import check_engine, for_writes, read_transacti
 from clarion.adapters.sql.history import list_resolved_bundles
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
-from clarion.adapters.sql.notifications import record_event
+from clarion.adapters.sql.outbox import event_bits
 from clarion.adapters.sql.records import (
     insert_messages,
     insert_turn,
     load_current_turn,
     load_session,
     message_record,
+    message_record_at,
     resolver_values,
     update_session_state,
 )
@@ -105,8 +105,11 @@ def _rewrite(
         values[f"metadata_{n}"] = metadata
     if updated_at is not None:
         values["updated_at"] = updated_at
-    # A row leaving answered/rejected (a restore) drops who resolved it (issue #20).
+    # A row leaving answered/rejected (a restore) drops who resolved it (issue #20) and an
+    # unannounced resolution; an expiry or cancel marks its event (``event_bits``).
     release = not any(value.get(transitions.STATUS) in TERMINAL_OUTCOMES for _, value in changed)
+    if release:
+        values.setdefault("event_bits", 0)
     statement = statements.rewrite(
         kind, len(changed), touch=updated_at is not None, release=release
     )
@@ -120,8 +123,9 @@ def _rows(records: Sequence[MessageRecord]) -> list[ClarificationRow]:
 
 
 def _select(connection: Connection, kind: Guard, params: dict[str, Any]) -> list[MessageRecord]:
-    rows = connection.execute(statements.select_rows(kind), params).mappings()
-    return [message_record(row) for row in rows]
+    return [
+        message_record_at(row) for row in connection.execute(statements.select_rows(kind), params)
+    ]
 
 
 _EVERYTHING = Visibility.everything()
@@ -134,8 +138,9 @@ class SqlClaimRepository:
     The empty string names no bundle: every lookup of ``""`` finds nothing.
 
     With ``notifications`` (the default) every create, winning claim, expiry and cancel also
-    records its notification event in ``notification_outbox`` in the same transaction
-    (issue #17); the claim itself stays the one conditional UPDATE (P1).
+    records its notification event (issue #17), on the rows it writes and in the statement
+    that writes them (:mod:`clarion.adapters.sql.outbox`): the claim stays the one
+    conditional UPDATE (P1) and its transaction holds no other write.
     """
 
     def __init__(
@@ -147,12 +152,9 @@ class SqlClaimRepository:
         self._ids = ids
         self._notifications = notifications
 
-    def _record(self, connection: Connection, pending_id: str, event: str, now: datetime) -> None:
-        """Record ``event`` at the transition's own timestamp. Outbox ids are internal and
-        drawn apart from the injected generator and clock, so that recording changes no id or
-        timestamp a surface shows."""
-        if self._notifications:
-            record_event(connection, uuid.uuid4().hex, pending_id, event, now)
+    def _bits(self, event: str) -> int:
+        """The ``event_bits`` a transition causing ``event`` marks its rows with."""
+        return event_bits(event) if self._notifications else 0
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -324,9 +326,7 @@ class SqlClaimRepository:
                 new_id=self._ids.new_id,
                 now=self._clock.now,
             )
-            insert_messages(connection, records)
-            if records:
-                self._record(connection, pending_id, ANSWERABLE, records[0].created_at)
+            insert_messages(connection, records, unannounced=self._bits(ANSWERABLE))
         return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
 
     # -- the claim and its follow-ups ------------------------------------------------------
@@ -344,20 +344,19 @@ class SqlClaimRepository:
         if not pending_id:
             return ClaimResult(claimed=False)
         answers, params = changes.claim_parameters(terminal, responses)
-        params.update(resolver_values(resolved_by))
+        params.update(resolver_values(resolved_by), event_bits=self._bits(RESOLVED))
         with self._writes.begin() as connection:
             lock_bundle(connection, pending_id)
             # Read inside the serialized section, so stamps follow commit order.
             now = self._clock.now()
             params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
             returned = connection.execute(statements.claim(terminal, answers), params)
-            rows = [parse_row(message_record(row)) for row in returned.mappings()]
+            rows = [parse_row(message_record_at(row)) for row in returned]
             if not rows:
                 return ClaimResult(claimed=False)
             # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
             for row in rows:
                 transitions.claimed_answer(row.id, row.question_id, terminal, responses)
-            self._record(connection, pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
@@ -479,11 +478,10 @@ class SqlClaimRepository:
         ``status`` and are detached; terminal siblings are left alone (facts §4.3, A9)."""
         if not pending_id:
             return ()
-        params = {"session_id": session_id, "pending_id": pending_id}
         event = EXPIRED_EVENT if status == EXPIRED else CANCELLED_EVENT
-        return self._session_transition(
-            session_id, "ending", params, transitions.ended(status), (pending_id, event)
-        )
+        params: dict[str, Any] = {"session_id": session_id, "pending_id": pending_id}
+        params["event_bits"] = self._bits(event)
+        return self._session_transition(session_id, "ending", params, transitions.ended(status))
 
     def detach_active_bundles(self, session_id: str) -> tuple[ClarificationRow, ...]:
         params = {"session_id": session_id}
@@ -495,7 +493,6 @@ class SqlClaimRepository:
         kind: Guard,
         params: dict[str, Any],
         change: Callable[[Mapping[str, Any]], dict[str, Any]],
-        event: tuple[str, str] | None = None,
     ) -> tuple[ClarificationRow, ...]:
         try:
             with self._writes.begin() as connection:
@@ -506,8 +503,6 @@ class SqlClaimRepository:
                 now = self._clock.now()
                 changed = [(r, change(r.metadata)) for r in targets]
                 written = _rewrite(connection, kind, params, changed, now)
-                if event is not None:
-                    self._record(connection, *event, now)
         except _GuardLost as exc:
             raise ClaimError(f"session {session_id} changed during a transition") from exc
         return order_rows(parse_row(r) for r in written)

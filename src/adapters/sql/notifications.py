@@ -6,8 +6,9 @@ pass over each other's rows instead of queueing), then stamps each with a fresh 
 clause. The lease is what survives the transaction: a worker that dies holding entries gives
 them back when ``locked_until`` passes.
 
-:func:`record_event` is what :class:`clarion.adapters.sql.SqlClaimRepository` calls inside its
-own transaction, so an event is durable exactly when the change that causes it is.
+Events are recorded by the transitions themselves, on the rows they write
+(:mod:`clarion.adapters.sql.outbox`), so an event is durable exactly when the change that
+causes it is; ``claim_due`` and ``entries`` take them into the outbox first.
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.outbox import (
+    TAKE_BATCH,
+    entry_values,
+    has_marked_rows,
+    insert_entries,
+    take_events,
+)
 from clarion.adapters.sql.schema import chat_user_links as links
 from clarion.adapters.sql.schema import notification_outbox as outbox
 from clarion.adapters.sql.schema import notification_routes as routes
@@ -35,60 +41,10 @@ from clarion.domain.notifications import (
     Route,
     RouteSpec,
     check_route_spec,
-    event_entry,
     parse_channel,
 )
 from clarion.ports.notifications import ChatUserLink, PostedMessage
 from clarion.ports.system import Clock, IdGenerator
-
-
-def _insert_ignoring_duplicates(connection: Connection, rows: list[dict[str, Any]]) -> None:
-    """Insert outbox rows, skipping any whose idempotency key already exists."""
-    if not rows:
-        return
-    dialect = connection.dialect.name
-    statement: Any
-    if dialect == "postgresql":
-        statement = postgresql.insert(outbox).on_conflict_do_nothing(
-            index_elements=["idempotency_key"]
-        )
-    elif dialect == "sqlite":
-        statement = sqlite.insert(outbox).on_conflict_do_nothing(index_elements=["idempotency_key"])
-    else:  # pragma: no cover - Clarion runs on SQLite and PostgreSQL only
-        raise ValueError(f"unsupported database {dialect}")
-    connection.execute(statement, rows)
-
-
-def _entry_values(entry: NewEntry, entry_id: str, now: datetime) -> dict[str, Any]:
-    return {
-        "id": entry_id,
-        "pending_id": entry.pending_id,
-        "event": entry.event,
-        "route_id": entry.route_id,
-        "sequence": entry.sequence,
-        "status": DUE,
-        "due_at": entry.due_at,
-        "attempts": 0,
-        "idempotency_key": entry.idempotency_key,
-        "lease_token": "",
-        "locked_until": None,
-        "last_error": "",
-        "created_at": now,
-    }
-
-
-def record_event(
-    connection: Connection, entry_id: str, pending_id: str, event: str, now: datetime
-) -> None:
-    """Record ``event`` for ``pending_id`` in the caller's transaction."""
-    entry = event_entry(entry_id, pending_id, event, now)
-    connection.execute(_insert_entry(), _entry_values(entry, entry_id, now))
-
-
-@cache
-def _insert_entry() -> sa.Insert:
-    """One outbox row (built once: this runs inside every claim's transaction)."""
-    return sa.insert(outbox)
 
 
 def _entry(row: Any) -> OutboxEntry:
@@ -207,6 +163,7 @@ class SqlNotificationStore:
         until = now + timedelta(seconds=lease_s)
         claimed: list[OutboxEntry] = []
         with self._writes.begin() as connection:
+            take_events(connection)
             for entry_id in connection.execute(query).scalars().all():
                 token = _internal_id()
                 row = connection.execute(
@@ -245,8 +202,9 @@ class SqlNotificationStore:
             )
             if done.rowcount != 1:
                 return False
-            rows = [_entry_values(entry, _internal_id(), now) for entry in follow_ups]
-            _insert_ignoring_duplicates(connection, rows)
+            insert_entries(
+                connection, [entry_values(entry, _internal_id(), now) for entry in follow_ups]
+            )
         return True
 
     def retry(self, entry_id: str, lease_token: str, due_at: datetime, error: str) -> bool:
@@ -265,11 +223,22 @@ class SqlNotificationStore:
         return done.rowcount == 1
 
     def entries(self, pending_id: str | None = None) -> tuple[OutboxEntry, ...]:
+        self._take_events(pending_id)
         query = sa.select(outbox).order_by(outbox.c.created_at, outbox.c.id)
         if pending_id is not None:
             query = query.where(outbox.c.pending_id == pending_id)
         with read_transaction(self._engine) as connection:
             return tuple(_entry(row) for row in connection.execute(query))
+
+    def _take_events(self, pending_id: str | None) -> None:
+        """Take the events still on their transitions' rows (of ``pending_id`` when given)
+        into the outbox; a write transaction only when there are some."""
+        with read_transaction(self._engine) as connection:
+            if not has_marked_rows(connection, pending_id):
+                return
+        with self._writes.begin() as connection:
+            while take_events(connection, pending_id=pending_id) == TAKE_BATCH:
+                pass
 
     def purge_finished(self, before: datetime) -> int:
         with self._writes.begin() as connection:
@@ -340,4 +309,4 @@ class SqlNotificationStore:
         return self._links(links.c.provider == provider)
 
 
-__all__ = ["SqlNotificationStore", "record_event"]
+__all__ = ["SqlNotificationStore"]

@@ -308,19 +308,29 @@ def _rewrite_keys(
         connection.execute(_set_keys(), changes)
 
 
-def insert_messages(connection: Connection, records: Sequence[MessageRecord]) -> None:
+def insert_messages(
+    connection: Connection, records: Sequence[MessageRecord], *, unannounced: int = 0
+) -> None:
     """Insert ``records`` with their bundle keys, and bring the keys of the other rows of the
     same pending ids up to date: one indexed read by pending id (nothing found for a new
-    bundle), the insert, and an update only when an inserted row changes an existing bundle."""
+    bundle), the insert, and an update only when an inserted row changes an existing bundle.
+    The clarification rows carry the notification events ``unannounced`` (bits of
+    :data:`clarion.adapters.sql.outbox.EVENT_BITS`; 0 for none)."""
     if not records:
         return
     pending_ids = {p for p in map(_bundle_pending_id, records) if p}
     stored = _stored_rows(connection, pending_ids)
     keys = bundle_keys([record for record, _ in stored] + list(records))
-    values = [
-        {**message_values(record), **key_values(keys.get(_bundle_pending_id(record)))}
-        for record in records
-    ]
+    values = []
+    for record in records:
+        bundle = keys.get(_bundle_pending_id(record))
+        values.append(
+            {
+                **message_values(record),
+                **key_values(bundle),
+                "unannounced_events": unannounced if bundle is not None and unannounced else None,
+            }
+        )
     connection.execute(sa.insert(messages), values)
     _rewrite_keys(connection, stored, keys)
 

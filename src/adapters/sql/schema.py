@@ -150,6 +150,12 @@ task_session_messages = sa.Table(
     sa.Column("resolver_kind", sa.Text, nullable=True),
     sa.Column("resolver_name", sa.Text, nullable=True),
     sa.Column("resolver_surface", sa.Text, nullable=True),
+    # The notification events this row's transitions caused that the outbox has not taken
+    # yet, one bit each (adapters.sql.outbox.EVENT_BITS); NULL when none. Written by the
+    # transition's own statement (so the claim records its event and stays one UPDATE, P1)
+    # and cleared when the notification store takes the events into the outbox (migration
+    # 0011; issues #15, #17).
+    sa.Column("unannounced_events", sa.Integer, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
 )
@@ -202,6 +208,14 @@ sa.Index(
     messages.c.bundle_pending_id,
     sqlite_where=sa.and_(is_clarification(messages), is_resolved(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_resolved(messages)),
+)
+
+# The notification store finds the marked rows here, by bundle (adapters.sql.outbox).
+sa.Index(
+    "ix_task_session_messages_unannounced",
+    messages.c.bundle_pending_id,
+    sqlite_where=messages.c.unannounced_events.is_not(None),
+    postgresql_where=messages.c.unannounced_events.is_not(None),
 )
 
 users = sa.Table(

@@ -4,7 +4,9 @@ Each guard names one transition's whole condition (upstream facts §4.2–§4.6)
 the shared predicates of :mod:`clarion.adapters.sql.predicates`. Building SQLAlchemy
 expression trees costs far more than running these statements, so every statement is built
 on first use per shape and cached; values travel as bound parameters:
-``pending_id``, ``session_id``, ``terminal``, ``updated_at`` and ``id_<n>``/``metadata_<n>``.
+``pending_id``, ``session_id``, ``terminal``, ``updated_at``, ``event_bits`` (the notification
+event a transition marks its rows with, :mod:`clarion.adapters.sql.outbox`) and
+``id_<n>``/``metadata_<n>``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from clarion.adapters.sql.metadata_sql import (
     question_id_of,
     status_of,
 )
+from clarion.adapters.sql.outbox import marked
 from clarion.adapters.sql.predicates import (
     bundle_is_well_formed,
     current_turn_id,
@@ -40,6 +43,7 @@ from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import task_sessions
 from clarion.adapters.sql.visibility import Seen, bundle_is_visible
 from clarion.domain.model import ANSWERED, RESUME
+from clarion.domain.notifications import RESOLVED
 from clarion.domain.transitions import DELIVERY_PENDING, RESPONSE, STATUS
 
 Guard = Literal[
@@ -60,6 +64,10 @@ _ONE = Inline(1, sa.Integer())
 
 def _param(name: str) -> Any:
     return sa.bindparam(name, type_=sa.Text())
+
+
+def _bits() -> Any:
+    return sa.bindparam("event_bits", type_=sa.Integer())
 
 
 @cache
@@ -143,9 +151,10 @@ def select_rows(kind: Guard) -> sa.Select[Any]:
 @cache
 def rewrite(kind: Guard, count: int, *, touch: bool, release: bool = False) -> sa.Update:
     """ONE conditional UPDATE of ``count`` rows: each row ``id_<n>`` gets ``metadata_<n>``
-    (``updated_at`` when ``touch``; the ``resolver_*`` columns cleared when ``release``: a
-    row leaving answered/rejected) only while ``kind`` still holds for it; the affected row
-    count tells the caller whether the guard held for all of them."""
+    (``updated_at`` when ``touch``; when ``release`` — a row leaving answered/rejected — the
+    ``resolver_*`` columns cleared and the notification event ``event_bits`` marked, see
+    :mod:`clarion.adapters.sql.outbox`) only while ``kind`` still holds for it; the affected
+    row count tells the caller whether the guard held for all of them."""
     ids: list[Any] = [sa.bindparam(f"id_{n}") for n in range(count)]
     new_metadata = sa.case(
         *[
@@ -159,6 +168,9 @@ def rewrite(kind: Guard, count: int, *, touch: bool, release: bool = False) -> s
         values["updated_at"] = sa.bindparam("updated_at", type_=m.c.updated_at.type)
     if release:
         values.update(dict.fromkeys(RESOLVER_COLUMNS, sa.null()))
+        # A resolution rolled back before the outbox took it is never announced; the
+        # transition's own event (expire, cancel) is bound as ``event_bits`` (0 for none).
+        values["unannounced_events"] = marked(_bits(), dropping=(RESOLVED,))
     return sa.update(m).where(m.c.id.in_(ids), guard(kind)).values(**values)
 
 
@@ -286,9 +298,10 @@ def claim(terminal: str, answers: int) -> sa.Update:
     """The claim (facts §4.5) as ONE conditional UPDATE … RETURNING: every claimable row
     (the ``claimable`` guard) takes ``terminal``, the delivery marker, ``updated_at``, who
     resolved (the ``resolver_*`` columns, bound by the same names; NULL when not recorded;
-    issue #20) and — answered only — the response bound for its question id
-    (``question_<n>`` → ``response_<n>``, JSON text; NULL when none was given, which the
-    caller refuses)."""
+    issue #20), its notification event (``event_bits``: the ``resolved`` bit, or 0 for none;
+    :mod:`clarion.adapters.sql.outbox`) and — answered only — the response bound for its
+    question id (``question_<n>`` → ``response_<n>``, JSON text; NULL when none was given,
+    which the caller refuses)."""
     values: dict[str, Any] = {
         STATUS: _param("terminal"),
         DELIVERY_PENDING: AsJson(const("true")),
@@ -308,6 +321,7 @@ def claim(terminal: str, answers: int) -> sa.Update:
         .values(
             metadata=json_set(m, values),
             updated_at=sa.bindparam("updated_at", type_=m.c.updated_at.type),
+            unannounced_events=marked(_bits()),
             **{name: _param(name) for name in RESOLVER_COLUMNS},
         )
         .returning(*MESSAGE_COLUMNS)

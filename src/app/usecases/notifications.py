@@ -229,8 +229,8 @@ class NotificationWorker:
 
     async def _announces(self, entry: OutboxEntry, responded_at: datetime) -> bool:
         """Whether ``entry`` comes from the winning claim: its event was recorded at that
-        claim's own timestamp (every claim records its ``resolved`` event, a rolled-back one
-        too)."""
+        claim's own timestamp (a claim rolled back after its ``resolved`` event was recorded
+        left an event too)."""
         recorded = await self._recorded_events(entry.pending_id)
         origin = next(
             (e for e in recorded if entry.idempotency_key.startswith(f"{e.idempotency_key}:")),

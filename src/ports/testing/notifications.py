@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from clarion.domain.errors import ValidationError
-from clarion.domain.model import REJECTED
+from clarion.domain.model import ANSWERED, REJECTED
 from clarion.domain.notifications import (
     ANSWERABLE,
     CANCELLED_EVENT,
@@ -86,6 +86,26 @@ class NotificationStoreContract:
         assert world.claims.cancel_active_bundle(second.session_id, "p-2")
         assert _events(notifications, "p-1") == [ANSWERABLE, EXPIRED_EVENT]
         assert _events(notifications, "p-2") == [ANSWERABLE, CANCELLED_EVENT]
+
+    def test_each_event_is_recorded_once_per_occurrence(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        """A claim rolled back and won again at the same instant is one resolution (one
+        ``event_key``); the entries carry the transitions' own times."""
+        created = world.bundle_in_new_session("p-1", questions=2)
+        world.clock.set(world.clock.peek(), step=timedelta(0))
+        first = claim(world, "p-1")
+        ids = [row.id for row in first.rows]
+        assert world.claims.restore_active_bundle("p-1", ANSWERED, ids)
+        again = claim(world, "p-1")
+        assert again.claimed
+        assert again.responded_at == first.responded_at
+        entries = notifications.entries("p-1")
+        assert [(e.event, e.created_at) for e in entries] == [
+            (ANSWERABLE, created.created_at),
+            (RESOLVED, again.responded_at),
+        ]
+        assert len({e.idempotency_key for e in entries}) == 2
 
     # -- leases --------------------------------------------------------------------------------
 

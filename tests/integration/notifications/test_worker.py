@@ -76,7 +76,7 @@ async def test_nothing_asks_for_an_answer_after_the_answer(world: NotifyWorld) -
 async def test_a_rolled_back_claim_and_the_later_winner_announce_resolved_once(
     world: NotifyWorld,
 ) -> None:
-    """A claim whose resume was refused is rolled back (R7a) but has already recorded its
+    """A claim whose resume was refused is rolled back (R7a) after the outbox took its
     "resolved" event; when a later answer wins, each route hears "resolved" once, with the
     answer that stands, even when the worker reaches both events only afterwards."""
     world.route("", HOOK_A, include_answers=True, events=(RESOLVED,))
@@ -86,6 +86,8 @@ async def test_a_rolled_back_claim_and_the_later_winner_announce_resolved_once(
         "p-1", ANSWERED, {"q1": Answer(question_id="q1", selected_options=("q1_opt1",))}
     )
     assert first.claimed
+    # Listing the outbox takes the claim's event into it, as a worker's round would.
+    assert [e.event for e in world.entries() if not e.route_id] == [ANSWERABLE, RESOLVED]
     assert claims.restore_active_bundle("p-1", ANSWERED, [row.id for row in first.rows])
     world.advance(1)
     await world.answer("p-1", "q1_opt2")
