@@ -81,8 +81,9 @@ logger = structlog.get_logger(__name__)
 
 
 class _GuardLost(Exception):
-    """The conditional UPDATE changed fewer rows than were read (a writer that bypassed the
-    session locks got in between): roll back."""
+    """The rows a transition wrote are not the ones it requires — fewer than were read (a
+    writer that bypassed the session locks got in between), or not exactly the claim's: roll
+    back."""
 
 
 def _rewrite(
@@ -377,30 +378,30 @@ class SqlClaimRepository:
         wanted = list(claimed_ids)
         if not pending_id:
             return None
-        params = {"pending_id": pending_id, "terminal": terminal}
         session = None
         try:
             with self._writes.begin() as connection:
                 # Locks the bundle's sessions too (PostgreSQL), so the state change below
                 # serializes with every other writer of that session.
                 lock_bundle(connection, pending_id)
-                marked = _select(connection, "marked", params)
-                if not transitions.is_exact_claim(wanted, _rows(marked), terminal):
-                    return None
-                # updated_at stays the claim's, so winner and loser report one responded_at.
-                changed = [(r, transitions.delivered(r.metadata)) for r in marked]
-                written = _rewrite(connection, "finalizable", params, changed, None)
+                # One statement: the marker goes from every marked row; updated_at stays the
+                # claim's, so winner and loser report one responded_at. Unless those rows are
+                # exactly the claim's, all of it rolls back.
+                found = connection.execute(statements.finalize(), {"pending_id": pending_id})
+                rows = order_rows(parse_row(message_record_at(row)) for row in found)
+                if not transitions.is_exact_claim(wanted, rows, terminal):
+                    raise _GuardLost
                 if wake_session:
                     session = update_session_state(
                         connection,
-                        written[0].session_id,
+                        rows[0].session_id,
                         SessionState.RUNNING,
                         self._clock.now(),
                         expected=(SessionState.WAITING_FOR_INPUT,),
                     )
         except _GuardLost:
             return None
-        return LiveDelivery(rows=order_rows(parse_row(r) for r in written), session=session)
+        return LiveDelivery(rows=rows, session=session)
 
     def record_resume(
         self,

@@ -277,3 +277,29 @@ def json_set(m: MessageFrom, values: dict[str, Any]) -> ColumnElement[Any]:
     for key, value in values.items():
         clauses.extend((const(key), value))
     return JsonSet(*clauses)
+
+
+class JsonRemove(FunctionElement[Any]):
+    """``doc`` without the top-level key ``key`` (a :func:`const`): ``json_remove`` on SQLite,
+    the ``jsonb - text`` operator on PostgreSQL."""
+
+    type = sa.JSON()
+    name = "json_remove_key"
+    inherit_cache = True
+
+
+@compiles(JsonRemove, "sqlite")
+def _json_remove_sqlite(element: JsonRemove, compiler: SQLCompiler, **kw: Any) -> str:
+    doc, key = element.clauses
+    return f"json_remove({compiler.process(doc, **kw)}, {compiler.process(_key(key.value), **kw)})"
+
+
+@compiles(JsonRemove, "postgresql")
+def _json_remove_postgresql(element: JsonRemove, compiler: SQLCompiler, **kw: Any) -> str:
+    doc, key = element.clauses
+    return f"({compiler.process(doc, **kw)} - {compiler.process(key, **kw)})"
+
+
+def json_remove(m: MessageFrom, key: str) -> ColumnElement[Any]:
+    """The row's metadata without ``key``."""
+    return JsonRemove(m.c.metadata, const(key))

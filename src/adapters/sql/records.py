@@ -390,17 +390,29 @@ def update_session_state(
     current state is in it: ONE conditional ``UPDATE … RETURNING``, whose condition decides —
     no row back means the session is missing or in another state (nothing written). The
     caller holds the session's lock (:func:`clarion.adapters.sql.locks.lock_sessions`)."""
-    condition = task_sessions.c.id == session_id
+    params: dict[str, Any] = {"session_id": session_id, "state": state, "now": now}
     if expected is not None:
-        condition = sa.and_(condition, task_sessions.c.state.in_(sorted(expected)))
-    statement = (
+        params["expected"] = sorted(expected)
+    statement = _set_session_state(conditional=expected is not None)
+    row = connection.execute(statement, params).mappings().first()
+    return session_from_row(row) if row is not None else None
+
+
+@cache
+def _set_session_state(*, conditional: bool) -> sa.Update:
+    condition = task_sessions.c.id == sa.bindparam("session_id", type_=task_sessions.c.id.type)
+    if conditional:
+        expected = sa.bindparam("expected", expanding=True, type_=task_sessions.c.state.type)
+        condition = sa.and_(condition, task_sessions.c.state.in_(expected))
+    return (
         sa.update(task_sessions)
         .where(condition)
-        .values(state=state, updated_at=now)
+        .values(
+            state=sa.bindparam("state", type_=task_sessions.c.state.type),
+            updated_at=sa.bindparam("now", type_=task_sessions.c.updated_at.type),
+        )
         .returning(*task_sessions.c)
     )
-    row = connection.execute(statement).mappings().first()
-    return session_from_row(row) if row is not None else None
 
 
 def load_session(connection: Connection, session_id: str) -> Session | None:

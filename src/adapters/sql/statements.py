@@ -21,6 +21,7 @@ from clarion.adapters.sql.metadata_sql import (
     AsJson,
     Inline,
     const,
+    json_remove,
     json_set,
     question_id_of,
     status_of,
@@ -172,6 +173,20 @@ def rewrite(kind: Guard, count: int, *, touch: bool, release: bool = False) -> s
         # transition's own event (expire, cancel) is bound as ``event_bits`` (0 for none).
         values["unannounced_events"] = marked(_bits(), dropping=(RESOLVED,))
     return sa.update(m).where(m.c.id.in_(ids), guard(kind)).values(**values)
+
+
+@cache
+def finalize() -> sa.Update:
+    """Finalize (facts §4.6) as ONE conditional UPDATE … RETURNING: every row of the bundle
+    still carrying the delivery marker (the ``marked`` guard) loses it; status, response and
+    ``updated_at`` stay. The caller checks the returned rows are exactly the claim's and rolls
+    back otherwise (``transitions.is_exact_claim``), as :func:`rewrite` would have refused."""
+    return (
+        sa.update(m)
+        .where(guard("marked"))
+        .values(metadata=json_remove(m, DELIVERY_PENDING))
+        .returning(*MESSAGE_COLUMNS)
+    )
 
 
 @cache
