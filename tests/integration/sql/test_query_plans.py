@@ -13,20 +13,25 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from clarion.adapters.sql import SqlNotificationStore
+from clarion.adapters.system import UuidIds
 from clarion.domain.history import ResolvedQuery
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
+from clarion.domain.notifications import ANSWERABLE, RESOLVED
 from clarion.ports.testing import ContractWorld
 from clarion.ports.testing.world import answers_for, sample_questions
 from tests.integration.sql.support import add_resolved_history, sql_world
 
 HISTORY_BUNDLES = 3000
-# The partial indexes over pending clarification rows only: reading all of one is reading the
-# pending work, never the history.
+# The partial indexes over pending clarification rows only, and over the rows still carrying
+# notification events the outbox has not taken: reading all of one is reading the pending
+# work, never the history.
 PARTIAL_INDEXES = (
     "ix_task_session_messages_pending_rows",
     "ix_task_session_messages_pending_order",
     "ix_task_session_messages_pending_asker",
+    "ix_task_session_messages_unannounced",
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(
@@ -144,6 +149,20 @@ def test_the_claim_never_scans_the_messages(engine: Engine, world: ContractWorld
 
     statements = _captured(engine, claim_and_lose)
     assert _full_scans(engine, statements) == []
+
+
+def test_taking_the_notification_events_reads_only_the_marked_rows(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """The worker's round, the history taken long ago: its cost follows the events not yet
+    taken (the claim below, and the five bundles asked), never the history."""
+    assert world.claims.complete_active_bundle(
+        "p-3", ANSWERED, answers_for(world.bundle("p-3"))
+    ).claimed
+    store = SqlNotificationStore(engine, world.clock, UuidIds())
+    statements = _captured(engine, lambda: store.claim_due(world.clock.peek(), limit=5, lease_s=60))
+    assert _full_scans(engine, statements) == []
+    assert [e.event for e in store.entries("p-3")] == [ANSWERABLE, RESOLVED]
 
 
 def test_listing_reads_only_the_pending_rows_index(engine: Engine, world: ContractWorld) -> None:
