@@ -69,7 +69,8 @@ class ResolvedBy:
         return cls("", IdentityKind.UNKNOWN, "", Surface.UNKNOWN, at)
 
     def stamped(self, at: datetime) -> ResolvedBy:
-        return attrs.evolve(self, at=at)
+        # Built directly, not with attrs.evolve: every resolved row read is stamped.
+        return ResolvedBy(self.identity_id, self.kind, self.display_name, self.surface, at)
 
 
 _KINDS: Final = frozenset(kind.value for kind in IdentityKind)

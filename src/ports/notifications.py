@@ -149,7 +149,9 @@ class NotificationOutbox(Protocol):
         ...
 
     def entries(self, pending_id: str | None = None) -> tuple[OutboxEntry, ...]:
-        """Every entry (of one bundle when given), oldest first — for operators and tests."""
+        """Every entry (of one bundle when given), oldest first, the events recorded so far
+        included — for operators, tests and the worker's check of a ``resolved`` event's
+        origin."""
         ...
 
     def purge_finished(self, before: datetime) -> int:
