@@ -224,8 +224,9 @@ class OutboxEntry(NewEntry):
 def event_key(event: str, pending_id: str, at: datetime) -> str:
     """The idempotency key of a recorded event: one per occurrence, whoever records it and
     however often. A bundle becomes answerable, expires or is cancelled at most once; it is
-    resolved once per winning claim, told apart by the claim's own time ``at`` (fixed-width,
-    without colons, so no key is a prefix of another)."""
+    resolved once per winning claim, told apart by the claim's own time ``at`` (fixed-width and
+    without colons: the worker finds a delivery's origin event as the key that, followed by a
+    colon, begins the delivery's key, so no occurrence's key may begin that way another's)."""
     if event != RESOLVED:
         return f"{event}:{pending_id}"
     return f"{event}:{pending_id}:{at.astimezone(UTC):%Y%m%dT%H%M%S.%fZ}"
