@@ -1,6 +1,7 @@
 """Ports: the protocols adapters implement. Contract suites live in :mod:`clarion.ports.testing`."""
 
 from clarion.ports.answer_links import AnswerLinkStore, LinkUse
+from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import (
     ActiveLimit,
@@ -20,6 +21,7 @@ from clarion.ports.waiters import Confirm, Delivery, DeliveryResult, WaitEnd, Wa
 __all__ = [
     "ActiveLimit",
     "AnswerLinkStore",
+    "AskRecords",
     "ClaimRepository",
     "ClaimResult",
     "Clock",

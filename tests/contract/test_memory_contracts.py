@@ -9,6 +9,7 @@ import pytest
 
 from clarion.adapters.memory import (
     InMemoryAnswerLinkStore,
+    InMemoryAskRecords,
     InMemoryClaimRepository,
     InMemoryHostRepository,
     InMemoryStore,
@@ -16,9 +17,10 @@ from clarion.adapters.memory import (
 )
 from clarion.adapters.system import UuidIds
 from clarion.app.usecases.authorization import HostTaskAuthorizer
-from clarion.ports import AnswerLinkStore, TaskAuthorizer
+from clarion.ports import AnswerLinkStore, AskRecords, TaskAuthorizer
 from clarion.ports.testing import (
     AnswerLinkStoreContract,
+    AskRecordsContract,
     ClaimRepositoryContract,
     ContractWorld,
     HostRepositoryContract,
@@ -78,3 +80,9 @@ def test_importing_the_ports_and_memory_adapters_does_not_import_pytest() -> Non
     probe = "import sys, clarion.ports, clarion.adapters.memory; sys.exit('pytest' in sys.modules)"
     completed = subprocess.run([sys.executable, "-c", probe], check=False)
     assert completed.returncode == 0
+
+
+class TestInMemoryAskRecords(AskRecordsContract):
+    @pytest.fixture(name="records")
+    def fixture_records(self) -> AskRecords:
+        return InMemoryAskRecords()

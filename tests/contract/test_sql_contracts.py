@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql import SqlAnswerLinkStore
+from clarion.adapters.sql import SqlAnswerLinkStore, SqlAskRecords
 from clarion.app.usecases.authorization import HostTaskAuthorizer
-from clarion.ports import AnswerLinkStore, TaskAuthorizer
+from clarion.ports import AnswerLinkStore, AskRecords, TaskAuthorizer
 from clarion.ports.testing import (
     AnswerLinkStoreContract,
+    AskRecordsContract,
     ClaimRepositoryContract,
     ContractWorld,
     HostRepositoryContract,
@@ -92,3 +93,16 @@ class TestPostgresAnswerLinkStore(AnswerLinkStoreContract):
     @pytest.fixture(name="store")
     def fixture_store(self, postgres_engine: Engine) -> AnswerLinkStore:
         return SqlAnswerLinkStore(postgres_engine)
+
+
+class TestSqliteAskRecords(AskRecordsContract):
+    @pytest.fixture(name="records")
+    def fixture_records(self, sqlite_engine: Engine) -> AskRecords:
+        return SqlAskRecords(sqlite_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresAskRecords(AskRecordsContract):
+    @pytest.fixture(name="records")
+    def fixture_records(self, postgres_engine: Engine) -> AskRecords:
+        return SqlAskRecords(postgres_engine)

@@ -1,6 +1,7 @@
 """Reference in-memory adapters: shipped product code, and the oracle SQL is tested against."""
 
 from clarion.adapters.memory.answer_links import InMemoryAnswerLinkStore
+from clarion.adapters.memory.asks import InMemoryAskRecords
 from clarion.adapters.memory.claims import InMemoryClaimRepository
 from clarion.adapters.memory.host import InMemoryHostRepository
 from clarion.adapters.memory.notifications import InMemoryNotificationStore
@@ -9,6 +10,7 @@ from clarion.adapters.memory.tokens import InMemoryTokenStore
 
 __all__ = [
     "InMemoryAnswerLinkStore",
+    "InMemoryAskRecords",
     "InMemoryClaimRepository",
     "InMemoryHostRepository",
     "InMemoryNotificationStore",

@@ -7,6 +7,7 @@ PostgreSQL, with Alembic migrations shipped in the package.
 """
 
 from clarion.adapters.sql.answer_links import SqlAnswerLinkStore
+from clarion.adapters.sql.asks import SqlAskRecords
 from clarion.adapters.sql.claims import SqlClaimRepository
 from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
 from clarion.adapters.sql.filelock import DatabaseInUse
@@ -24,6 +25,7 @@ __all__ = [
     "TABLE_NAMES",
     "DatabaseInUse",
     "SqlAnswerLinkStore",
+    "SqlAskRecords",
     "SqlClaimRepository",
     "SqlHostRepository",
     "SqlNotificationStore",

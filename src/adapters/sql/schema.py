@@ -333,4 +333,32 @@ chat_user_links = sa.Table(
     sa.Index("ix_chat_user_links_user_id", "user_id"),
 )
 
+# Agent asks (issue #28, migration 0012_agent_asks): one row per MCP ask, pointing at its
+# bundle; an open row's (owner, scope, retry_key) is unique, so concurrent retries of one ask
+# in several processes find one question.
+_OPEN_ASK = sa.text("state = 'open'")
+agent_asks = sa.Table(
+    "agent_asks",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("owner", Key, nullable=False),
+    sa.Column("scope", Key, nullable=False),
+    sa.Column("retry_key", Key, nullable=False),
+    sa.Column("pending_id", Key, nullable=False),
+    sa.Column("session_id", Key, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("as_task", sa.Boolean, nullable=False),
+    sa.Index(
+        "ux_agent_asks_open_key",
+        "owner",
+        "scope",
+        "retry_key",
+        unique=True,
+        sqlite_where=_OPEN_ASK,
+        postgresql_where=_OPEN_ASK,
+    ),
+    sa.Index("ix_agent_asks_owner_scope", "owner", "scope", "state", "created_at"),
+)
+
 TABLE_NAMES = tuple(metadata.tables)

@@ -1,0 +1,132 @@
+"""The SQL :class:`clarion.ports.asks.AskRecords`: ``agent_asks``, one row per agent ask.
+
+The partial unique index on the open rows' ``(owner, scope, retry_key)`` makes
+:meth:`SqlAskRecords.reserve` atomic across processes on SQLite and PostgreSQL alike: a second
+open row for one key fails to insert, and the loser reads the winner's row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, RowMapping
+
+from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.schema import agent_asks
+from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskRecord, AskState
+
+_t = agent_asks.c
+
+
+def _record(row: RowMapping) -> AskRecord:
+    return AskRecord(
+        id=row["id"],
+        owner=row["owner"],
+        scope=row["scope"],
+        retry_key=row["retry_key"],
+        pending_id=row["pending_id"],
+        session_id=row["session_id"],
+        created_at=row["created_at"],
+        state=AskState(row["state"]),
+        as_task=bool(row["as_task"]),
+    )
+
+
+class SqlAskRecords:
+    """See the module docstring."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = check_engine(engine)
+        self._writes = for_writes(engine)
+
+    def _one(self, query: sa.Select[Any]) -> AskRecord | None:
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(query).mappings().first()
+        return _record(row) if row is not None else None
+
+    def _holder(self, owner: str, scope: str, retry_key: str) -> sa.Select[Any]:
+        return sa.select(agent_asks).where(
+            _t.owner == owner,
+            _t.scope == scope,
+            _t.retry_key == retry_key,
+            _t.state == AskState.OPEN.value,
+        )
+
+    def reserve(self, record: AskRecord) -> AskRecord:
+        stored = attrs.evolve(record, state=AskState.OPEN)
+        while True:
+            try:
+                with self._writes.begin() as connection:
+                    connection.execute(
+                        sa.insert(agent_asks).values(
+                            id=stored.id,
+                            owner=stored.owner,
+                            scope=stored.scope,
+                            retry_key=stored.retry_key,
+                            pending_id=stored.pending_id,
+                            session_id=stored.session_id,
+                            created_at=stored.created_at,
+                            state=stored.state.value,
+                            as_task=stored.as_task,
+                        )
+                    )
+            except sa.exc.IntegrityError:
+                held = self._one(self._holder(stored.owner, stored.scope, stored.retry_key))
+                if held is not None:
+                    return held
+                continue  # the holder was returned meanwhile: the key is free again
+            return stored
+
+    def get(self, ask_id: str) -> AskRecord | None:
+        return self._one(sa.select(agent_asks).where(_t.id == ask_id))
+
+    def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:
+        held = self._one(self._holder(owner, scope, retry_key))
+        if held is not None or not retry_key.startswith(IDEMPOTENCY_PREFIX):
+            return held
+        return self._one(
+            sa.select(agent_asks)
+            .where(
+                _t.owner == owner,
+                _t.scope == scope,
+                _t.retry_key == retry_key,
+                _t.state == AskState.RETURNED.value,
+            )
+            .order_by(_t.created_at.desc(), _t.id.desc())
+            .limit(1)
+        )
+
+    def waiting(self, owner: str, scope: str, limit: int) -> tuple[AskRecord, ...]:
+        query = (
+            sa.select(agent_asks)
+            .where(
+                _t.owner == owner,
+                _t.scope == scope,
+                _t.state == AskState.OPEN.value,
+                _t.as_task.is_(False),
+            )
+            .order_by(_t.created_at, _t.id)
+            .limit(limit)
+        )
+        with read_transaction(self._engine) as connection:
+            return tuple(_record(row) for row in connection.execute(query).mappings())
+
+    def repoint(self, ask_id: str, pending_id: str, session_id: str) -> None:
+        with self._writes.begin() as connection:
+            connection.execute(
+                sa.update(agent_asks)
+                .where(_t.id == ask_id)
+                .values(pending_id=pending_id, session_id=session_id)
+            )
+
+    def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
+        with self._writes.begin() as connection:
+            result = connection.execute(
+                sa.update(agent_asks)
+                .where(_t.id == ask_id, _t.state.in_([state.value for state in from_states]))
+                .values(state=to.value)
+            )
+        return bool(result.rowcount)
