@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 import structlog
@@ -103,7 +103,9 @@ class ToolCall:
     params: CallToolRequestParams | None = None
 
 
-ToolOutcome = CallToolResult | InputRequiredResult
+# A tool's result: the standard one, a 2026-07-28 input_required round, or a result shape an
+# extension owns (the tasks extension's CreateTaskResult, as its wire JSON).
+ToolOutcome = CallToolResult | InputRequiredResult | dict[str, Any]
 ToolHandler = Callable[[ToolCall], Awaitable[ToolOutcome]]
 
 
@@ -122,7 +124,7 @@ def json_result(data: Mapping[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
+def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
     request = ctx.request
     if not isinstance(request, Request):
         return None
@@ -170,7 +172,7 @@ def build_server(
         entry = by_name.get(params.name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool: {params.name}")
-        caller = _caller_of(ctx)
+        caller = caller_of(ctx)
         if caller is None:
             return error_result("UNAUTHORIZED", AUTH_REQUIRED)
         step = 0
@@ -222,7 +224,9 @@ def build_server(
         name,
         version=version,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # The SDK types the handler's result as the core shapes; the runner passes an
+        # extension's claimed shape (a mapping with its own resultType) through unchanged.
+        on_call_tool=cast("Any", call_tool),
         get_tool_input_schema=input_schema,
     )
 

@@ -47,7 +47,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
-from clarion.adapters.mcp import tools
+from clarion.adapters.mcp import tasks, tools
 from clarion.adapters.mcp.agent import AgentBinding
 from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
@@ -57,11 +57,13 @@ from clarion.adapters.mcp.server import (
     Caller,
     DuplicateKeyGate,
     RegisteredTool,
+    ToolCall,
     ToolHandler,
     bearer_token,
     build_server,
     is_legacy_request,
 )
+from clarion.app.usecases.agent_asks import AGENT_SCOPE, session_scope
 from clarion.app.usecases.agents import AgentSessions
 from clarion.app.usecases.auth import Authentication, hash_credential
 from clarion.app.usecases.services import Services
@@ -114,10 +116,12 @@ def _asking_tools(
     progress_interval: float,
     session_scope: tools.SessionScope = tools.bound_session,
     *,
+    ask_scope: Callable[[ToolCall], str],
     elicitation: Elicitation | None = None,
 ) -> list[RegisteredTool]:
     """The tools of an agent's surfaces: ask the user (in the session ``session_scope``
-    picks, offering a form through ``elicitation`` when given), list tasks."""
+    picks, offering a form through ``elicitation`` when given; recorded under
+    ``ask_scope(call)`` when the services keep agents' asks), list tasks."""
     handlers = {
         names.ask: tools.ask_handler(
             services.asking,
@@ -125,10 +129,40 @@ def _asking_tools(
             progress_interval=progress_interval,
             session_scope=session_scope,
             elicitation=elicitation,
+            agent_asks=services.agent_asks,
+            ask_scope=ask_scope,
         ),
         names.list_tasks: tools.list_tasks_handler(services.host),
     }
     return _register(session_tools(names), handlers)
+
+
+def _agent_server(
+    name: str,
+    services: Services,
+    registered: list[RegisteredTool],
+    names: ToolNames,
+    *,
+    forms: bool,
+) -> Server[Any]:
+    """An agent surface's server; with the services keeping agents' asks it also serves the
+    tasks extension (:mod:`clarion.adapters.mcp.tasks`)."""
+    server = build_server(
+        name,
+        SERVER_VERSION,
+        registered,
+        metrics=services.metrics,
+        tracer=services.tracer,
+    )
+    if services.agent_asks is not None:
+        tasks.TaskMethods(
+            services.agent_asks,
+            services.resolver,
+            tool_result=lambda status: tools.settled_result(status, tool=names.ask),
+            ttl_ms=None,
+            forms=forms,
+        ).install(server)
+    return server
 
 
 def session_server(
@@ -152,14 +186,15 @@ def session_server(
         if elicitation
         else None
     )
-    registered = _asking_tools(services, names or ToolNames(), progress_interval, elicitation=offer)
-    return build_server(
-        "clarion-session",
-        SERVER_VERSION,
-        registered,
-        metrics=services.metrics,
-        tracer=services.tracer,
+    names = names or ToolNames()
+    registered = _asking_tools(
+        services,
+        names,
+        progress_interval,
+        ask_scope=lambda call: session_scope(call.caller.session_id),
+        elicitation=offer,
     )
+    return _agent_server("clarion-session", services, registered, names, forms=elicitation)
 
 
 def agent_server(
@@ -171,16 +206,15 @@ def agent_server(
 ) -> Server[Any]:
     """The agent surface's server: the in-session surface's tools, each ask in the session
     ``binding`` picks for it (one per MCP session, or one per call without one)."""
+    names = names or ToolNames()
     registered = _asking_tools(
-        services, names or ToolNames(), progress_interval, binding.session_scope
+        services,
+        names,
+        progress_interval,
+        binding.session_scope,
+        ask_scope=lambda call: AGENT_SCOPE,
     )
-    return build_server(
-        "clarion-agent",
-        SERVER_VERSION,
-        registered,
-        metrics=services.metrics,
-        tracer=services.tracer,
-    )
+    return _agent_server("clarion-agent", services, registered, names, forms=False)
 
 
 def _session_id(scope: Scope) -> str:

@@ -6,30 +6,35 @@ exactly these and the catalog documents exactly what the servers register.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
 import structlog
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
 from clarion.adapters import wire
-from clarion.adapters.mcp import arguments
+from clarion.adapters.mcp import arguments, tasks
 from clarion.adapters.mcp.elicitation import Elicitation
-from clarion.adapters.mcp.errors import tool_error
+from clarion.adapters.mcp.errors import WAIT_ENDED_MESSAGE, tool_error
 from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.adapters.wire import models
+from clarion.app.usecases.agent_asks import AgentAsks, Asker, AskStatus
 from clarion.app.usecases.ask import Asking, AskResult
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
+from clarion.domain.asks import retry_key
 from clarion.domain.errors import ClarionError, ValidationError
 from clarion.domain.resolved_by import Surface
 from clarion.ports.system import Clock
+from clarion.ports.waiters import WaitEnded
 
 WAITING_MESSAGE: Final = "Waiting for your response in Clarion"
 # The ask result's top-level keys; a question id equal to one would be ambiguous in the map.
-RESERVED_QUESTION_IDS: Final = frozenset({"rejected", "reject_reason"})
+EARLIER_KEY: Final = "earlier_answers"
+RESERVED_QUESTION_IDS: Final = frozenset({"rejected", "reject_reason", EARLIER_KEY})
 
 _log = structlog.get_logger(__name__)
 
@@ -114,6 +119,42 @@ async def bound_session(call: ToolCall, args: arguments.AskArguments) -> AsyncIt
     yield call.caller.session_id
 
 
+def wait_ended_result(exc: WaitEnded, *, tool: str) -> CallToolResult:
+    """The ask tool's ``WAIT_ENDED`` error when its ask is recorded (issue #28), telling the
+    agent how to get the answer later: the same call made again returns it at once if
+    someone gave it meanwhile, waits for it while the question is open, and asks anew only
+    if the question was closed without an answer."""
+    result = tool_error(exc, tool=tool)
+    text = (
+        f"{WAIT_ENDED_MESSAGE}. Nobody has answered question {exc.pending_id} yet. To get the "
+        f"answer, call {tool} again with exactly the same arguments: that call returns the "
+        "answer at once if someone has given it meanwhile, and otherwise waits for it again "
+        "without asking a second time (if the question was closed without an answer, it is "
+        "asked anew)."
+    )
+    result.content = [TextContent(type="text", text=text)]
+    return result
+
+
+def _earlier_json(earlier: Sequence[AskStatus]) -> list[dict[str, Any]]:
+    return [
+        wire.unstructure(
+            models.EarlierAnswer(
+                pending_id=status.record.pending_id,
+                status="answered" if status.result is not None else "closed",
+                answers=ask_result_json(status.result) if status.result is not None else None,
+            )
+        )
+        for status in earlier
+    ]
+
+
+def _earlier_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    lines = ["Answers to questions you asked earlier, whose calls ended before the answer came:"]
+    lines += [json.dumps(entry, sort_keys=True, ensure_ascii=False) for entry in entries]
+    return "\n".join(lines)
+
+
 def ask_handler(
     asking: Asking,
     *,
@@ -121,6 +162,9 @@ def ask_handler(
     progress_interval: float,
     session_scope: SessionScope = bound_session,
     elicitation: Elicitation | None = None,
+    agent_asks: AgentAsks | None = None,
+    ask_scope: Callable[[ToolCall], str] | None = None,
+    task_ttl_ms: int | None = None,
 ) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
@@ -129,6 +173,11 @@ def ask_handler(
     (only on the in-session endpoint, whose scope is the caller's session), a client that
     declared form elicitation is also offered the bundle as a form
     (:mod:`clarion.adapters.mcp.elicitation`); arguments and results do not change.
+
+    With ``agent_asks`` every ask is recorded under ``ask_scope(call)`` (issue #28): a retry
+    of the same ask attaches to it, a client that declared the tasks extension gets a task
+    (:mod:`clarion.adapters.mcp.tasks`, kept ``task_ttl_ms``), and a result carries the
+    outcomes of the caller's earlier asks whose calls ended first (``earlier_answers``).
     """
 
     async def handle(call: ToolCall) -> ToolOutcome:
@@ -138,26 +187,95 @@ def ask_handler(
         async def on_progress(count: int) -> None:
             await call.report_progress(float(count), WAITING_MESSAGE)
 
-        async with session_scope(call, args) as session_id:
-            if elicitation is not None and elicitation.applies(call):
-                result = await elicitation.ask(
-                    call, args, on_progress=on_progress, progress_interval=progress_interval
+        if agent_asks is None or ask_scope is None:
+            async with session_scope(call, args) as session_id:
+                result = await _plain_ask(call, args, session_id, on_progress)
+            return (
+                result
+                if isinstance(result, InputRequiredResult)
+                else json_result(ask_result_json(result))
+            )
+        asker = Asker.of(call.caller.identity, call.caller.credential, ask_scope(call))
+        key = retry_key(tasks.idempotency_key(call), call.arguments)
+        record = await agent_asks.find(asker, key)
+        if tasks.wants_task(call):
+            if record is None:
+                async with session_scope(call, args) as session_id:
+                    record = await agent_asks.start_task(
+                        asker,
+                        key,
+                        session_id,
+                        args.questions,
+                        args.context,
+                        context_paragraphs=args.context_paragraphs,
+                    )
+            _log.info("mcp_task_created", pending_id=record.pending_id)
+            return tasks.created_result(record, ttl_ms=task_ttl_ms)
+        try:
+            if record is not None:
+                result = await agent_asks.attach(
+                    asker, record, on_progress=on_progress, progress_interval=progress_interval
                 )
             else:
-                result = await asking.ask(
-                    call.caller.identity,
-                    session_id,
-                    args.questions,
-                    args.context,
-                    context_paragraphs=args.context_paragraphs,
-                    on_progress=on_progress,
-                    progress_interval=progress_interval,
-                )
+                async with session_scope(call, args) as session_id:
+                    if elicitation is not None and elicitation.applies(call):
+                        result = await elicitation.ask(
+                            call, args, on_progress=on_progress, progress_interval=progress_interval
+                        )
+                    else:
+                        result = await agent_asks.ask(
+                            asker,
+                            key,
+                            session_id,
+                            args.questions,
+                            args.context,
+                            context_paragraphs=args.context_paragraphs,
+                            on_progress=on_progress,
+                            progress_interval=progress_interval,
+                        )
+        except WaitEnded as exc:
+            return wait_ended_result(exc, tool=tool)
         if isinstance(result, InputRequiredResult):
             return result
-        return json_result(ask_result_json(result))
+        data = ask_result_json(result)
+        earlier = await agent_asks.take_earlier(asker, besides=result.pending_id)
+        if not earlier:
+            return json_result(data)
+        entries = _earlier_json(earlier)
+        outcome = json_result(data | {EARLIER_KEY: entries})
+        outcome.content.append(TextContent(type="text", text=_earlier_text(entries)))
+        return outcome
+
+    async def _plain_ask(
+        call: ToolCall,
+        args: arguments.AskArguments,
+        session_id: str,
+        on_progress: Callable[[int], Awaitable[None]],
+    ) -> AskResult | InputRequiredResult:
+        if elicitation is not None and elicitation.applies(call):
+            return await elicitation.ask(
+                call, args, on_progress=on_progress, progress_interval=progress_interval
+            )
+        return await asking.ask(
+            call.caller.identity,
+            session_id,
+            args.questions,
+            args.context,
+            context_paragraphs=args.context_paragraphs,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+        )
 
     return handle
+
+
+def settled_result(status: AskStatus, *, tool: str) -> CallToolResult:
+    """A recorded ask's outcome exactly as the blocking ask tool returns it (for
+    ``tasks/get``): the answers, or its ``WAIT_ENDED`` error when it closed unanswered."""
+    if status.result is not None:
+        return json_result(ask_result_json(status.result))
+    assert status.ended is not None
+    return tool_error(status.ended, tool=tool)
 
 
 def list_tasks_handler(host: HostOperations) -> ToolHandler:

@@ -708,12 +708,25 @@ class AskInput:
 
 
 @attrs.frozen
+class EarlierAnswer:
+    """The outcome of an earlier ask of the same agent whose call ended before it came,
+    handed over once with a later ask's result (issue #28): ``answers`` is that ask's own
+    result (the shape of this one), or null when the question closed without an answer."""
+
+    pending_id: str
+    status: Literal["answered", "closed"]
+    answers: dict[str, Any] | None
+
+
+@attrs.frozen
 class AskOutput:
     """The ask tool's result (facts §2.9): ``rejected`` and ``reject_reason`` always, and every
-    other key a question id holding its :class:`AskedAnswer` (the keys are the agent's own)."""
+    other key a question id holding its :class:`AskedAnswer` (the keys are the agent's own);
+    ``earlier_answers`` only when earlier asks' late outcomes are handed over (issue #28)."""
 
     rejected: bool
     reject_reason: str
+    earlier_answers: list[EarlierAnswer] | None = None
 
 
 TOOL_INPUTS: Final[tuple[type[Any], ...]] = (

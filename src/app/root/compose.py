@@ -32,6 +32,7 @@ from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.mcp import build_mcp
 from clarion.adapters.memory import (
     InMemoryAnswerLinkStore,
+    InMemoryAskRecords,
     InMemoryClaimRepository,
     InMemoryHostRepository,
     InMemoryNotificationStore,
@@ -46,6 +47,7 @@ from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
     SqlAnswerLinkStore,
+    SqlAskRecords,
     SqlClaimRepository,
     SqlHostRepository,
     SqlNotificationStore,
@@ -72,6 +74,7 @@ from clarion.app.usecases.slack import PROVIDER as SLACK
 from clarion.app.usecases.slack import SlackAnswering
 from clarion.domain.errors import ClarionError, ValidationError, failure_fields
 from clarion.ports.answer_links import AnswerLinkStore
+from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher, EventSource
@@ -191,6 +194,8 @@ class Storage:
     answer_links: AnswerLinkStore | None = None
     # Routes and the outbox ``claims`` records events in (None: no notifications).
     notifications: NotificationStore | None = None
+    # Agents' asks (issue #28: retries, MCP tasks, late answers); None: kept in memory.
+    asks: AskRecords | None = None
     label: str = "provided by the host"
     engine: Engine | None = None
     check: Callable[[], object] | None = None  # the health probe (``/healthz``)
@@ -208,6 +213,7 @@ class Storage:
             tokens=InMemoryTokenStore(store, clock, ids),
             answer_links=InMemoryAnswerLinkStore(),
             notifications=InMemoryNotificationStore(store, clock, ids),
+            asks=InMemoryAskRecords(),
             label="in memory (nothing is kept)",
         )
 
@@ -224,6 +230,7 @@ class Storage:
             tokens=SqlTokenStore(engine, clock, ids),
             answer_links=SqlAnswerLinkStore(engine),
             notifications=SqlNotificationStore(engine, clock, ids),
+            asks=SqlAskRecords(engine),
             label=engine.url.render_as_string(hide_password=True),
             engine=engine,
             check=check,
@@ -701,6 +708,7 @@ def build_clarion(
         limits=settings.limits,
         metrics=metrics,
         tracer=tracing,
+        ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
     )
     metrics.observe_state(
         pending=claims.pending_summary,

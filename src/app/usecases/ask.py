@@ -68,6 +68,10 @@ ProgressCallback = Callable[[int], Awaitable[None]]
 # Another surface offering a bundle while its asker waits: called with the pending id and the
 # questions once the bundle is durable; returns what the resolver said to its answer, if any.
 Alongside = Callable[[str, tuple[Question, ...]], Awaitable[Resolution | None]]
+# Called with the pending id and session id once an ask knows its bundle (a new one, or an
+# identical live one it reuses, §2.7), before anything is written for it: a caller recording
+# the ask (clarion.app.usecases.agent_asks) raises to stop it.
+OnBundle = Callable[[str, str], Awaitable[None]]
 
 
 @attrs.frozen
@@ -273,6 +277,7 @@ class Asking:
         on_progress: ProgressCallback | None = None,
         progress_interval: float = PROGRESS_INTERVAL_S,
         alongside: Alongside | None = None,
+        on_bundle: OnBundle | None = None,
     ) -> AskResult:
         """``ask_user_question``: create the bundle, mark the session WAITING_FOR_INPUT, wait
         until answered or rejected, mark it RUNNING again, return the answers. While waiting,
@@ -281,7 +286,8 @@ class Asking:
         ``alongside(pending_id, questions)``, when given, runs once the bundle is durable and
         for as long as the wait lasts (it is cancelled when the wait ends): another surface
         offering the same bundle, whose answer goes through the resolver like any other and
-        reaches this wait as a live delivery.
+        reaches this wait as a live delivery. ``on_bundle`` runs once the pending id is known,
+        before anything is written (an exception from it ends the ask with nothing created).
 
         Raises:
             InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
@@ -293,6 +299,8 @@ class Asking:
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
+        if on_bundle is not None:
+            await on_bundle(prepared.pending_id, prepared.session.id)
 
         async def make_visible() -> bool:
             await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
@@ -323,12 +331,14 @@ class Asking:
         context: str,
         *,
         context_paragraphs: Sequence[str] = (),
+        on_bundle: OnBundle | None = None,
     ) -> tuple[str, tuple[Question, ...]]:
         """The first round of an ask whose answer comes back in a later call (the 2026-07-28
         MCP ``input_required`` round): create (or reuse, §2.7) the bundle, mark the session
         WAITING_FOR_INPUT and leave the bundle detached — nobody waits on it until
         :meth:`rejoin`, so an answer given meanwhile resumes the agent through the dispatcher
         (facts §4.9). Returns the pending id and the questions with their option ids.
+        ``on_bundle`` runs as in :meth:`ask`.
 
         Raises:
             InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
@@ -338,6 +348,8 @@ class Asking:
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
+        if on_bundle is not None:
+            await on_bundle(prepared.pending_id, prepared.session.id)
         await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
         await self._set_state(
             prepared.session.id,

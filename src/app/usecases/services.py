@@ -9,6 +9,7 @@ from __future__ import annotations
 import anyio
 import attrs
 
+from clarion.app.usecases.agent_asks import AgentAsks
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
@@ -17,6 +18,7 @@ from clarion.app.usecases.live import ASK_TIMEOUT_S, WATCH_INTERVAL_S, LiveReque
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
+from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -49,6 +51,10 @@ class Services:
     limits: Limits
     metrics: Metrics = attrs.field(factory=NoMetrics)
     tracer: Tracer = attrs.field(factory=NoTracer)
+    # Agents' asks as durable records (issue #28): exact retries, MCP tasks and late answers
+    # on the MCP surfaces. None when built without an AskRecords store: asks then end with
+    # their call, as before.
+    agent_asks: AgentAsks | None = None
 
 
 def build_services(
@@ -70,6 +76,7 @@ def build_services(
     watch_interval: float = WATCH_INTERVAL_S,
     metrics: Metrics | None = None,
     tracer: Tracer | None = None,
+    ask_records: AskRecords | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -80,7 +87,8 @@ def build_services(
     tokens stop working when the workspace owner they act as is deactivated; ``limits`` are
     the bounds every surface shares (defaults when None);
     ``watch_interval`` is how often a bystander's wait re-reads the bundle; ``metrics``
-    counts and times what happens (:class:`NoMetrics` when None).
+    counts and times what happens (:class:`NoMetrics` when None); ``ask_records`` keeps
+    agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks).
     """
     limits = limits if limits is not None else Limits()
     metrics = metrics if metrics is not None else NoMetrics()
@@ -107,20 +115,36 @@ def build_services(
         ask_timeout=ask_timeout,
         watch_interval=watch_interval,
     )
-    return Services(
-        resolver=resolver,
-        asking=Asking(
+    asking = Asking(
+        claims=claims,
+        host=host,
+        authorizer=authorizer,
+        waiters=waiters,
+        events=events,
+        ids=ids,
+        runner=runner,
+        ask_timeout=ask_timeout,
+        limits=limits,
+        metrics=metrics,
+    )
+    agent_asks = (
+        AgentAsks(
+            records=ask_records,
+            asking=asking,
             claims=claims,
-            host=host,
             authorizer=authorizer,
             waiters=waiters,
             events=events,
+            clock=clock,
             ids=ids,
             runner=runner,
-            ask_timeout=ask_timeout,
-            limits=limits,
-            metrics=metrics,
-        ),
+        )
+        if ask_records is not None
+        else None
+    )
+    return Services(
+        resolver=resolver,
+        asking=asking,
         requests=requests,
         listing=Listing(
             claims=claims, authorizer=authorizer, runner=runner, max_page_size=limits.max_page_size
@@ -146,4 +170,5 @@ def build_services(
         limits=limits,
         metrics=metrics,
         tracer=tracer,
+        agent_asks=agent_asks,
     )

@@ -31,6 +31,7 @@ from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.rest import create_rest_app
 from clarion.adapters.resume import CallableResumeDispatcher
 from clarion.adapters.sql import (
+    SqlAskRecords,
     SqlClaimRepository,
     SqlHostRepository,
     SqlTokenStore,
@@ -185,6 +186,7 @@ class McpWorld:
             ask_timeout=ask_timeout,
             users=tokens,
             limits=limits,
+            ask_records=SqlAskRecords(engine),
         )
         authentication = authentication_class(tokens, clock, ids)
         surfaces = build_mcp(

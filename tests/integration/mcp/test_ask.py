@@ -249,7 +249,7 @@ async def test_a_wait_that_ends_unanswered_is_a_tool_error_and_the_bundle_stays_
         url = world.session_url(agent.session.id)
         async with mcp_client(url, token=agent.token, mode=mode) as client:
             text, details = tool_error(await client.call_tool(ASK, {"questions": question_args(1)}))
-        assert text == "clarification request timed out or was cancelled"
+        assert text.startswith("clarification request timed out or was cancelled. ")
         assert details["code"] == "WAIT_ENDED"
         assert details["reason"] == "timeout"
         pending_id = details["pending_id"]
