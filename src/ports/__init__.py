@@ -7,6 +7,7 @@ from clarion.ports.claims import (
     ClaimRepository,
     ClaimResult,
     LiveDelivery,
+    ProcessLease,
     ReconcileReport,
     ResumeRecord,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "IdGenerator",
     "LinkUse",
     "LiveDelivery",
+    "ProcessLease",
     "ReconcileReport",
     "ResumeDispatcher",
     "ResumeRecord",
