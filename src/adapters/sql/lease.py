@@ -85,11 +85,11 @@ class PostgresLease:
         self._lock = threading.Lock()
         self._connection: Connection | None = None
         self._key: int | None = None
+        self._held: str | None = None  # read without the lock: a claim never waits on renew
 
     @property
     def process_id(self) -> str | None:
-        with self._lock:
-            return str(self._key) if self._connection is not None else None
+        return self._held
 
     def acquire(self) -> str:
         """Take the lease (idempotent); returns the process id.
@@ -148,7 +148,7 @@ class PostgresLease:
             for key in candidates:
                 taken = connection.execute(_TAKE, {"class_id": LEASE_CLASS, "key": key})
                 if taken.scalar_one():
-                    self._connection, self._key = connection, key
+                    self._connection, self._key, self._held = connection, key, str(key)
                     log.info("lease.held", process_id=str(key))
                     return
         except BaseException:
@@ -158,6 +158,7 @@ class PostgresLease:
         raise LeaseUnavailable(f"no free liveness lease key (tried {len(candidates)})")
 
     def _drop(self) -> None:
+        self._held = None
         if self._connection is not None:
             connection, self._connection = self._connection, None
             try:
