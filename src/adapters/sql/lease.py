@@ -109,7 +109,8 @@ class PostgresLease:
 
         Raises:
             sqlalchemy.exc.DBAPIError: the lease was lost and the database is unreachable
-                (the next renew tries again).
+                (the next renew tries again; meanwhile claims record no process).
+            LeaseUnavailable: the lease was lost and no key could be taken again.
         """
         with self._lock:
             if self._connection is not None:
@@ -163,8 +164,8 @@ class PostgresLease:
             connection, self._connection = self._connection, None
             try:
                 connection.close()
-            except DBAPIError:
-                log.debug("lease.close_failed", exc_info=True)
+            except DBAPIError as exc:  # its session is gone either way
+                log.debug("lease.close_failed", error=type(exc).__qualname__)
 
 
 def lease_for(engine: Engine) -> PostgresLease | None:

@@ -24,7 +24,6 @@ import anyio
 import attrs
 import structlog
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
@@ -410,8 +409,8 @@ async def _keep_recovering(
         if lease is not None:
             try:
                 await anyio.to_thread.run_sync(lease.renew)
-            except DBAPIError:
-                log.warning("lease.renew_failed", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - the database is away: the next round retries
+                log.warning("lease.renew_failed", **failure_fields(exc))
         try:
             await _recover(services, clock, settings)
         except ClarionError as exc:
