@@ -24,6 +24,7 @@ from clarion.adapters.memory import (
     InMemoryHostRepository,
     InMemoryStore,
     InMemoryTokenStore,
+    InProcessLeases,
 )
 from clarion.adapters.system import UuidIds
 from clarion.domain import (
@@ -51,6 +52,7 @@ from clarion.ports.testing import (
     ContractWorld,
     HostRepositoryContract,
     ManualClock,
+    Replica,
     claim,
 )
 
@@ -199,12 +201,21 @@ def host_world() -> HostWorld:
     """A fresh store per test, every port reading one settable clock (the suites need it)."""
     store, clock, ids = InMemoryStore(), ManualClock(), UuidIds()
     audit: list[AuditEntry] = []
+    leases = InProcessLeases()
+
+    def replica() -> Replica:
+        """Another process on the same store, with a liveness lease of its own (issue #28)."""
+        lease = leases.lease()
+        inner = InMemoryClaimRepository(store, clock, ids, lease=lease)
+        return Replica(claims=AuditedClaimRepository(inner, audit), end=lease.release)
+
     world = ContractWorld(
         host=InMemoryHostRepository(store, clock, ids),
         claims=AuditedClaimRepository(InMemoryClaimRepository(store, clock, ids), audit),
         tokens=InMemoryTokenStore(store, clock, ids),
         clock=clock,
         storage_names=store.collection_names,
+        replica=replica,
     )
     return HostWorld(world=world, audit=audit)
 

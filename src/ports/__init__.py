@@ -8,6 +8,7 @@ from clarion.ports.claims import (
     ClaimRepository,
     ClaimResult,
     LiveDelivery,
+    ProcessLease,
     ReconcileReport,
     ResumeRecord,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "IdGenerator",
     "LinkUse",
     "LiveDelivery",
+    "ProcessLease",
     "ReconcileReport",
     "ResumeDispatcher",
     "ResumeRecord",

@@ -83,6 +83,27 @@ class ResumeRecord:
         )
 
 
+class ProcessLease(Protocol):
+    """A serving process's liveness lease (issue #28): recovery rolls back at once the
+    deliveries of a process that is gone, and keeps its grace period for live ones.
+
+    A claim repository given a lease records, with every claim it wins and in the claim's
+    own write (P1), the ``process_id`` the lease holds at that moment; the marker's removal
+    (finalize, resume, restore, recovery) drops it.
+    """
+
+    @property
+    def process_id(self) -> str | None:
+        """This process's id while it holds its lease; None before it is taken or after it was
+        released (claims then record no process)."""
+        ...
+
+    def gone(self, process_ids: Collection[str]) -> frozenset[str]:
+        """The ids among ``process_ids`` whose lease nobody holds: their processes ended (or
+        lost their hold on the store). Never includes a process that holds its lease."""
+        ...
+
+
 class ClaimRepository(Protocol):
     """Durable clarification rows and every transition on them.
 
@@ -300,5 +321,10 @@ class ClaimRepository(Protocol):
         With ``older_than``, only bundles whose marked rows were all claimed at or before it
         are touched, so a replica recovering never undoes a delivery another replica is
         finishing right now (the claim stamps ``updated_at``; finalize and restore are bounded
-        by the resume wait)."""
+        by the resume wait) — except a delivery whose process is gone (issue #28): when every
+        marked row of a bundle was claimed under a :class:`ProcessLease` process id that this
+        repository's lease reports gone (:meth:`ProcessLease.gone`), the bundle is recovered at
+        once, whatever its age. A delivery made by a live process (this one included), or whose
+        process was not recorded (a claim made without a lease), keeps the ``older_than``
+        grace; a repository without a lease applies the grace to every delivery."""
         ...

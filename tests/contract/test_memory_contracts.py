@@ -14,6 +14,7 @@ from clarion.adapters.memory import (
     InMemoryHostRepository,
     InMemoryStore,
     InMemoryTokenStore,
+    InProcessLeases,
 )
 from clarion.adapters.system import UuidIds
 from clarion.app.usecases.authorization import HostTaskAuthorizer
@@ -25,6 +26,7 @@ from clarion.ports.testing import (
     ContractWorld,
     HostRepositoryContract,
     ManualClock,
+    Replica,
     TaskAuthorizerContract,
     TokenStoreContract,
 )
@@ -32,12 +34,20 @@ from clarion.ports.testing import (
 
 def memory_world() -> ContractWorld:
     store, clock, ids = InMemoryStore(), ManualClock(), UuidIds()
+    leases = InProcessLeases()
+
+    def replica() -> Replica:
+        lease = leases.lease()
+        claims = InMemoryClaimRepository(store, clock, ids, lease=lease)
+        return Replica(claims=claims, end=lease.release)
+
     return ContractWorld(
         host=InMemoryHostRepository(store, clock, ids),
         claims=InMemoryClaimRepository(store, clock, ids),
         tokens=InMemoryTokenStore(store, clock, ids),
         clock=clock,
         storage_names=store.collection_names,
+        replica=replica,
     )
 
 

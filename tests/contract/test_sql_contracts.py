@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack
+
 import pytest
 from sqlalchemy.engine import Engine
 
@@ -53,8 +56,9 @@ class TestSqliteHostTaskAuthorizer(TaskAuthorizerContract):
 @pytest.mark.postgres
 class TestPostgresClaimRepository(ClaimRepositoryContract):
     @pytest.fixture(name="world")
-    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
-        return sql_world(postgres_engine)
+    def fixture_world(self, postgres_engine: Engine) -> Iterator[ContractWorld]:
+        with ExitStack() as cleanup:  # the replicas' leases
+            yield sql_world(postgres_engine, cleanup=cleanup)
 
 
 @pytest.mark.postgres

@@ -4,6 +4,7 @@ from clarion.adapters.memory.answer_links import InMemoryAnswerLinkStore
 from clarion.adapters.memory.asks import InMemoryAskRecords
 from clarion.adapters.memory.claims import InMemoryClaimRepository
 from clarion.adapters.memory.host import InMemoryHostRepository
+from clarion.adapters.memory.leases import InProcessLease, InProcessLeases
 from clarion.adapters.memory.notifications import InMemoryNotificationStore
 from clarion.adapters.memory.store import InMemoryStore
 from clarion.adapters.memory.tokens import InMemoryTokenStore
@@ -16,4 +17,6 @@ __all__ = [
     "InMemoryNotificationStore",
     "InMemoryStore",
     "InMemoryTokenStore",
+    "InProcessLease",
+    "InProcessLeases",
 ]

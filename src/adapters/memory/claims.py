@@ -65,6 +65,7 @@ from clarion.ports.claims import (
     ActiveLimit,
     ClaimResult,
     LiveDelivery,
+    ProcessLease,
     ReconcileReport,
     ResumeRecord,
 )
@@ -78,12 +79,19 @@ class InMemoryClaimRepository:
     so each is one atomic step and exactly one concurrent claim can win."""
 
     def __init__(
-        self, store: InMemoryStore, clock: Clock, ids: IdGenerator, *, notifications: bool = True
+        self,
+        store: InMemoryStore,
+        clock: Clock,
+        ids: IdGenerator,
+        *,
+        notifications: bool = True,
+        lease: ProcessLease | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._ids = ids
         self._notifications = notifications
+        self._lease = lease
 
     def _record(self, pending_id: str, event: str, now: datetime) -> None:
         """Issue #17: the event joins the transition's atomic step (the store lock is held),
@@ -135,7 +143,10 @@ class InMemoryClaimRepository:
         metadata = change(copy.deepcopy(dict(record.metadata)))
         new = transitions.rewritten(record, frozen_metadata(metadata), updated_at, resolved_by)
         self._store.put_message(new)
-        return parse_row(new)
+        row = parse_row(new)
+        if not row.delivery_pending:
+            self._store.delivery_processes.pop(row.id, None)  # leaves with the marker
+        return row
 
     def create_bundle(
         self,
@@ -202,6 +213,12 @@ class InMemoryClaimRepository:
             changes = [(rec, self._claim_change(row, terminal, responses)) for rec, row in claimed]
             now = self._clock.now()
             rows = [self._write(rec, change, now, resolved_by) for rec, change in changes]
+            process_id = self._lease.process_id if self._lease is not None else None
+            for row in rows:
+                if process_id is None:
+                    self._store.delivery_processes.pop(row.id, None)
+                else:
+                    self._store.delivery_processes[row.id] = process_id
             self._record(pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
@@ -431,7 +448,10 @@ class InMemoryClaimRepository:
             )
             for pending_id in pending_ids:
                 marked = self._delivery_rows(pending_id)
-                if older_than is not None and any(row.updated_at > older_than for _, row in marked):
+                young = older_than is not None and any(
+                    row.updated_at > older_than for _, row in marked
+                )
+                if young and not self._process_gone([row.id for _, row in marked]):
                     continue  # a delivery that may still be in flight elsewhere
                 if self._has_resume_record(pending_id):
                     for rec, _ in marked:
@@ -443,6 +463,14 @@ class InMemoryClaimRepository:
                     self._write(rec, transitions.restored, now)
                 restored.append(pending_id)
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
+
+    def _process_gone(self, row_ids: Sequence[str]) -> bool:
+        """Issue #28: every row was claimed under a recorded process whose lease is free."""
+        processes = [self._store.delivery_processes.get(row_id) for row_id in row_ids]
+        if self._lease is None or not processes or None in processes:
+            return False
+        recorded = {process for process in processes if process is not None}
+        return self._lease.gone(recorded) == recorded
 
     def list_active_bundles(self, query: ListQuery) -> ListPage:
         return list_active_bundles(self._store, query)

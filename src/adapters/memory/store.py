@@ -55,6 +55,9 @@ class InMemoryStore:
     # linked to users (keyed by provider, account id): issue #18.
     posted_messages: dict[tuple[str, str, str], PostedMessage] = attrs.field(factory=dict)
     chat_user_links: dict[tuple[str, str], ChatUserLink] = attrs.field(factory=dict)
+    # The lease process id each row in delivery was claimed under (the SQL
+    # ``delivery_process`` column, issue #28), kept beside the row while it is marked.
+    delivery_processes: dict[str, str] = attrs.field(factory=dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
     _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
     _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)

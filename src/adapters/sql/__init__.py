@@ -15,6 +15,7 @@ from clarion.adapters.sql.filelock import acquire as hold_sqlite_file
 from clarion.adapters.sql.filelock import release as release_sqlite_file
 from clarion.adapters.sql.health import database_probe
 from clarion.adapters.sql.host import SqlHostRepository
+from clarion.adapters.sql.lease import PostgresLease, lease_for
 from clarion.adapters.sql.migrate import head_revision, upgrade_database
 from clarion.adapters.sql.notifications import SqlNotificationStore
 from clarion.adapters.sql.schema import TABLE_NAMES, metadata
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "TABLE_NAMES",
     "DatabaseInUse",
+    "PostgresLease",
     "SqlAnswerLinkStore",
     "SqlAskRecords",
     "SqlClaimRepository",
@@ -34,6 +36,7 @@ __all__ = [
     "database_probe",
     "head_revision",
     "hold_sqlite_file",
+    "lease_for",
     "metadata",
     "release_sqlite_file",
     "upgrade_database",

@@ -72,6 +72,7 @@ from clarion.ports.claims import (
     ActiveLimit,
     ClaimResult,
     LiveDelivery,
+    ProcessLease,
     ReconcileReport,
     ResumeRecord,
 )
@@ -145,13 +146,20 @@ class SqlClaimRepository:
     """
 
     def __init__(
-        self, engine: Engine, clock: Clock, ids: IdGenerator, *, notifications: bool = True
+        self,
+        engine: Engine,
+        clock: Clock,
+        ids: IdGenerator,
+        *,
+        notifications: bool = True,
+        lease: ProcessLease | None = None,
     ) -> None:
         self._engine = check_engine(engine)
         self._writes = for_writes(engine)
         self._clock = clock
         self._ids = ids
         self._notifications = notifications
+        self._lease = lease
 
     def _bits(self, event: str) -> int:
         """The ``event_bits`` a transition causing ``event`` marks its rows with."""
@@ -346,6 +354,8 @@ class SqlClaimRepository:
             return ClaimResult(claimed=False)
         answers, params = changes.claim_parameters(terminal, responses)
         params.update(resolver_values(resolved_by), event_bits=self._bits(RESOLVED))
+        # The claim records, in its own UPDATE, under whose lease it delivers (issue #28).
+        params["delivery_process"] = self._lease.process_id if self._lease is not None else None
         with self._writes.begin() as connection:
             lock_bundle(connection, pending_id)
             # Read inside the serialized section, so stamps follow commit order.
@@ -509,24 +519,47 @@ class SqlClaimRepository:
         return order_rows(parse_row(r) for r in written)
 
     def reconcile_undelivered(self, older_than: datetime | None = None) -> ReconcileReport:
+        """One indexed read finds what is in delivery (``statements.in_delivery``); bundles
+        past ``older_than`` are recovered, and younger ones only when every row's process is
+        gone (one question to the lease for all of them, issue #28), each in a transaction of
+        its own that checks again under the bundle's locks."""
         with read_transaction(self._engine) as connection:
-            marked = connection.execute(statements.marked_rows()).mappings()
-            found = {parse_row(message_record(row)).pending_id for row in marked}
-            pending_ids = sorted(pending_id for pending_id in found if pending_id)
+            found = connection.execute(statements.in_delivery()).all()
+        in_flight: dict[str, list[tuple[datetime, str | None]]] = {}
+        for pending_id, claimed_at, process in found:
+            if pending_id:
+                in_flight.setdefault(str(pending_id), []).append((claimed_at, process))
+        due: list[str] = []
+        young: dict[str, set[str]] = {}
+        for pending_id, rows in in_flight.items():
+            if older_than is None or all(claimed_at <= older_than for claimed_at, _ in rows):
+                due.append(pending_id)
+            elif all(process is not None for _, process in rows):
+                young[pending_id] = {process for _, process in rows if process is not None}
+        gone = self._gone(set().union(*young.values())) if young else frozenset()
+        due.extend(pending_id for pending_id, processes in young.items() if processes <= gone)
         restored: list[str] = []
         finalized: list[str] = []
-        for pending_id in pending_ids:
-            outcome = self._reconcile_one(pending_id, older_than)
+        for pending_id in sorted(due):
+            outcome = self._reconcile_one(pending_id, older_than, gone)
             if outcome is True:
                 restored.append(pending_id)
             elif outcome is False:
                 finalized.append(pending_id)
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
 
-    def _reconcile_one(self, pending_id: str, older_than: datetime | None) -> bool | None:
+    def _gone(self, processes: set[str]) -> frozenset[str]:
+        """The processes among ``processes`` whose lease is free (none without a lease)."""
+        if self._lease is None or not processes:
+            return frozenset()
+        return self._lease.gone(processes)
+
+    def _reconcile_one(
+        self, pending_id: str, older_than: datetime | None, gone: frozenset[str]
+    ) -> bool | None:
         """Finalize the bundle when its resume record exists (False), else roll its marked
-        rows back to pending (True); None when its delivery is younger than ``older_than``
-        and was left alone."""
+        rows back to pending (True); None when its delivery is younger than ``older_than``,
+        was made by a process not in ``gone``, and was left alone."""
         params = {"pending_id": pending_id}
         try:
             with self._writes.begin() as connection:
@@ -535,7 +568,9 @@ class SqlClaimRepository:
                 if not marked:
                     return None  # finished meanwhile
                 if older_than is not None and any(r.updated_at > older_than for r in marked):
-                    return None  # a delivery that may still be in flight elsewhere
+                    processes = connection.execute(statements.delivery_processes(), params)
+                    if not all(process in gone for process in processes.scalars()):
+                        return None  # a delivery that may still be in flight elsewhere
                 delivered = connection.execute(statements.resume_records(), params).first()
                 if delivered is not None:
                     changed = [(r, transitions.delivered(r.metadata)) for r in marked]

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from clarion.adapters.sql.metadata_sql import (
     is_clarification,
+    is_delivery_pending,
     is_pendingish,
     is_resolved,
     pending_id_of,
@@ -156,6 +157,10 @@ task_session_messages = sa.Table(
     # and cleared when the notification store takes the events into the outbox (migration
     # 0011; issues #15, #17).
     sa.Column("unannounced_events", sa.Integer, nullable=True),
+    # The liveness lease of the serving process whose claim put the row in delivery (issue
+    # #28): written by the claim's own UPDATE (P1), cleared with the delivery marker; NULL when
+    # not recorded (SQLite, older rows), which keeps recovery's grace period (migration 0013).
+    sa.Column("delivery_process", sa.Text, nullable=True),
     sa.Index("ix_task_session_messages_session_created", "task_session_id", "created_at"),
     sa.Index("ix_task_session_messages_turn_id", "turn_id"),
 )
@@ -216,6 +221,15 @@ sa.Index(
     messages.c.bundle_pending_id,
     sqlite_where=messages.c.unannounced_events.is_not(None),
     postgresql_where=messages.c.unannounced_events.is_not(None),
+)
+
+# Recovery finds the rows still in delivery here, every few seconds on PostgreSQL (issue #28):
+# its cost follows the deliveries in flight, not the message history.
+sa.Index(
+    "ix_task_session_messages_in_delivery",
+    messages.c.updated_at,
+    sqlite_where=sa.and_(is_clarification(messages), is_delivery_pending(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_delivery_pending(messages)),
 )
 
 users = sa.Table(

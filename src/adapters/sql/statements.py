@@ -149,6 +149,11 @@ def select_rows(kind: Guard) -> sa.Select[Any]:
     return sa.select(*MESSAGE_COLUMNS).where(guard(kind)).order_by(m.c.created_at, m.c.id)
 
 
+# The guards of the transitions that take the delivery marker off (finalize with a resume,
+# restore, recovery): their rows lose the delivery's process with it.
+_MARKER_LEAVES = frozenset({"marked", "finalizable", "restorable", "restorable_terminal"})
+
+
 @cache
 def rewrite(kind: Guard, count: int, *, touch: bool, release: bool = False) -> sa.Update:
     """ONE conditional UPDATE of ``count`` rows: each row ``id_<n>`` gets ``metadata_<n>``
@@ -165,6 +170,8 @@ def rewrite(kind: Guard, count: int, *, touch: bool, release: bool = False) -> s
         else_=m.c.metadata,
     )
     values: dict[str, Any] = {"metadata": new_metadata}
+    if kind in _MARKER_LEAVES:
+        values["delivery_process"] = sa.null()  # leaves with the marker (issue #28)
     if touch:
         values["updated_at"] = sa.bindparam("updated_at", type_=m.c.updated_at.type)
     if release:
@@ -184,7 +191,7 @@ def finalize() -> sa.Update:
     return (
         sa.update(m)
         .where(guard("marked"))
-        .values(metadata=json_remove(m, DELIVERY_PENDING))
+        .values(metadata=json_remove(m, DELIVERY_PENDING), delivery_process=sa.null())
         .returning(*MESSAGE_COLUMNS)
     )
 
@@ -293,9 +300,20 @@ def pending_summary() -> sa.Select[int, Any]:
 
 
 @cache
-def marked_rows() -> sa.Select[Any]:
-    """Every clarification row still marked ``response_delivery_pending`` (startup)."""
-    return sa.select(*MESSAGE_COLUMNS).where(is_clarification(m), is_delivery_pending(m))
+def in_delivery() -> sa.Select[Any]:
+    """Recovery's scan (issue #28): every clarification row still marked
+    ``response_delivery_pending`` — its pending id, claim time and the process that claimed
+    it — read from ``ix_task_session_messages_in_delivery`` alone, so a round costs what is in
+    delivery, not the message history."""
+    return sa.select(
+        pending_id_of(m).label("pending_id"), m.c.updated_at, m.c.delivery_process
+    ).where(is_clarification(m), is_delivery_pending(m))
+
+
+@cache
+def delivery_processes() -> sa.Select[Any]:
+    """The process each marked row of ``pending_id`` was claimed under (NULL: unrecorded)."""
+    return sa.select(m.c.delivery_process).where(guard("marked"))
 
 
 @cache
@@ -314,9 +332,10 @@ def claim(terminal: str, answers: int) -> sa.Update:
     (the ``claimable`` guard) takes ``terminal``, the delivery marker, ``updated_at``, who
     resolved (the ``resolver_*`` columns, bound by the same names; NULL when not recorded;
     issue #20), its notification event (``event_bits``: the ``resolved`` bit, or 0 for none;
-    :mod:`clarion.adapters.sql.outbox`) and — answered only — the response bound for its
-    question id (``question_<n>`` → ``response_<n>``, JSON text; NULL when none was given,
-    which the caller refuses)."""
+    :mod:`clarion.adapters.sql.outbox`), the process whose lease it was made under
+    (``delivery_process``, NULL for none; issue #28) and — answered only — the response
+    bound for its question id (``question_<n>`` → ``response_<n>``, JSON text; NULL when none
+    was given, which the caller refuses)."""
     values: dict[str, Any] = {
         STATUS: _param("terminal"),
         DELIVERY_PENDING: AsJson(const("true")),
@@ -337,6 +356,7 @@ def claim(terminal: str, answers: int) -> sa.Update:
             metadata=json_set(m, values),
             updated_at=sa.bindparam("updated_at", type_=m.c.updated_at.type),
             unannounced_events=marked(_bits()),
+            delivery_process=_param("delivery_process"),
             **{name: _param(name) for name in RESOLVER_COLUMNS},
         )
         .returning(*MESSAGE_COLUMNS)

@@ -46,6 +46,7 @@ from clarion.adapters.prometheus import METRICS_PATH, PrometheusMetrics, RouteTi
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.resume import OutboxResumeDispatcher, WebhookResumeDispatcher
 from clarion.adapters.sql import (
+    PostgresLease,
     SqlAnswerLinkStore,
     SqlAskRecords,
     SqlClaimRepository,
@@ -55,6 +56,7 @@ from clarion.adapters.sql import (
     create_engine,
     database_probe,
     hold_sqlite_file,
+    lease_for,
     release_sqlite_file,
     upgrade_database,
 )
@@ -202,6 +204,9 @@ class Storage:
     # The SQLite file held (locked) while this service serves: one process per file.
     lock_file: str | None = None
     close_probe: Callable[[], None] | None = None  # releases the health probe's engine
+    # PostgreSQL: this process's liveness lease (issue #28), which ``claims`` records with each
+    # claim; the lifespan takes it before serving and renews it with every recovery round.
+    lease: PostgresLease | None = None
 
     @classmethod
     def in_memory(cls, clock: Clock, ids: IdGenerator) -> Storage:
@@ -224,8 +229,9 @@ class Storage:
         """Clarion's SQL repositories on ``engine`` (SQLite or PostgreSQL), with a health
         probe of its own. The schema is migrated by :meth:`upgrade`, not here."""
         check, close_probe = database_probe(engine)
+        lease = lease_for(engine)
         return cls(
-            claims=SqlClaimRepository(engine, clock, ids),
+            claims=SqlClaimRepository(engine, clock, ids, lease=lease),
             host=SqlHostRepository(engine, clock, ids),
             tokens=SqlTokenStore(engine, clock, ids),
             answer_links=SqlAnswerLinkStore(engine),
@@ -236,6 +242,7 @@ class Storage:
             check=check,
             lock_file=lock_file,
             close_probe=close_probe,
+            lease=lease,
         )
 
     @property
@@ -393,14 +400,24 @@ def audit_records(settings: Settings) -> Iterator[ClaimRepository]:
 
 async def _recover(services: Services, clock: Clock, settings: Settings) -> None:
     # The grace is longer than any delivery can take (the resume wait is bounded at 30 s, live
-    # delivery at 35 s), so no process rolls back a delivery another one is still making.
+    # delivery at 35 s), so no process rolls back a delivery another live one is still making;
+    # a delivery whose process is gone (its lease is free) is rolled back at once (issue #28).
     grace = timedelta(seconds=settings.recovery_grace_s)
     await services.lifecycle.reconcile_on_startup(clock.now() - grace)
 
 
-async def _keep_recovering(services: Services, clock: Clock, settings: Settings) -> None:
+async def _keep_recovering(
+    services: Services, clock: Clock, settings: Settings, lease: PostgresLease | None
+) -> None:
+    """Every ``recovery_interval_s``: renew this process's lease, then recover (one indexed
+    read when nothing is in delivery). A failure is logged and the next round retries."""
     while True:
         await anyio.sleep(settings.recovery_interval_s)
+        if lease is not None:
+            try:
+                await anyio.to_thread.run_sync(lease.renew)
+            except Exception as exc:  # noqa: BLE001 - the database is away: the next round retries
+                log.warning("lease.renew_failed", **failure_fields(exc))
         try:
             await _recover(services, clock, settings)
         except ClarionError as exc:
@@ -752,6 +769,11 @@ def build_clarion(
                 # The lifespan owns the engine: its pool is released when serving ends (the
                 # engine stays usable, so Clarion.close() afterwards is harmless).
                 stack.callback(storage.engine.dispose)
+            if storage.lease is not None:
+                # Held before anything is claimed, released when serving has ended: while it
+                # is held, other replicas leave this process's deliveries to it (issue #28).
+                await anyio.to_thread.run_sync(storage.lease.acquire)
+                stack.callback(storage.lease.release)
             if live is not None:
                 # Entered early so it closes late: MCP asks still waiting end before it stops.
                 await stack.enter_async_context(live)
@@ -761,14 +783,17 @@ def build_clarion(
                 # so recover everything now.
                 await services.lifecycle.reconcile_on_startup()
             else:
-                # PostgreSQL: other processes may share the database, so recover only
-                # deliveries older than any in flight, and keep doing so, since a process that
-                # died leaves markers nobody else would clear.
+                # PostgreSQL: other processes may share the database, so recover the
+                # deliveries of processes that are gone and those older than any in flight,
+                # and keep doing so, since a process that dies leaves markers nobody else
+                # would clear.
                 await _recover(services, clock, settings)
             await _purge_sessions(authentication, runner)
             async with anyio.create_task_group() as background:
                 if not storage.recovers_at_once:
-                    background.start_soon(_keep_recovering, services, clock, settings)
+                    background.start_soon(
+                        _keep_recovering, services, clock, settings, storage.lease
+                    )
                 background.start_soon(_keep_purging_sessions, authentication, runner)
                 if worker is not None:
                     background.start_soon(worker.run_forever)

@@ -61,10 +61,11 @@ class Settings:
     # SQLite's durability: FULL (default: a commit survives power loss) or NORMAL (faster; the
     # last commits can be lost on power loss, never corrupted).
     sqlite_synchronous: SqliteSynchronous = "FULL"
-    # PostgreSQL recovery: only deliveries older than the grace period are rolled back (longer
-    # than any delivery can take), every interval.
+    # PostgreSQL recovery, every interval: a delivery whose process is gone (its liveness lease
+    # is free, issue #28) is rolled back at once; one by a live process only once it is older
+    # than the grace period (longer than any delivery can take).
     recovery_grace_s: float = 120.0
-    recovery_interval_s: float = 60.0
+    recovery_interval_s: float = 2.0
     # Crash tests only (clarion.app.root.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
     test_crash_after: str = ""

@@ -173,7 +173,9 @@ class Lifecycle:
         report = await self._run.guarded(
             LIFECYCLE_FAILED, self._claims.reconcile_undelivered, older_than
         )
-        log.info(
+        # At info when it changed something: on PostgreSQL it runs every few seconds.
+        emit = log.info if report.restored or report.finalized else log.debug
+        emit(
             "clarification.reconciled",
             restored=len(report.restored),
             finalized=len(report.finalized),

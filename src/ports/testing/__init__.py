@@ -60,6 +60,7 @@ from clarion.ports.testing.waiters import WaitersContract
 from clarion.ports.testing.world import (
     ContractWorld,
     ManualClock,
+    Replica,
     answers_for,
     claim,
     row_metadata,
@@ -79,6 +80,7 @@ __all__ = [
     "ListActiveBundlesContract",
     "ManualClock",
     "NotificationStoreContract",
+    "Replica",
     "TaskAuthorizerContract",
     "TokenStoreContract",
     "WaitersContract",

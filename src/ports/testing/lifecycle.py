@@ -20,7 +20,14 @@ from clarion.domain.model import (
     SessionState,
 )
 from clarion.ports.claims import ReconcileReport, ResumeRecord
-from clarion.ports.testing.world import ContractWorld, claim, row_metadata, statuses
+from clarion.ports.testing.world import (
+    ContractWorld,
+    Replica,
+    answers_for,
+    claim,
+    row_metadata,
+    statuses,
+)
 
 
 class ClaimLifecycleContract:
@@ -362,3 +369,93 @@ class ClaimLifecycleContract:
         report = world.claims.reconcile_undelivered(claimed_at)
         assert report.restored == ("p-fresh",)
         assert statuses(world, "p-fresh") == [PENDING]
+
+    # -- issue #28: recovery by liveness lease ---------------------------------------------
+
+    @staticmethod
+    def _replica(world: ContractWorld) -> Replica:
+        if world.replica is None:
+            pytest.skip("this world starts no replicas (no ProcessLease)")
+        return world.replica()
+
+    def test_reconcile_rolls_back_at_once_a_delivery_whose_process_is_gone(
+        self, world: ContractWorld
+    ) -> None:
+        """#28 item 4: a delivery claimed by a process whose lease is free is recovered at
+        once, inside the grace period; one claimed by a live process waits for the grace."""
+        recoverer, dead, alive = self._replica(world), self._replica(world), self._replica(world)
+        session = world.session()
+        world.ask(session.id, "p-dead", questions=2)
+        world.ask(world.session().id, "p-alive")
+        bundle = world.bundle("p-dead")
+        dead.claims.complete_active_bundle("p-dead", ANSWERED, answers_for(bundle))
+        alive.claims.complete_active_bundle(
+            "p-alive", ANSWERED, answers_for(world.bundle("p-alive"))
+        )
+        claimed_at = world.bundle("p-dead").rows[0].updated_at
+        grace = claimed_at - timedelta(seconds=120)
+        assert recoverer.claims.reconcile_undelivered(grace) == ReconcileReport()
+        dead.end()
+        report = recoverer.claims.reconcile_undelivered(grace)
+        assert report == ReconcileReport(restored=("p-dead",))
+        assert statuses(world, "p-dead") == [PENDING, PENDING]
+        assert not any(row.delivery_pending for row in world.bundle("p-dead").rows)
+        assert world.claims.active_pending_ids(session.id) == ("p-dead",)
+        assert world.bundle("p-alive").rows[0].delivery_pending
+        late = world.bundle("p-alive").rows[0].updated_at
+        assert recoverer.claims.reconcile_undelivered(late) == ReconcileReport(
+            restored=("p-alive",)
+        )
+
+    def test_a_gone_process_whose_resume_record_exists_is_finalized_at_once(
+        self, world: ContractWorld
+    ) -> None:
+        """#28 item 4: recovery at once finalizes (not restores) a dead process's delivery that
+        already has its resume record."""
+        recoverer, dead = self._replica(world), self._replica(world)
+        session = world.session()
+        world.ask(session.id, "p-1")
+        dead.claims.complete_active_bundle("p-1", ANSWERED, answers_for(world.bundle("p-1")))
+        world.raw_row(
+            session.id, {"pending_id": "p-1"}, turn_id=world.turn(session.id).id, type=RESUME
+        )
+        dead.end()
+        claimed_at = world.bundle("p-1").rows[0].updated_at
+        report = recoverer.claims.reconcile_undelivered(claimed_at - timedelta(seconds=120))
+        assert report == ReconcileReport(finalized=("p-1",))
+        assert statuses(world, "p-1") == [ANSWERED]
+        assert not world.bundle("p-1").rows[0].delivery_pending
+
+    def test_a_delivery_whose_process_was_not_recorded_keeps_the_grace(
+        self, world: ContractWorld
+    ) -> None:
+        """#28 item 4: a claim made without a lease (older rows, SQLite) names no process, so
+        recovery never takes it for a dead one; nor does a repository without a lease judge
+        anyone's process."""
+        recoverer, dead = self._replica(world), self._replica(world)
+        world.ask(world.session().id, "p-unrecorded")
+        world.ask(world.session().id, "p-dead")
+        claim(world, "p-unrecorded")  # world.claims holds no lease
+        dead.claims.complete_active_bundle("p-dead", ANSWERED, answers_for(world.bundle("p-dead")))
+        dead.end()
+        claimed_at = world.bundle("p-unrecorded").rows[0].updated_at
+        grace = claimed_at - timedelta(seconds=120)
+        assert world.claims.reconcile_undelivered(grace) == ReconcileReport()
+        assert recoverer.claims.reconcile_undelivered(grace) == ReconcileReport(
+            restored=("p-dead",)
+        )
+        assert world.bundle("p-unrecorded").rows[0].delivery_pending
+
+    def test_a_finished_delivery_forgets_its_process(self, world: ContractWorld) -> None:
+        """#28 item 4: the process leaves with the marker — a bundle restored, claimed again
+        without a lease and its first process gone, is not recovered early."""
+        recoverer, first = self._replica(world), self._replica(world)
+        world.ask(world.session().id, "p-1")
+        won = first.claims.complete_active_bundle("p-1", ANSWERED, answers_for(world.bundle("p-1")))
+        assert world.claims.restore_active_bundle("p-1", ANSWERED, won.claimed_ids) is not None
+        claim(world, "p-1")  # no lease: no process recorded
+        first.end()
+        claimed_at = world.bundle("p-1").rows[0].updated_at
+        report = recoverer.claims.reconcile_undelivered(claimed_at - timedelta(seconds=120))
+        assert report == ReconcileReport()
+        assert world.bundle("p-1").rows[0].delivery_pending

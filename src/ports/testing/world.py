@@ -152,13 +152,24 @@ def row_metadata(
     return metadata
 
 
+@attrs.frozen
+class Replica:
+    """Another serving process on the world's store (issue #28): a claim repository holding a
+    liveness lease of its own, and ``end`` — the process dies and its lease is freed."""
+
+    claims: ClaimRepository
+    end: Callable[[], None]
+
+
 @attrs.define
 class ContractWorld:
     """The implementations under test, sharing one store.
 
     ``clock`` must be the clock the implementations read. ``storage_names`` returns the names
     of the tables (or collections) the implementation keeps; the P1 check asserts that no
-    ``clarification_resolutions`` store exists.
+    ``clarification_resolutions`` store exists. ``replica`` (when given) starts another
+    process on the same store, with its own :class:`clarion.ports.ProcessLease` and the
+    world's clock; ``claims`` itself holds no lease.
     """
 
     host: HostRepository
@@ -166,6 +177,7 @@ class ContractWorld:
     tokens: TokenStore
     clock: ManualClock
     storage_names: Callable[[], Collection[str]]
+    replica: Callable[[], Replica] | None = None
 
     def workspace(self, name: str = "ws", owner_id: str = "") -> Workspace:
         return self.host.create_workspace(name, owner_id)

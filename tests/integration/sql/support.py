@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
+from clarion.adapters.memory import InProcessLease, InProcessLeases
 from clarion.adapters.sql import (
+    PostgresLease,
     SqlClaimRepository,
     SqlHostRepository,
     SqlTokenStore,
@@ -28,7 +30,7 @@ from clarion.adapters.sql.schema import messages
 from clarion.adapters.system import UuidIds
 from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST
 from clarion.ports.system import IdGenerator
-from clarion.ports.testing import ContractWorld, ManualClock, row_metadata
+from clarion.ports.testing import ContractWorld, ManualClock, Replica, row_metadata
 from tests.postgres_server import admin_connection
 
 
@@ -71,17 +73,38 @@ def table_names(engine: Engine) -> list[str]:
 
 
 def sql_world(
-    engine: Engine, *, clock: ManualClock | None = None, ids: IdGenerator | None = None
+    engine: Engine,
+    *,
+    clock: ManualClock | None = None,
+    ids: IdGenerator | None = None,
+    cleanup: ExitStack | None = None,
 ) -> ContractWorld:
-    """The SQL adapters over one engine, as a contract world."""
+    """The SQL adapters over one engine, as a contract world. Its replicas (issue #28) hold a
+    real :class:`PostgresLease` on PostgreSQL (released by ``cleanup`` at the latest) and an
+    in-process lease on SQLite, whose production processes take none."""
     world_clock = clock or ManualClock()
     world_ids = ids or UuidIds()
+    in_process = InProcessLeases()
+
+    def replica() -> Replica:
+        lease: PostgresLease | InProcessLease
+        if engine.dialect.name == "postgresql":
+            lease = PostgresLease(engine)
+            lease.acquire()
+            if cleanup is not None:
+                cleanup.callback(lease.release)
+        else:
+            lease = in_process.lease()
+        claims = SqlClaimRepository(engine, world_clock, world_ids, lease=lease)
+        return Replica(claims=claims, end=lease.release)
+
     return ContractWorld(
         host=SqlHostRepository(engine, world_clock, world_ids),
         claims=SqlClaimRepository(engine, world_clock, world_ids),
         tokens=SqlTokenStore(engine, world_clock, world_ids),
         clock=world_clock,
         storage_names=lambda: table_names(engine),
+        replica=replica,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ PARTIAL_INDEXES = (
     "ix_task_session_messages_pending_order",
     "ix_task_session_messages_pending_asker",
     "ix_task_session_messages_unannounced",
+    "ix_task_session_messages_in_delivery",
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(
@@ -163,6 +165,23 @@ def test_taking_the_notification_events_reads_only_the_marked_rows(
     statements = _captured(engine, lambda: store.claim_due(world.clock.peek(), limit=5, lease_s=60))
     assert _full_scans(engine, statements) == []
     assert [e.event for e in store.entries("p-3")] == [ANSWERABLE, RESOLVED]
+
+
+def test_a_recovery_round_reads_only_the_rows_in_delivery(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """#28 item 4: recovery runs every few seconds on PostgreSQL, so a round — nothing to do,
+    or a young delivery by a live process left alone — reads the partial index over rows in
+    delivery, never the history."""
+    assert world.replica is not None
+    live = world.replica()
+    answers = answers_for(world.bundle("p-4"))
+    assert live.claims.complete_active_bundle("p-4", ANSWERED, answers).claimed
+    grace = world.clock.peek() - timedelta(seconds=120)
+    statements = _captured(engine, lambda: world.claims.reconcile_undelivered(grace))
+    assert _full_scans(engine, statements) == []
+    assert world.bundle("p-4").rows[0].delivery_pending
+    live.end()
 
 
 def test_listing_reads_only_the_pending_rows_index(engine: Engine, world: ContractWorld) -> None:
