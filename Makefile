@@ -11,28 +11,31 @@ BIN := $(VENV)/bin
 
 .PHONY: run test quick screenshots setup chromium lint typecheck unit bench lock clean
 
-# Every dependency comes from a lock file: exact versions, each checked against its sha256 hashes,
-# pip, setuptools and wheel included. `make run` installs requirements/run.txt (the runtime
-# dependencies only); every other target requirements/test.txt (those at the same versions, plus
-# the `test` and `lock` extras). Each has its own stamp, so a virtual environment made by `make
-# run` gets the test toolchain on the first `make test`, and an edit of pyproject.toml or of the
-# lock file reinstalls. Clarion itself is installed editable, without dependencies (the lock file
-# has them all) and without build isolation (which would fetch setuptools and wheel unpinned).
+# Every dependency comes from a lock file: exact versions, each checked against its sha256 hashes.
+# First requirements/build.txt upgrades pip, setuptools and wheel (the pip a new virtual
+# environment ships takes twice as long over the rest). Then `make run` installs
+# requirements/run.txt (the runtime dependencies only) and every other target
+# requirements/test.txt (those at the same versions, plus the `test` and `lock` extras). Each has
+# its own stamp, so a virtual environment made by `make run` gets the test toolchain on the first
+# `make test`, and an edit of pyproject.toml or of a lock file reinstalls. Clarion itself is
+# installed editable, without dependencies (the lock file has them all) and without build
+# isolation (which would fetch setuptools and wheel unpinned).
 RUN_STAMP := $(VENV)/.clarion-run
 TEST_STAMP := $(VENV)/.clarion-test
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 define install_locked
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) --require-hashes -r requirements/build.txt
 	$(PIP_INSTALL) --require-hashes -r $(1)
 	$(PIP_INSTALL) --no-deps --no-build-isolation -e .
 	touch $@
 endef
 
-$(RUN_STAMP): pyproject.toml requirements/run.txt
+$(RUN_STAMP): pyproject.toml requirements/build.txt requirements/run.txt
 	$(call install_locked,requirements/run.txt)
 
-$(TEST_STAMP): pyproject.toml requirements/test.txt
+$(TEST_STAMP): pyproject.toml requirements/build.txt requirements/test.txt
 	$(call install_locked,requirements/test.txt)
 
 setup: $(TEST_STAMP)
@@ -77,11 +80,11 @@ bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/waiters_bench.py
 	$(BIN)/python -m benchmarks.multiprocess_bench
 
-# Regenerates both lock files from pyproject.toml and requirements/build.in (pip and the build
+# Regenerates the lock files from pyproject.toml and requirements/build.in (pip and the build
 # backend) for CPython $(LOCK_PYTHON) on x86-64 Linux, keeping every pin that still satisfies them.
 # `make lock LOCK_ARGS=--upgrade` moves every pin to its newest release, `make lock LOCK_ARGS='-P
-# starlette'` that one package. test.txt is resolved first and run.txt constrained to its versions,
-# so the two never disagree.
+# starlette'` that one package. test.txt is resolved first, run.txt and build.txt constrained to
+# its versions, so they never disagree.
 LOCK_PYTHON ?= 3.11
 LOCK_PLATFORM ?= x86_64-unknown-linux-gnu
 LOCK_ARGS ?=
@@ -93,6 +96,7 @@ lock: $(TEST_STAMP)
 		-o requirements/test.txt
 	$(UV_COMPILE) pyproject.toml requirements/build.in -c requirements/test.txt \
 		-o requirements/run.txt
+	$(UV_COMPILE) requirements/build.in -c requirements/test.txt -o requirements/build.txt
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .hypothesis .coverage build dist

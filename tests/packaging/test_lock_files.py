@@ -1,12 +1,13 @@
 """#29 F22: the hashed lock files agree with pyproject.toml.
 
-`make run` installs requirements/run.txt and every other target requirements/test.txt, both with
-pip's ``--require-hashes``; `make lock` regenerates them (README, "Dependencies"). These tests
-read the files alone — no network, no resolver — and fail when pyproject.toml and the lock files
-drift apart: every runtime dependency pinned ``==`` with hashes in run.txt, every runtime, `test`
-and `lock` extra one in test.txt, each at a version that satisfies pyproject's bounds; the
-installer and build backend pinned too (the Makefile builds Clarion without build isolation); and
-run.txt the runtime part of test.txt, at the same versions.
+The Makefile installs requirements/build.txt (pip and the build backend) first, then `make run`
+requirements/run.txt and every other target requirements/test.txt, all with pip's
+``--require-hashes``; `make lock` regenerates them (README, "Dependencies"). These tests read the
+files alone — no network, no resolver — and fail when pyproject.toml and the lock files drift
+apart: every runtime dependency pinned ``==`` with hashes in run.txt, every runtime, `test` and
+`lock` extra one in test.txt, each at a version that satisfies pyproject's bounds; the installer
+and build backend pinned in all three (the Makefile builds Clarion without build isolation); and
+run.txt and build.txt parts of test.txt, at the same versions.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
+BUILD_LOCK = ROOT / "requirements" / "build.txt"
 RUN_LOCK = ROOT / "requirements" / "run.txt"
 TEST_LOCK = ROOT / "requirements" / "test.txt"
 
@@ -142,10 +144,16 @@ def _build_requirements() -> list[str]:
     return ["pip", *_pyproject()["build-system"]["requires"]]
 
 
-@pytest.mark.parametrize("path", [RUN_LOCK, TEST_LOCK], ids=lambda path: path.name)
+@pytest.mark.parametrize("path", [BUILD_LOCK, RUN_LOCK, TEST_LOCK], ids=lambda path: path.name)
 def test_every_entry_is_pinned_with_hashes(path: Path) -> None:
     """#29 F22: each lock file pins exact releases by hash, as pip's --require-hashes needs."""
     assert _lock(path)
+
+
+def test_the_build_lock_pins_the_installer_and_the_build_backend() -> None:
+    """#29 F22: the first install of every target, build.txt, pins pip and pyproject's
+    build-system requirements at versions inside their bounds."""
+    assert unsatisfied(_build_requirements(), _lock(BUILD_LOCK)) == [], _STALE
 
 
 def test_the_run_lock_pins_every_runtime_dependency() -> None:
@@ -165,11 +173,12 @@ def test_the_test_lock_pins_the_runtime_test_and_lock_dependencies() -> None:
     assert unsatisfied(wanted, _lock(TEST_LOCK)) == [], _STALE
 
 
-def test_the_run_lock_is_the_test_lock_s_runtime_part() -> None:
-    """#29 F22: run.txt pins nothing that test.txt does not, at the same version and hashes, so
-    `make test` after `make run` (or the reverse) never changes a runtime dependency."""
-    run, test = _lock(RUN_LOCK), _lock(TEST_LOCK)
-    assert {name: pin for name, pin in run.items() if test.get(name) != pin} == {}, _STALE
+@pytest.mark.parametrize("path", [BUILD_LOCK, RUN_LOCK], ids=lambda path: path.name)
+def test_the_other_locks_are_parts_of_the_test_lock(path: Path) -> None:
+    """#29 F22: build.txt and run.txt pin nothing that test.txt does not, at the same version and
+    hashes, so `make test` after `make run` (or the reverse) never changes a dependency."""
+    part, test = _lock(path), _lock(TEST_LOCK)
+    assert {name: pin for name, pin in part.items() if test.get(name) != pin} == {}, _STALE
 
 
 def test_the_checks_catch_drift() -> None:
