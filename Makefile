@@ -1,32 +1,54 @@
 # The two commands a newcomer needs (see README):
-#   make run   — set up the virtual environment if missing, then serve Clarion on SQLite
-#   make test  — set up the virtual environment if missing, then run every check and test
+#   make run   — set up the virtual environment with the runtime dependencies, then serve Clarion
+#                on SQLite
+#   make test  — set up the virtual environment with the test toolchain, then run every check and
+#                test
 # and the inner loop: make quick — lint, then the tests that need neither PostgreSQL, a browser
-# nor a wheel build.
+# nor a wheel build. `make lock` regenerates the lock files (README, "Dependencies").
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.clarion-installed
 
-.PHONY: run test quick screenshots setup chromium lint typecheck unit bench clean
+.PHONY: run test quick screenshots setup chromium lint typecheck unit bench lock clean
 
-$(STAMP): pyproject.toml
+# Every dependency comes from a lock file: exact versions, each checked against its sha256 hashes.
+# First requirements/build.txt upgrades pip, setuptools and wheel (the pip a new virtual
+# environment ships takes twice as long over the rest). Then `make run` installs
+# requirements/run.txt (the runtime dependencies only) and every other target
+# requirements/test.txt (those at the same versions, plus the `test` and `lock` extras). Each has
+# its own stamp, so a virtual environment made by `make run` gets the test toolchain on the first
+# `make test`, and an edit of pyproject.toml or of a lock file reinstalls. Clarion itself is
+# installed editable, without dependencies (the lock file has them all) and without build
+# isolation (which would fetch setuptools and wheel unpinned).
+RUN_STAMP := $(VENV)/.clarion-run
+TEST_STAMP := $(VENV)/.clarion-test
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
+define install_locked
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(PIP_INSTALL) --require-hashes -r requirements/build.txt
+	$(PIP_INSTALL) --require-hashes -r $(1)
+	$(PIP_INSTALL) --no-deps --no-build-isolation -e .
+	touch $@
+endef
 
-setup: $(STAMP)
+$(RUN_STAMP): pyproject.toml requirements/build.txt requirements/run.txt
+	$(call install_locked,requirements/run.txt)
 
-run: $(STAMP)
+$(TEST_STAMP): pyproject.toml requirements/build.txt requirements/test.txt
+	$(call install_locked,requirements/test.txt)
+
+setup: $(TEST_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/clarion serve
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks docs/examples
 	$(BIN)/ruff format --check src tests benchmarks docs/examples
 	$(BIN)/lint-imports
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy -p clarion
 	$(BIN)/mypy tests benchmarks docs/examples
 
@@ -38,7 +60,7 @@ chromium:
 # that needs PostgreSQL without CLARION_TEST_POSTGRES_URL starts its own embedded server.
 PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup
 
-unit: $(STAMP) chromium
+unit: $(TEST_STAMP) chromium
 	$(BIN)/python -m pytest $(PARALLEL) --cov --cov-report=term-missing:skip-covered
 
 test: lint typecheck unit
@@ -48,15 +70,33 @@ quick: lint
 
 # Rewrites docs/screenshots/*.png from a real server (the test run writes them to a temporary
 # directory otherwise).
-screenshots: $(STAMP) chromium
+screenshots: $(TEST_STAMP) chromium
 	CLARION_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_screenshots.py
 
 # Speed and memory figures (printed, never asserted); PostgreSQL parts use
 # CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/sql_bench.py
 	$(BIN)/python benchmarks/waiters_bench.py
 	$(BIN)/python -m benchmarks.multiprocess_bench
+
+# Regenerates the lock files from pyproject.toml and requirements/build.in (pip and the build
+# backend) for CPython $(LOCK_PYTHON) on x86-64 Linux, keeping every pin that still satisfies them.
+# `make lock LOCK_ARGS=--upgrade` moves every pin to its newest release, `make lock LOCK_ARGS='-P
+# starlette'` that one package. test.txt is resolved first, run.txt and build.txt constrained to
+# its versions, so they never disagree.
+LOCK_PYTHON ?= 3.11
+LOCK_PLATFORM ?= x86_64-unknown-linux-gnu
+LOCK_ARGS ?=
+UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes --python-version $(LOCK_PYTHON) \
+	--python-platform $(LOCK_PLATFORM) --custom-compile-command 'make lock' $(LOCK_ARGS)
+
+lock: $(TEST_STAMP)
+	$(UV_COMPILE) pyproject.toml requirements/build.in --extra test --extra lock \
+		-o requirements/test.txt
+	$(UV_COMPILE) pyproject.toml requirements/build.in -c requirements/test.txt \
+		-o requirements/run.txt
+	$(UV_COMPILE) requirements/build.in -c requirements/test.txt -o requirements/build.txt
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .hypothesis .coverage build dist
