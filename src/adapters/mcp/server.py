@@ -46,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clarion.adapters import wire
 from clarion.adapters.disconnect import DISCONNECTED, disconnect_polled, until_disconnected
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
+from clarion.adapters.revocation import Check, RevocationWatch
 from clarion.app.usecases.auth import bearer_credential, identity_bound
 from clarion.domain.errors import ValidationError, failure_fields
 from clarion.domain.model import Identity
@@ -73,6 +74,9 @@ class Caller:
     session_id: str = ""
     agent: bool = False
     credential: str = ""
+    # Re-checks the credential (False once revoked, expired or its user deactivated): a
+    # request that runs on ends when it says so (issue #29 S8). None with auth disabled.
+    still_valid: Check | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -257,9 +261,15 @@ class AuthGate:
     is bound as :func:`clarion.app.usecases.auth.current_identity`.
     """
 
-    def __init__(self, app: ASGIApp, authenticate: Authenticator) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticate: Authenticator,
+        revocation: RevocationWatch | None = None,
+    ) -> None:
         self._app = app
         self._authenticate = authenticate
+        self._revocation = revocation if revocation is not None else RevocationWatch()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -292,7 +302,12 @@ class AuthGate:
         )
         # Whatever an outer middleware concluded, inside the MCP surface the caller is this one.
         with identity_bound(caller.identity):
-            await self._app(scope, receive, send)
+            if caller.still_valid is None:
+                await self._app(scope, receive, send)
+            else:  # an ask, a legacy session's stream: ended when the credential stops working
+                await self._revocation.serve(
+                    caller.credential, caller.still_valid, self._app, scope, receive, send
+                )
 
 
 class DuplicateKeyGate:

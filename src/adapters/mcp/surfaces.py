@@ -63,6 +63,7 @@ from clarion.adapters.mcp.server import (
     build_server,
     is_legacy_request,
 )
+from clarion.adapters.revocation import CHECK_INTERVAL_S, RevocationWatch
 from clarion.app.usecases.agent_asks import AGENT_SCOPE, session_scope
 from clarion.app.usecases.agents import AgentSessions
 from clarion.app.usecases.auth import Authentication, hash_credential
@@ -241,7 +242,15 @@ def external_authenticator(
         )
         if identity is None:
             return None
-        return Caller(identity=identity, credential=hash_credential(token))
+
+        async def still_valid() -> bool:
+            assert authentication is not None
+            found = await anyio.to_thread.run_sync(
+                authentication.resolve_bearer, token, limiter=services.limiter
+            )
+            return found is not None
+
+        return Caller(identity=identity, credential=hash_credential(token), still_valid=still_valid)
 
     return authenticate
 
@@ -261,11 +270,20 @@ def session_authenticator(*, auth_enabled: bool, services: Services) -> Authenti
             identity = await services.host.authenticate_agent(session_id, token)
         except NotFound:
             return None
+
+        async def still_valid() -> bool:
+            try:
+                await services.host.authenticate_agent(session_id, token)
+            except NotFound:
+                return False
+            return True
+
         return Caller(
             identity=identity,
             session_id=session_id,
             agent=True,
             credential=hash_credential(token),
+            still_valid=still_valid,
         )
 
     return authenticate
@@ -387,6 +405,7 @@ def build_mcp(
     limits: Limits | None = None,
     elicitation: bool = True,
     elicitation_keys: tuple[bytes, ...] = (),
+    revocation_interval: float = CHECK_INTERVAL_S,
 ) -> McpSurfaces:
     """Build the three surfaces over ``services``.
 
@@ -404,6 +423,8 @@ def build_mcp(
     lets the in-session ask tool also offer its bundle as a form to clients that declared form
     elicitation; ``elicitation_keys`` (``CLARION_ELICITATION_KEYS``) seal that form's
     2026-07-28 request state, shared by replicas so a retry may reach any of them.
+    ``revocation_interval`` is how often a running request's credential is checked again
+    (issue #29 S8: revoking a token ends its running asks and streams within about that).
 
     Raises:
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
@@ -453,11 +474,15 @@ def build_mcp(
     agent = agent_server(services, binding, names=names, progress_interval=progress_interval)
     agent_manager = manager(agent, binding.session_ended)
 
+    revocation = RevocationWatch(interval=revocation_interval)
+
     def gate(manager: IdentitySessionManager, authenticate: Authenticator) -> ASGIApp:
-        """One endpoint's stack: Host/Origin guard, credential, duplicate JSON keys, the
-        per-identity session cap, then the SDK."""
+        """One endpoint's stack: Host/Origin guard, credential (watched while the request
+        runs), duplicate JSON keys, the per-identity session cap, then the SDK."""
         inner = SessionLimitGate(StreamableHTTPASGIApp(manager), manager)
-        checked = AuthGate(DuplicateKeyGate(inner, max_body=limits.max_body_bytes), authenticate)
+        checked = AuthGate(
+            DuplicateKeyGate(inner, max_body=limits.max_body_bytes), authenticate, revocation
+        )
         return HttpGuard(checked, allowed_hosts=allowed_hosts)
 
     external_auth = external_authenticator(

@@ -62,6 +62,7 @@ from clarion.adapters.rest.errors import (
     unauthenticated,
 )
 from clarion.adapters.rest.routes import Endpoint
+from clarion.adapters.revocation import RevocationWatch
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import (
     Authentication,
@@ -165,6 +166,7 @@ class AuthMiddleware:
         limiter: anyio.CapacityLimiter | None = None,
         public_paths: Collection[str] = (LOGIN_PATH, LOGOUT_PATH),
         identified_paths: Collection[str] = (),
+        revocation: RevocationWatch | None = None,
     ) -> None:
         if enabled and authentication is None:
             raise ValueError("auth enabled needs an Authentication")
@@ -173,6 +175,9 @@ class AuthMiddleware:
         self._authentication = authentication
         self._limiter = limiter
         self._public = frozenset(public_paths)
+        # Reads that may run on (a /wait, an event stream) end when their credential stops
+        # working (issue #29 S8); writes are short and were checked on arrival.
+        self._revocation = revocation if revocation is not None else RevocationWatch()
         # Outside /api/ but served to an identity (e.g. /metrics, admin only): authenticated
         # here like /api/, and the route itself refuses a caller without one.
         self._identified = frozenset(identified_paths)
@@ -204,8 +209,16 @@ class AuthMiddleware:
                 await unauthenticated()(scope, receive, send)
                 return
         scope[AUTH_SCOPE_KEY] = context
+        credential = context.credential
         with identity_bound(context.identity):
-            await self.app(scope, receive, send)
+            if credential is None or scope.get("method") != "GET":
+                await self.app(scope, receive, send)
+                return
+
+            async def check() -> bool:
+                return await anyio.to_thread.run_sync(credential.still_valid, limiter=self._limiter)
+
+            await self._revocation.serve(credential.key, check, self.app, scope, receive, send)
 
     def _protected(self, path: str) -> bool:
         """``path`` is relative to where Clarion is mounted (``root_path`` removed)."""

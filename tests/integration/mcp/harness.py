@@ -162,6 +162,7 @@ class McpWorld:
         agent_workspace: str = "",
         elicitation: bool = True,
         authentication_class: type[Authentication] = Authentication,
+        revocation_interval: float = 2.0,
     ) -> McpWorld:
         engine = create_engine(database_url)
         upgrade_database(engine)
@@ -197,6 +198,7 @@ class McpWorld:
             legacy_sessions=legacy_sessions,
             agent_workspace=agent_workspace,
             elicitation=elicitation,
+            revocation_interval=revocation_interval,
         )
         app = create_rest_app(
             services,
