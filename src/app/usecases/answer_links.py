@@ -125,9 +125,20 @@ def _b64encode(data: bytes) -> str:
 
 
 def _b64decode(text: str) -> bytes:
+    """The bytes of canonical unpadded base64url ``text``: the only spelling that decodes is
+    the one :func:`_b64encode` writes. The last character of a 32-byte signature carries
+    two unused bits, so four characters would otherwise decode to the same bytes (#29 S13)
+    and a link would have four valid spellings.
+
+    Raises:
+        ValueError: not base64url, or not its canonical spelling.
+    """
     if not text or not set(text) <= _B64_ALPHABET:
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64encode(data) != text:
+        raise ValueError("not the canonical base64url spelling")
+    return data
 
 
 def _signature(key: bytes, payload: str) -> bytes:
