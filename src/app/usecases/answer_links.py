@@ -55,6 +55,7 @@ from clarion.domain.outcome import validate_outcome
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import Surface
 from clarion.domain.rows import Bundle
+from clarion.domain.signing import key_weakness
 from clarion.ports.answer_links import AnswerLinkStore, LinkUse
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.system import Clock
@@ -153,8 +154,12 @@ class LinkSigner:
     keys: tuple[bytes, ...]
 
     def __attrs_post_init__(self) -> None:
-        if not self.keys or any(len(key) < _KEY_BYTES for key in self.keys):
-            raise ValueError(f"an answer-link key ring needs keys of at least {_KEY_BYTES} bytes")
+        if not self.keys:
+            raise ValueError("an answer-link key ring needs at least one key")
+        for position, key in enumerate(self.keys, start=1):
+            weakness = key_weakness(key, minimum=_KEY_BYTES)
+            if weakness is not None:
+                raise ValueError(f"answer-link key {position} is {weakness}")
 
     def sign(self, claims: LinkClaims) -> str:
         body = {

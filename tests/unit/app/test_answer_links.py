@@ -144,6 +144,12 @@ def test_a_ring_needs_long_keys() -> None:
         LinkSigner((b"short",))
 
 
+def test_a_ring_refuses_a_degenerate_key() -> None:
+    """#29: an all-zero key is refused however the signer is built (not only from settings)."""
+    with pytest.raises(ValueError, match="key 2 is degenerate"):
+        LinkSigner((KEY_A, bytes(32)))
+
+
 def test_a_link_is_absolute_url_safe_and_unique(world: World) -> None:
     first = world.links.link_for(world.alice, "p1")
     second = world.links.link_for(world.alice, "p1")
