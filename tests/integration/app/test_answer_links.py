@@ -444,3 +444,23 @@ async def test_no_log_line_carries_the_link_token(
     signature = token.rpartition(".")[2]
     for text in (token, signature, token[:40]):
         assert text not in repr(capture.entries)
+
+
+async def test_nul_in_the_form_is_a_400_naming_the_field_on_every_database(world: World) -> None:
+    """#29: a NUL character in the form's free text or skip reason (PostgreSQL's text cannot
+    hold one) is refused as invalid — the form again, the message next to the field — never a
+    store failure; nothing is recorded and the link still answers."""
+    pending_id = await world.ask(world.shared_session)
+    link = path_of(world.links.link_for(world.alice, pending_id))
+    before = world.stored(pending_id)
+    text = await world.client.post(link, data=answer_form(text="bad\x00text"), headers=FORM)
+    assert text.status_code == 400, text.text
+    assert re.search(r'id="q0-msg"><bdi>answer 1 custom_text may not contain NUL', text.text)
+    reason = await world.client.post(
+        link, data={"action": "skip", "reason": "no\x00"}, headers=FORM
+    )
+    assert reason.status_code == 400, reason.text
+    assert re.search(r'id="reason-msg"><bdi>reason may not contain NUL', reason.text)
+    assert world.stored(pending_id) == before
+    answered = await world.client.post(link, data=answer_form(text="fine"), headers=FORM)
+    assert answered.status_code == 200, answered.text
