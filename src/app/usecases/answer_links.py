@@ -263,12 +263,16 @@ class AnswerLinks:
         """An absolute URL of a signed, single-use answer link for this recipient.
 
         Nothing is read or stored: whether the recipient may answer is decided when the link
-        is used.
+        is used. An internal caller (an e-mail route that acts for no user) gets a link for
+        the synthetic identity while authentication is disabled — what every request is then
+        (#29) — and stops working once it is enabled.
 
         Raises:
-            ValueError: ``recipient`` is an internal caller (no user to bind), or
-                ``pending_id`` is empty.
+            ValueError: ``recipient`` is an internal caller while authentication is enabled
+                (no user to bind), or ``pending_id`` is empty.
         """
+        if recipient.user_id is None and not self._auth_enabled:
+            recipient = Identity.synthetic_admin()
         if recipient.user_id is None:
             raise ValueError("an answer link needs a recipient with a user id")
         if not pending_id:

@@ -265,6 +265,20 @@ async def test_a_synthetic_recipient_only_while_authentication_is_off() -> None:
         strict_world.clarion.close()
 
 
+async def test_an_operator_route_gets_links_only_while_authentication_is_off() -> None:
+    """#29: an e-mail route that acts for no user (the internal caller) gets links for the
+    synthetic identity while authentication is off — they answer — and none once it is on."""
+    open_world = make_world(auth_enabled=False)
+    try:
+        pending_id = await open_world.ask()
+        link = open_world.links.link_for(Identity.internal(), pending_id)
+        assert (await open_world.links.view(token_of(link))).state is LinkState.OPEN
+        page = await open_world.links.answer(token_of(link), choose("q1_opt1"))
+        assert page.state is LinkState.RECORDED
+    finally:
+        open_world.clarion.close()
+
+
 async def test_an_answer_purges_the_uses_of_expired_links(world: World) -> None:
     store = world.clarion.storage.answer_links
     assert store is not None
