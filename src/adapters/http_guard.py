@@ -35,7 +35,10 @@ not accepted there. The exception is safe because neither route reads a cookie o
 (the authentication middleware covers ``/api/`` only): the answer link's credential is the
 signed token in its own path, Slack's is its signature of the body — and the Host and Origin
 checks above still apply: a cross-site form carries its own ``Origin`` and is refused with 403
-(Slack sends none).
+(Slack sends none). One more origin is accepted there: ``null``, which a browser sends on a
+form's POST from a page served with ``Referrer-Policy: no-referrer`` (the answer page is, so
+its token-bearing URL never leaves in a ``Referer``, #29 S5) — unless ``Sec-Fetch-Site`` says
+the form came from another site.
 
 **No caching.** Every response that does not choose its own ``Cache-Control`` (the inbox page
 and its assets do) gets ``Cache-Control: no-store``: API answers carry questions, answers and
@@ -197,6 +200,13 @@ async def _refuse(status: int, message: str, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _null_origin_form(origin: str, headers: Headers, form_path: bool) -> bool:
+    """A form on a form path posted from a no-referrer page of this site: ``Origin: null``,
+    with a ``Sec-Fetch-Site`` (when the browser sends one) of ``same-origin``."""
+    site = headers.get("sec-fetch-site", "same-origin")
+    return form_path and origin.strip() == "null" and site in ("same-origin", "none")
+
+
 def _shown(value: str) -> str:
     return value if len(value) <= _SHOWN else value[:_SHOWN] + "…"
 
@@ -247,7 +257,11 @@ class HttpGuard:
         if not self._allowed.allows(host, default_port=default_port):
             return MISDIRECTED, f"host not allowed: {_shown(host)!r}"
         origin = headers.get("origin")
-        if origin is not None and not self._allowed.allows_origin(origin):
+        if (
+            origin is not None
+            and not self._allowed.allows_origin(origin)
+            and not _null_origin_form(origin, headers, is_form_path(path, self._form))
+        ):
             return FORBIDDEN, f"origin not allowed: {_shown(origin)!r}"
         if scope.get("method", "GET") not in SAFE_METHODS:
             # The one exception to JSON only: HTML forms on the form paths (module docstring).

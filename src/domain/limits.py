@@ -10,6 +10,7 @@ for counts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import attrs
 
@@ -49,12 +50,31 @@ class Limits:
     mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)
 
 
+UNSTORABLE: Final = "may not contain NUL characters or unpaired surrogates"
+
+
+def storable(text: str) -> bool:
+    """True when every store can keep ``text`` and give it back: no NUL (PostgreSQL's text and
+    JSON refuse it, #29) and no lone surrogate (it cannot be encoded as UTF-8). Every surface
+    checks its input with this through validation, so none depends on its own wire checks."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_length(value: str, maximum: int, *, field: str, what: str) -> None:
-    """Refuse ``value`` when it has more than ``maximum`` code points.
+    """Refuse ``value`` when it has more than ``maximum`` code points, or is not
+    :func:`storable`.
 
     Raises:
-        InvalidQuestions: naming ``field`` and the limit.
+        InvalidQuestions: naming ``field`` and the limit (or what it may not contain).
     """
+    if not storable(value):
+        raise InvalidQuestions(f"{field} {UNSTORABLE}", field=field)
     if len(value) > maximum:
         raise InvalidQuestions(
             f"{field} is too long: {len(value)} characters, the limit for {what} is {maximum}",

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 from clarion.domain.errors import InvalidOutcome
+from clarion.domain.limits import UNSTORABLE, storable
 from clarion.domain.model import (
     ANSWERED,
     MAX_TEXT_CODE_POINTS,
@@ -51,6 +52,8 @@ def validate_outcome(questions: Sequence[Question], outcome: Outcome) -> None:
         )
     if len(outcome.reject_reason) > MAX_TEXT_CODE_POINTS:
         raise InvalidOutcome("reason exceeds 2000 characters", field="reject_reason")
+    if not storable(outcome.reject_reason):
+        raise InvalidOutcome(f"reason {UNSTORABLE}", field="reject_reason")
     if outcome.rejected:
         if outcome.answers:
             raise InvalidOutcome(
@@ -93,6 +96,10 @@ def validate_outcome(questions: Sequence[Question], outcome: Outcome) -> None:
             raise InvalidOutcome(
                 f"answer {position} custom_text exceeds 2000 characters",
                 field=f"{field}.custom_text",
+            )
+        if not storable(answer.custom_text):
+            raise InvalidOutcome(
+                f"answer {position} custom_text {UNSTORABLE}", field=f"{field}.custom_text"
             )
 
 

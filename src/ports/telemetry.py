@@ -45,7 +45,8 @@ class Metrics(Protocol):
         ...
 
     def http_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        """One HTTP request, by route template (never the raw path)."""
+        """One HTTP request, by route template (never the raw path); ``method`` as sent (an
+        implementation labels only the standard methods as themselves)."""
         ...
 
     def tool_call(self, tool: str, seconds: float) -> None:

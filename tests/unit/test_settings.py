@@ -136,6 +136,39 @@ def test_the_answer_link_key_ring_is_read_like_the_elicitation_ring() -> None:
     assert caught.value.field == "CLARION_ANSWER_LINK_KEYS"
 
 
+WEAK_KEYS = [bytes(32), b"\xff" * 48, b"ab" * 16, b"abc" * 11, b"abcd" * 8]
+
+
+@pytest.mark.parametrize("name", ["CLARION_ANSWER_LINK_KEYS", "CLARION_ELICITATION_KEYS"])
+@pytest.mark.parametrize("weak", WEAK_KEYS)
+def test_a_degenerate_key_is_refused_naming_the_ring(name: str, weak: bytes) -> None:
+    """#29: an all-zero key (or any one byte or short block repeated) signs nothing; the ring
+    is refused with one error naming the variable, wherever the key sits in it."""
+    good = base64.b64encode(bytes(range(32))).decode()
+    ring = f"{good},{base64.b64encode(weak).decode()}"
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({name: ring})
+    assert caught.value.field == name
+    assert "key 2" in str(caught.value)
+    field = "answer_link_keys" if name == "CLARION_ANSWER_LINK_KEYS" else "elicitation_keys"
+    with pytest.raises(ValidationError) as direct:
+        Settings(**{field: (weak,)})  # type: ignore[arg-type]
+    assert direct.value.field == name
+
+
+@pytest.mark.parametrize("name", ["CLARION_RESUME_WEBHOOK_SECRET", "CLARION_NOTIFY_WEBHOOK_SECRET"])
+@pytest.mark.parametrize("weak", ["s3cret", "0" * 32, "ab" * 12, "short-but-real"])
+def test_a_short_or_degenerate_webhook_secret_is_refused_naming_it(name: str, weak: str) -> None:
+    """#29: webhook signing secrets must be at least 16 characters and not one character or a
+    short block repeated."""
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({name: weak})
+    assert caught.value.field == name
+    secret = "kq3-Vz8_pW1x-Lr7T0"
+    field = name.removeprefix("CLARION_").lower()
+    assert getattr(Settings.from_env({name: secret}), field) == secret
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("7d", 604800.0), ("12h", 43200.0), ("30m", 1800.0), ("90s", 90.0), ("3600", 3600.0)],
@@ -158,7 +191,7 @@ def test_notification_settings_are_read_and_links_default_to_the_served_address(
     settings = Settings.from_env(
         {
             "CLARION_PUBLIC_URL": "https://clarion.example.com/",
-            "CLARION_NOTIFY_WEBHOOK_SECRET": "s",
+            "CLARION_NOTIFY_WEBHOOK_SECRET": "a-notify-secret-of-sorts",
             "CLARION_NOTIFY_POLL_S": "0.5",
             "CLARION_NOTIFY_MAX_ATTEMPTS": "3",
             "CLARION_SMTP_HOST": "smtp.example.com",

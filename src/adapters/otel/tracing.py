@@ -17,6 +17,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 INSTRUMENTATION: Final = "clarion"
 UNMATCHED: Final = "unmatched"
+# OpenTelemetry's HTTP conventions: a method outside the known set is recorded as "_OTHER" and
+# the span is named "HTTP <route>", so an invented method never becomes a span name or an
+# attribute value (#29 S3; the original is not recorded either: it is the caller's text).
+KNOWN_METHODS: Final = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+)
+OTHER_METHOD: Final = "_OTHER"
 
 
 class OtelTracer:
@@ -49,7 +56,8 @@ def route_template(routes: Sequence[BaseRoute], scope: Scope) -> str:
 
 
 class TracingMiddleware:
-    """Pure ASGI middleware: one server span per HTTP request, named ``METHOD template``."""
+    """Pure ASGI middleware: one server span per HTTP request, named ``METHOD template``
+    (``HTTP template`` for a method outside the known set)."""
 
     def __init__(self, app: ASGIApp, *, tracer: OtelTracer, routes: Sequence[BaseRoute]) -> None:
         self.app = app
@@ -60,11 +68,13 @@ class TracingMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        method = str(scope.get("method", ""))
+        sent = str(scope.get("method", ""))
+        method = sent if sent in KNOWN_METHODS else OTHER_METHOD
         route = route_template(self._routes, scope)
         attributes = {"http.request.method": method, "http.route": route}
+        name = f"{'HTTP' if method == OTHER_METHOD else method} {route}"
         with self._tracer.start_as_current_span(
-            f"{method} {route}", kind=SpanKind.SERVER, attributes=attributes
+            name, kind=SpanKind.SERVER, attributes=attributes
         ) as span:
 
             async def recording(message: Message) -> None:

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.adapters.prometheus.metrics import PrometheusMetrics
+from clarion.adapters.prometheus.metrics import PrometheusMetrics, method_label
 from clarion.app.usecases.auth import current_identity
 from clarion.ports.telemetry import Metrics
 
@@ -51,7 +51,8 @@ def metrics_route(metrics: PrometheusMetrics, *, auth_enabled: bool) -> Route:
 class RouteTimer:
     """Pure ASGI middleware timing every HTTP request under its route template (the path as
     the route table writes it, ``/api/v1/clarification/{pending_id}/respond``; a mount's
-    prefix for MCP and ``unmatched`` for anything else), method and status."""
+    prefix for MCP and ``unmatched`` for anything else — never the raw path), method (one of
+    :data:`KNOWN_METHODS`, else ``other``) and status."""
 
     def __init__(self, app: ASGIApp, *, metrics: Metrics, routes: Sequence[BaseRoute]) -> None:
         self.app = app
@@ -84,7 +85,7 @@ class RouteTimer:
         finally:
             self._metrics.http_request(
                 self._template(scope),
-                str(scope.get("method", "")),
+                method_label(str(scope.get("method", ""))),
                 status,
                 time.perf_counter() - started,
             )

@@ -26,6 +26,24 @@ log = structlog.get_logger(__name__)
 ANSWER_BUCKETS: Final = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
 # Request durations: 5 ms … 2 min (a blocking ask's call lasts as long as the person takes).
 DURATION_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+# Label values come from fixed sets only (#29 S3): every series lives as long as the process,
+# so a value a client chooses would let it grow memory and the scrape without bound. HTTP
+# methods are case-sensitive tokens anyone may invent: one outside this set is counted as
+# OTHER, like a status outside 100-599.
+KNOWN_METHODS: Final = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+)
+OTHER: Final = "other"
+
+
+def method_label(method: str) -> str:
+    """``method`` when it is a standard HTTP method, else ``other``."""
+    return method if method in KNOWN_METHODS else OTHER
+
+
+def status_label(status: int) -> str:
+    """The status code as text when it is one (100-599), else ``other``."""
+    return str(status) if 100 <= status <= 599 else OTHER
 
 
 class PrometheusMetrics:
@@ -112,7 +130,7 @@ class PrometheusMetrics:
         self._notifications.labels(channel, result).inc()
 
     def http_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self._http.labels(route, method, str(status)).observe(seconds)
+        self._http.labels(route, method_label(method), status_label(status)).observe(seconds)
 
     def tool_call(self, tool: str, seconds: float) -> None:
         self._tools.labels(tool).observe(seconds)
@@ -168,4 +186,4 @@ class _StateCollector(Collector):
         return iter(())
 
 
-__all__ = ["ANSWER_BUCKETS", "PrometheusMetrics"]
+__all__ = ["ANSWER_BUCKETS", "KNOWN_METHODS", "PrometheusMetrics", "method_label"]

@@ -62,9 +62,10 @@ _CONTENT_SECURITY_POLICY: Final = "; ".join(
 PAGE_HEADERS: Final[Mapping[str, str]] = {
     "Content-Security-Policy": _CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
-    # Not no-referrer: with it a browser sends ``Origin: null`` on the form's POST, which the
-    # HTTP gate refuses. same-origin keeps the token-bearing URL from every other site.
-    "Referrer-Policy": "same-origin",
+    # The URL carries the link's token: no Referer anywhere, not even to this site (#29 S5).
+    # A browser then sends ``Origin: null`` on the form's POST, which the HTTP gate accepts on
+    # this route when ``Sec-Fetch-Site`` does not say another site sent it.
+    "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex, nofollow",
     "Cache-Control": "no-store",  # the page shows questions and answers
 }
@@ -190,7 +191,7 @@ def _document(body: str) -> str:
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        '<meta name="referrer" content="same-origin">\n'
+        '<meta name="referrer" content="no-referrer">\n'
         "<title>Clarion — answer a question</title>\n"
         '<link rel="icon" href="../static/icon.svg" type="image/svg+xml">\n'
         '<link rel="stylesheet" href="../static/inbox.css">\n'

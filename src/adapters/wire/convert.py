@@ -23,6 +23,7 @@ from cattrs.preconf.json import make_converter
 
 from clarion.adapters.wire.models import OMIT_EMPTY
 from clarion.domain.errors import ValidationError
+from clarion.domain.timestamps import parse_rfc3339
 
 T = TypeVar("T")
 
@@ -50,10 +51,7 @@ def _strict(kind: type[Any], name: str) -> Any:
 def _structure_timestamp(value: Any, _: Any) -> datetime:
     if type(value) is not str:
         raise TypeError("expected a string")
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise ValueError("expected a timestamp with a time zone")
-    return moment
+    return parse_rfc3339(value)  # strictly RFC 3339 (#29 F20), not fromisoformat's ISO 8601
 
 
 def _is_list(kind: Any) -> bool:

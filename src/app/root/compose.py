@@ -299,6 +299,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             host=InMemoryHostRepository(store, clock, ids),
             users=InMemoryTokenStore(store, clock, ids),
             runner=runner,
+            email_needs_user=settings.auth_enabled,
         )
         return
     engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
@@ -309,6 +310,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             host=SqlHostRepository(engine, clock, ids),
             users=SqlTokenStore(engine, clock, ids),
             runner=runner,
+            email_needs_user=settings.auth_enabled,
         )
     finally:
         engine.dispose()
@@ -650,7 +652,11 @@ def _notifications(
         ),
     )
     routing = NotificationRouting(
-        store=store, host=ports.host, users=ports.users, runner=ports.runner
+        store=store,
+        host=ports.host,
+        users=ports.users,
+        runner=ports.runner,
+        email_needs_user=settings.auth_enabled,
     )
     return worker, routing
 

@@ -9,7 +9,7 @@ import base64
 import binascii
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final, Literal
 
 import attrs
@@ -17,6 +17,7 @@ import attrs
 from clarion.app.root.crashpoints import parse_crash_point
 from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
+from clarion.domain.signing import key_weakness, secret_weakness
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 LogFormat = Literal["json", "console"]
@@ -30,6 +31,55 @@ def _default_log_format() -> LogFormat:
     return "console" if sys.stderr.isatty() else "json"
 
 
+def check_key_ring(keys: tuple[bytes, ...], name: str) -> None:
+    """Refuse a ring holding a key too short or degenerate to sign with (#29).
+
+    Raises:
+        ValidationError: naming the setting ``name`` and the key's position.
+    """
+    for position, key in enumerate(keys, start=1):
+        weakness = key_weakness(key)
+        if weakness is not None:
+            raise ValidationError(
+                f"{name}: key {position} is {weakness}; use random keys of at least 32 bytes "
+                "(make one with: openssl rand -base64 32)",
+                field=name,
+            )
+
+
+def check_webhook_secret(secret: str, name: str) -> None:
+    """Refuse a webhook signing secret too short or degenerate to sign with (#29); "" means
+    unset.
+
+    Raises:
+        ValidationError: naming the setting ``name``.
+    """
+    weakness = secret_weakness(secret) if secret else None
+    if weakness is not None:
+        raise ValidationError(
+            f"{name} is {weakness}; use a random secret (make one with: openssl rand -hex 32)",
+            field=name,
+        )
+
+
+def _ring(
+    name: str,
+) -> Callable[[object, attrs.Attribute[tuple[bytes, ...]], tuple[bytes, ...]], None]:
+    def validate(
+        instance: object, attribute: attrs.Attribute[tuple[bytes, ...]], value: tuple[bytes, ...]
+    ) -> None:
+        check_key_ring(value, name)
+
+    return validate
+
+
+def _secret(name: str) -> Callable[[object, attrs.Attribute[str], str], None]:
+    def validate(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+        check_webhook_secret(value, name)
+
+    return validate
+
+
 @attrs.frozen
 class Settings:
     """Everything the composition root needs to build a Clarion service."""
@@ -39,7 +89,9 @@ class Settings:
     port: int = 8765
     auth_enabled: bool = False
     resume_webhook: str = ""
-    resume_webhook_secret: str = attrs.field(default="", repr=False)  # signs webhook POSTs
+    resume_webhook_secret: str = attrs.field(  # signs webhook POSTs
+        default="", repr=False, validator=_secret("CLARION_RESUME_WEBHOOK_SECRET")
+    )
     ask_timeout_s: float = 7200.0
     log_format: LogFormat = attrs.field(factory=_default_log_format)
     tool_suffix: str = "_kandev"
@@ -75,17 +127,23 @@ class Settings:
     # The key ring that seals a 2026-07-28 form round's request state: the first key seals,
     # every key unseals (rotation). Empty: one random key per process, so a retry must reach
     # the process that offered the form. Replicas share one ring.
-    elicitation_keys: tuple[bytes, ...] = attrs.field(default=(), repr=False)
+    elicitation_keys: tuple[bytes, ...] = attrs.field(
+        default=(), repr=False, validator=_ring("CLARION_ELICITATION_KEYS")
+    )
     # Signed single-use answer links (e-mail): the key ring works like elicitation_keys (the
     # first key signs, every key verifies; empty: one random key per process, so links stop
     # working at a restart), and a link stays valid this long after it is made.
-    answer_link_keys: tuple[bytes, ...] = attrs.field(default=(), repr=False)
+    answer_link_keys: tuple[bytes, ...] = attrs.field(
+        default=(), repr=False, validator=_ring("CLARION_ANSWER_LINK_KEYS")
+    )
     answer_link_ttl_s: float = 7 * 24 * 3600.0
     # Notifications (docs/notifications.md). The public base URL of the inbox, for links in
     # notifications; "" = http://<host>:<port> of ``clarion serve``.
     public_url: str = ""
     # Signs notification webhooks like the resume webhook; "" = the resume webhook's secret.
-    notify_webhook_secret: str = attrs.field(default="", repr=False)
+    notify_webhook_secret: str = attrs.field(
+        default="", repr=False, validator=_secret("CLARION_NOTIFY_WEBHOOK_SECRET")
+    )
     notify_poll_s: float = 2.0  # how often the worker looks for due notifications
     notify_max_attempts: int = 8  # deliveries given up after this many attempts
     # E-mail: no SMTP host, no e-mail channel. security: starttls | tls | none.
@@ -287,7 +345,8 @@ def parse_sqlite_synchronous(value: str, name: str) -> SqliteSynchronous:
 
 
 def parse_key_ring(value: str, name: str) -> tuple[bytes, ...]:
-    """Comma-separated base64 (standard or URL-safe) keys of at least 32 bytes each."""
+    """Comma-separated base64 (standard or URL-safe) keys of at least 32 bytes each, none
+    degenerate (:func:`check_key_ring`)."""
     keys = []
     for position, text in enumerate(part.strip() for part in value.split(",")):
         try:
@@ -301,6 +360,7 @@ def parse_key_ring(value: str, name: str) -> tuple[bytes, ...]:
                 field=name,
             )
         keys.append(key)
+    check_key_ring(tuple(keys), name)
     return tuple(keys)
 
 

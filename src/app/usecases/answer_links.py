@@ -55,6 +55,7 @@ from clarion.domain.outcome import validate_outcome
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import Surface
 from clarion.domain.rows import Bundle
+from clarion.domain.signing import key_weakness
 from clarion.ports.answer_links import AnswerLinkStore, LinkUse
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.system import Clock
@@ -125,9 +126,20 @@ def _b64encode(data: bytes) -> str:
 
 
 def _b64decode(text: str) -> bytes:
+    """The bytes of canonical unpadded base64url ``text``: the only spelling that decodes is
+    the one :func:`_b64encode` writes. The last character of a 32-byte signature carries
+    two unused bits, so four characters would otherwise decode to the same bytes (#29 S13)
+    and a link would have four valid spellings.
+
+    Raises:
+        ValueError: not base64url, or not its canonical spelling.
+    """
     if not text or not set(text) <= _B64_ALPHABET:
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64encode(data) != text:
+        raise ValueError("not the canonical base64url spelling")
+    return data
 
 
 def _signature(key: bytes, payload: str) -> bytes:
@@ -142,8 +154,12 @@ class LinkSigner:
     keys: tuple[bytes, ...]
 
     def __attrs_post_init__(self) -> None:
-        if not self.keys or any(len(key) < _KEY_BYTES for key in self.keys):
-            raise ValueError(f"an answer-link key ring needs keys of at least {_KEY_BYTES} bytes")
+        if not self.keys:
+            raise ValueError("an answer-link key ring needs at least one key")
+        for position, key in enumerate(self.keys, start=1):
+            weakness = key_weakness(key, minimum=_KEY_BYTES)
+            if weakness is not None:
+                raise ValueError(f"answer-link key {position} is {weakness}")
 
     def sign(self, claims: LinkClaims) -> str:
         body = {
@@ -247,12 +263,16 @@ class AnswerLinks:
         """An absolute URL of a signed, single-use answer link for this recipient.
 
         Nothing is read or stored: whether the recipient may answer is decided when the link
-        is used.
+        is used. An internal caller (an e-mail route that acts for no user) gets a link for
+        the synthetic identity while authentication is disabled — what every request is then
+        (#29) — and stops working once it is enabled.
 
         Raises:
-            ValueError: ``recipient`` is an internal caller (no user to bind), or
-                ``pending_id`` is empty.
+            ValueError: ``recipient`` is an internal caller while authentication is enabled
+                (no user to bind), or ``pending_id`` is empty.
         """
+        if recipient.user_id is None and not self._auth_enabled:
+            recipient = Identity.synthetic_admin()
         if recipient.user_id is None:
             raise ValueError("an answer link needs a recipient with a user id")
         if not pending_id:

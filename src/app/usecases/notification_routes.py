@@ -38,6 +38,9 @@ class NotificationRouting:
     _host: HostRepository = attrs.field(alias="host")
     _users: UserDirectory | None = attrs.field(alias="users")
     _run: Runner = attrs.field(alias="runner")
+    # #29: with authentication enabled an e-mail route must act for a user — its answer links
+    # answer as that user; without one it would never send (see docs/notifications.md).
+    _email_needs_user: bool = attrs.field(default=False, alias="email_needs_user")
 
     async def _may_manage(self, identity: Identity, workspace_id: str) -> bool:
         if _manages_everything(identity):
@@ -55,7 +58,8 @@ class NotificationRouting:
         Raises:
             NotFound: the caller may not manage the workspace's routes.
             ValidationError: the spec is invalid, names an unknown user or escalation route,
-                or (for a non-administrator) another user.
+                or (for a non-administrator) another user; or it is an e-mail route without
+                a user while ``email_needs_user`` (``field`` ``user_id``).
         """
         spec = check_route_spec(spec)
         if not await self._may_manage(identity, spec.workspace_id):
@@ -76,6 +80,12 @@ class NotificationRouting:
             )
             if target is None:
                 raise InvalidArgument("escalate_to names no route", field="escalate_to")
+        if self._email_needs_user and spec.channel.kind == "email" and not spec.user_id:
+            raise InvalidArgument(
+                "an e-mail route needs a user_id while authentication is enabled: its answer "
+                "links answer as that user",
+                field="user_id",
+            )
         created_by = identity.user_id or "operator"
         return await self._run.guarded(
             StoreFailure(ROUTES_FAILED), lambda: self._store.add_route(spec, created_by=created_by)

@@ -19,6 +19,7 @@ import anyio
 import attrs
 import httpx2
 import pytest
+import structlog
 
 from clarion.app.root.compose import Clarion, build_clarion
 from clarion.app.root.settings import Settings
@@ -350,7 +351,7 @@ async def test_agent_text_is_escaped_and_isolated(world: World) -> None:
     # The context, the prompt, the option's label and its description.
     assert page.text.count(escaped) == 4
     assert page.headers["content-security-policy"].startswith("default-src 'none'")
-    assert page.headers["referrer-policy"] == "same-origin"
+    assert page.headers["referrer-policy"] == "no-referrer"
     assert page.headers["cache-control"] == "no-store"
 
 
@@ -380,3 +381,86 @@ async def test_the_gate_takes_forms_on_the_answer_route_only(world: World) -> No
     answered = await world.client.post(link, data=answer_form(), headers=FORM)
     assert answered.status_code == 200, answered.text
     assert "Your answer was sent to the agent." in page_text(answered)
+
+
+async def test_the_page_sends_no_referrer_and_its_form_still_posts_with_a_null_origin(
+    world: World,
+) -> None:
+    """#29 S5: ``Referrer-Policy: no-referrer`` keeps the token-bearing URL out of every
+    ``Referer``; a browser then posts the form with ``Origin: null``, which the gate accepts
+    on this route unless ``Sec-Fetch-Site`` says another site sent it."""
+    pending_id = await world.ask(world.shared_session)
+    link = path_of(world.links.link_for(world.alice, pending_id))
+    page = await world.client.get(link)
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert '<meta name="referrer" content="no-referrer">' in page.text
+    before = world.stored(pending_id)
+    for site in ("cross-site", "same-site"):
+        refused = await world.client.post(
+            link, data=answer_form(), headers={"Origin": "null", "Sec-Fetch-Site": site}
+        )
+        assert refused.status_code == 403
+    refused_api = await world.client.post(
+        f"/api/v1/clarification/{pending_id}/respond",
+        json={"rejected": True},
+        headers={**world.alice_headers, "Origin": "null", "Sec-Fetch-Site": "same-origin"},
+    )
+    assert refused_api.status_code == 403  # only the form route takes a null origin
+    assert world.stored(pending_id) == before
+    answered = await world.client.post(
+        link, data=answer_form(), headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"}
+    )
+    assert answered.status_code == 200, answered.text
+    assert "Your answer was sent to the agent." in page_text(answered)
+
+
+async def test_no_log_line_carries_the_link_token(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#29 S5: the request log names the route template and a short hash of the token, never
+    the token, on every visit (a mail scanner's GET included) and on the answer."""
+    from clarion.adapters.rest import request_log
+
+    capture = structlog.testing.LogCapture()
+    logger = structlog.wrap_logger(None, processors=[capture])
+    monkeypatch.setattr(request_log, "log", logger)
+    pending_id = await world.ask(world.shared_session)
+    link = path_of(world.links.link_for(world.alice, pending_id))
+    token = link.removeprefix("/answer/")
+    await world.client.get(link)
+    await world.client.post(link, data=answer_form(), headers=FORM)
+    await world.client.get(link + "/trailing")  # a mangled link matches no route
+    entries = [entry for entry in capture.entries if entry["event"] == "http_request"][1:]
+    assert len(entries) == 3  # after the ask's own request
+    assert [entry["route"] for entry in entries] == [
+        "/answer/{token}",
+        "/answer/{token}",
+        "unmatched",
+    ]
+    hashed = entries[0]["path"]
+    assert re.fullmatch(r"/answer/h:[0-9a-f]{12}", hashed)
+    assert entries[1]["path"] == hashed  # one link, one hash: visits can be told apart
+    assert entries[2]["path"] == hashed + "/trailing"
+    signature = token.rpartition(".")[2]
+    for text in (token, signature, token[:40]):
+        assert text not in repr(capture.entries)
+
+
+async def test_nul_in_the_form_is_a_400_naming_the_field_on_every_database(world: World) -> None:
+    """#29: a NUL character in the form's free text or skip reason (PostgreSQL's text cannot
+    hold one) is refused as invalid — the form again, the message next to the field — never a
+    store failure; nothing is recorded and the link still answers."""
+    pending_id = await world.ask(world.shared_session)
+    link = path_of(world.links.link_for(world.alice, pending_id))
+    before = world.stored(pending_id)
+    text = await world.client.post(link, data=answer_form(text="bad\x00text"), headers=FORM)
+    assert text.status_code == 400, text.text
+    assert re.search(r'id="q0-msg"><bdi>answer 1 custom_text may not contain NUL', text.text)
+    reason = await world.client.post(
+        link, data={"action": "skip", "reason": "no\x00"}, headers=FORM
+    )
+    assert reason.status_code == 400, reason.text
+    assert re.search(r'id="reason-msg"><bdi>reason may not contain NUL', reason.text)
+    assert world.stored(pending_id) == before
+    answered = await world.client.post(link, data=answer_form(text="fine"), headers=FORM)
+    assert answered.status_code == 200, answered.text

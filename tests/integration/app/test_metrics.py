@@ -131,6 +131,36 @@ def test_the_pending_gauge_agrees_between_two_instances_on_one_postgresql(
         assert value(other, "clarion_bundles_created_total") == 0  # counters are per process
 
 
+STANDARD_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+
+
+def test_invented_methods_and_unmatched_paths_never_become_label_values(tmp_path: Path) -> None:
+    """#29 S3: label values come from fixed sets — a method outside the standard ones is
+    ``other`` and a path no route matches is ``unmatched`` — so 60 unique methods and paths
+    add no series beyond the first."""
+    with serving(f"sqlite:///{tmp_path / 'l.db'}", auth_enabled=False) as (_, client):
+
+        def flood(start: int, count: int) -> None:
+            for n in range(start, start + count):
+                client.request(f"X{n}METHOD", "/api/v1/clarification/pending")
+                client.request(f"x{n}", f"/not-a-route/secret-{n}")
+                client.get(f"/answer-nothing/{n}")
+                client.request("get", "/healthz")  # methods are case-sensitive
+
+        flood(0, 1)
+        scrape(client)  # the scrape's own series exist from here on
+        series = len(scrape(client))
+        flood(1, 60)
+        after = scrape(client)
+    http = [dict(labels) for name, labels in after if name.startswith("clarion_http_request")]
+    assert {labels["method"] for labels in http} <= STANDARD_METHODS | {"other"}
+    assert "other" in {labels["method"] for labels in http}
+    routes = {labels["route"] for labels in http}
+    assert "unmatched" in routes
+    assert not any("secret" in route or "not-a-route" in route for route in routes)
+    assert len(after) == series
+
+
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 

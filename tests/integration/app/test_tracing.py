@@ -114,7 +114,8 @@ def test_each_http_request_is_a_server_span_named_by_its_route_template() -> Non
     with TestClient(app) as client:
         assert client.post("/things/secret-id/respond").status_code == 201
         assert client.get("/nowhere").status_code == 404
-    first, second = exporter.get_finished_spans()
+        assert client.request("X-INVENTED-42", "/things/a/respond").status_code == 405
+    first, second, invented = exporter.get_finished_spans()
     assert first.name == "POST /things/{thing_id}/respond"
     assert _attributes(first) == {
         "http.request.method": "POST",
@@ -122,3 +123,6 @@ def test_each_http_request_is_a_server_span_named_by_its_route_template() -> Non
         "http.response.status_code": 201,
     }
     assert second.name == "GET unmatched"
+    # #29 S3: an invented method is "_OTHER" (OpenTelemetry's convention), never as sent.
+    assert invented.name == "HTTP unmatched"
+    assert _attributes(invented)["http.request.method"] == "_OTHER"

@@ -66,6 +66,8 @@ def test_db_upgrade_migrates_and_reports_the_revision(
 def test_users_and_tokens_are_created_and_the_token_authenticates(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert main(["db", "upgrade", "--database-url", database_url]) == 0  # creates the file
+    capsys.readouterr()
     assert main(["users", "create", "ada", "--database-url", database_url]) == 0
     user_id = capsys.readouterr().out.strip()
     assert user_id
@@ -86,8 +88,11 @@ def test_users_and_tokens_are_created_and_the_token_authenticates(
 def test_a_token_for_an_unknown_user_fails_with_one_line(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert main(["db", "upgrade", "--database-url", database_url]) == 0
+    capsys.readouterr()
     assert main(["tokens", "create", "nobody", "--database-url", database_url]) == 1
     err = capsys.readouterr().err
+    assert "does not exist" not in err
     assert err.startswith("clarion: error: ")
     assert err.count("\n") == 1
 

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 import sqlalchemy as sa
 
-from clarion.adapters.sql import create_engine
+from clarion.adapters.sql import create_engine, hold_sqlite_file, release_sqlite_file
 from clarion.app.root.compose import build_clarion
 from clarion.app.root.settings import Settings
 from clarion.domain.errors import ValidationError
@@ -74,6 +74,56 @@ def test_start_up_refuses_a_file_another_process_holds_and_shares_it_within_one(
     second.upgrade()
     second.close()
     first.close()
+
+
+def test_a_hard_link_to_a_served_file_is_refused_like_the_file_itself(tmp_path: Path) -> None:
+    """#29: the lock belongs to the file, not its name — a hard link in another folder (a
+    second name for the same inode) does not get a second process onto it."""
+    database = tmp_path / "one.db"
+    (tmp_path / "elsewhere").mkdir()
+    alias = tmp_path / "elsewhere" / "alias.db"
+    with serving(f"sqlite:///{database}", "first", tmp_path) as first:
+        os.link(database, alias)
+        second = start_serve(f"sqlite:///{alias}", "second", tmp_path)
+        assert second.process.wait(STARTUP_TIMEOUT_S) != 0
+        second.kill()
+        errors = [line for line in second.log().splitlines() if line.startswith("clarion:")]
+        assert len(errors) == 1
+        assert errors[0].startswith(f"clarion: error: database file {alias.resolve()} is in use")
+        assert "Traceback" not in second.log()
+        assert httpx2.get(f"{first.base_url}/healthz", timeout=10).status_code == 200
+
+
+def test_one_process_holds_a_file_once_whatever_name_it_uses(tmp_path: Path) -> None:
+    """#29: within one process two names of one file share a single hold (no self-conflict),
+    and the file is free for another process only after the last release."""
+    database = tmp_path / "shared.db"
+    alias = tmp_path / "alias.db"
+    first = hold_sqlite_file(database)
+    os.link(database, alias)
+    second = hold_sqlite_file(alias)
+
+    def other_process_may_hold(path: Path) -> bool:
+        script = (
+            "import sys\n"
+            "from clarion.adapters.sql import DatabaseInUse, hold_sqlite_file\n"
+            "try:\n"
+            f"    hold_sqlite_file({str(path)!r})\n"
+            "except DatabaseInUse:\n"
+            "    sys.exit(3)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=ROOT, timeout=STARTUP_TIMEOUT_S, check=False
+        )
+        assert done.returncode in (0, 3)
+        return done.returncode == 0
+
+    assert not other_process_may_hold(database)
+    release_sqlite_file(first)
+    assert not other_process_may_hold(database)  # the alias still holds it
+    assert not other_process_may_hold(alias)
+    release_sqlite_file(second)
+    assert other_process_may_hold(alias)
 
 
 def test_clarion_users_create_runs_next_to_the_serving_process(tmp_path: Path) -> None:

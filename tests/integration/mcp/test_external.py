@@ -267,6 +267,7 @@ async def test_n6_n9_invalid_answers_are_validation_errors_naming_the_field_and_
     [
         ({"cursor": "not a cursor!"}, "cursor"),
         ({"created_since": "yesterday"}, "created_since"),
+        ({"created_since": "2026-W01-1T00:00Z"}, "created_since"),  # #29 F20
         ({"limit": "ten"}, "limit"),
         ({"limit": True}, "limit"),
         ({"workspace_id": 3}, "workspace_id"),

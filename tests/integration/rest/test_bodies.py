@@ -195,6 +195,7 @@ def test_unknown_routes_and_methods_answer_in_the_error_shape(
         ({"limit": "1_000"}, "limit"),
         ({"created_since": "yesterday"}, "created_since"),
         ({"created_since": "9999-12-31T23:59:59-01:00"}, "created_since"),
+        ({"created_since": "2026-W01-1T00:00Z"}, "created_since"),  # #29 F20
         ({"cursor": "not-a-cursor"}, "cursor"),
     ],
 )

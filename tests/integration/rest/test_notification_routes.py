@@ -59,7 +59,7 @@ def test_an_owner_manages_their_workspace_routes_and_nobody_else_sees_them(
         "expire",
     )
     assert client.post(ROUTES, json=body, headers=as_bob).status_code == 404
-    default = {"channel": "email:ops@example.com"}
+    default = {"channel": "webhook:https://hooks.example/ops"}
     assert client.post(ROUTES, json=default, headers=as_alice).status_code == 404
     assert client.post(ROUTES, json=default, headers=as_admin).status_code == 201
     assert [r["id"] for r in client.get(ROUTES, headers=as_alice).json()["routes"]] == [route["id"]]
@@ -92,3 +92,17 @@ def test_a_bad_route_is_a_400_naming_the_problem(
     assert response.status_code == 400, response.text
     assert response.json()["error"]  # the field is named in the message (``field``: the id)
     assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
+
+
+def test_an_email_route_needs_a_user_while_authentication_is_enabled(
+    clarion: Clarion, client: TestClient
+) -> None:
+    """#29: its answer links answer as that user — without one it would be stored but never
+    send (each retry logged a traceback), so it is refused naming ``user_id``."""
+    admin, as_admin = _bearer(clarion, "root", is_admin=True)
+    refused = client.post(ROUTES, json={"channel": "email:ops@example.com"}, headers=as_admin)
+    assert refused.status_code == 400
+    assert "user_id" in refused.json()["error"]
+    assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
+    body = {"channel": "email:ops@example.com", "user_id": admin}
+    assert client.post(ROUTES, json=body, headers=as_admin).status_code == 201

@@ -57,3 +57,18 @@ def test_a_process_with_another_ring_or_another_session_refuses_it_like_an_unkno
         _unseal(_process(key), _call(session_id="s-2"), state)
     with pytest.raises(NotFound):
         _unseal(_process(), _call(), state)  # no ring configured: a key of its own
+
+
+B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def test_only_the_canonical_spelling_of_a_sealed_state_verifies() -> None:
+    """#29 S13 (checked for the request state too): a state whose last character is changed to
+    a base64 neighbour is refused like any tampered state, whether or not those characters
+    decode to the same bytes (the codec decodes strictly)."""
+    key = os.urandom(32)
+    state = _seal(_process(key), _call(), "p-1")
+    position = B64URL.index(state[-1])
+    for neighbour in {max(position - 1, 0), min(position + 1, len(B64URL) - 1)} - {position}:
+        with pytest.raises(NotFound):
+            _unseal(_process(key), _call(), state[:-1] + B64URL[neighbour])

@@ -3,6 +3,7 @@ races, release when nothing was recorded, the synthetic recipient, closed bundle
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -110,9 +111,43 @@ def test_a_rotated_ring_verifies_old_links_and_signs_with_its_first_key() -> Non
     assert LinkSigner((KEY_A,)).verify(new) is None
 
 
+B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def other_spellings(token: str) -> list[str]:
+    """The token with its signature's last character replaced by each character that decodes
+    to the same bytes (a 32-byte signature leaves two bits of its last character unused)."""
+    position = B64URL.index(token[-1])
+    first = position - position % 4
+    return [token[:-1] + B64URL[i] for i in range(first, first + 4) if i != position]
+
+
+async def test_only_the_canonical_spelling_of_a_signature_verifies(world: World) -> None:
+    """#29 S13: a link whose last signature character is changed to a base64 neighbour that
+    decodes to the same bytes is not a valid link (one spelling per signature)."""
+    pending_id = await world.ask()
+    token = token_of(world.links.link_for(world.alice, pending_id))
+    signer = LinkSigner((KEY_A,))
+    assert signer.verify(token) is not None
+    variants = other_spellings(token)
+    assert len(variants) == 3
+    signature = token.rpartition(".")[2]
+    for variant in variants:
+        lenient = base64.urlsafe_b64decode(variant.rpartition(".")[2] + "=")
+        assert lenient == base64.urlsafe_b64decode(signature + "=")  # the same bytes
+        assert signer.verify(variant) is None
+        assert (await world.links.view(variant)).state is LinkState.INVALID
+
+
 def test_a_ring_needs_long_keys() -> None:
     with pytest.raises(ValueError, match="32 bytes"):
         LinkSigner((b"short",))
+
+
+def test_a_ring_refuses_a_degenerate_key() -> None:
+    """#29: an all-zero key is refused however the signer is built (not only from settings)."""
+    with pytest.raises(ValueError, match="key 2 is degenerate"):
+        LinkSigner((KEY_A, bytes(32)))
 
 
 def test_a_link_is_absolute_url_safe_and_unique(world: World) -> None:
@@ -228,6 +263,20 @@ async def test_a_synthetic_recipient_only_while_authentication_is_off() -> None:
     finally:
         open_world.clarion.close()
         strict_world.clarion.close()
+
+
+async def test_an_operator_route_gets_links_only_while_authentication_is_off() -> None:
+    """#29: an e-mail route that acts for no user (the internal caller) gets links for the
+    synthetic identity while authentication is off — they answer — and none once it is on."""
+    open_world = make_world(auth_enabled=False)
+    try:
+        pending_id = await open_world.ask()
+        link = open_world.links.link_for(Identity.internal(), pending_id)
+        assert (await open_world.links.view(token_of(link))).state is LinkState.OPEN
+        page = await open_world.links.answer(token_of(link), choose("q1_opt1"))
+        assert page.state is LinkState.RECORDED
+    finally:
+        open_world.clarion.close()
 
 
 async def test_an_answer_purges_the_uses_of_expired_links(world: World) -> None:

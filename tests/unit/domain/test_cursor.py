@@ -116,6 +116,51 @@ def test_l13_unparseable_timestamps_are_rejected_naming_the_argument(text: str) 
     assert caught.value.field == "created_since"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-W01-1T00:00Z",  # an ISO week date, the issue's example
+        "2026-W01-1T00:00:00Z",
+        "2026-001T00:00:00Z",  # an ordinal date
+        "20260105T093000Z",  # ISO basic format
+        "2026-01-05T09Z",  # hours alone
+        "2026-01-05T09:30Z",  # no seconds
+        "2026-01-05T09:30:00,5Z",  # a comma before the fraction
+        "2026-01-05T09:30:00.Z",
+        "2026-01-05T09:30:00+0100",  # an offset without its colon
+        "2026-01-05T09:30:00+01",
+        "2026-01-05T09:30:00+24:00",
+        "2026-01-05T24:00:00Z",
+        "2026-02-30T00:00:00Z",
+        "2026-01-05T09:30:61Z",
+        "0000-01-01T00:00:00Z",
+        "２０２６-01-05T09:30:00Z",  # non-ASCII digits
+        "2026-01-05T09:30:00UTC",
+        "2026-01-05t09:30:00",
+    ],
+)
+def test_f20_only_rfc3339_date_times_are_accepted(text: str) -> None:
+    """#29 F20: what ``datetime.fromisoformat`` reads beyond RFC 3339 is refused, naming the
+    argument."""
+    with pytest.raises(InvalidArgument) as caught:
+        parse_timestamp(text, argument="created_since")
+    assert caught.value.field == "created_since"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-01-05t09:30:00z", datetime(2026, 1, 5, 9, 30, tzinfo=UTC)),
+        ("2026-01-05T09:30:00.1234567Z", datetime(2026, 1, 5, 9, 30, 0, 123456, tzinfo=UTC)),
+        ("2026-01-05T09:30:00-00:00", datetime(2026, 1, 5, 9, 30, tzinfo=UTC)),
+        ("2016-12-31T23:59:60Z", datetime(2017, 1, 1, tzinfo=UTC)),  # a leap second
+        ("0001-01-01T00:00:00Z", datetime(1, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_f20_every_rfc3339_date_time_is_read(text: str, expected: datetime) -> None:
+    assert parse_timestamp(text, argument="created_since") == expected
+
+
 def test_l13_the_named_argument_is_whatever_the_caller_passes() -> None:
     with pytest.raises(InvalidArgument) as caught:
         parse_timestamp("nope", argument="updated_after")

@@ -48,3 +48,28 @@ def test_a_limit_below_one_is_refused(field: str) -> None:
 def test_an_idle_time_must_be_positive() -> None:
     with pytest.raises(ValueError, match="mcp_session_idle_s"):
         Limits(mcp_session_idle_s=0)
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "lone \udc00"])
+def test_question_text_no_store_can_keep_is_refused_naming_its_field(bad: str) -> None:
+    """#29: the ask side too refuses NUL and lone surrogates in the domain, so a caller that
+    bypasses the wire checks (an embedding host, a new surface) still gets a 400, not a store
+    failure."""
+    cases = [
+        (QuestionDraft(prompt=bad, options=_question("p").options), "questions[0].prompt"),
+        (
+            QuestionDraft(prompt="p", options=(OptionDraft(bad, "d"), OptionDraft("B", "e"))),
+            "questions[0].options[0].label",
+        ),
+        (
+            QuestionDraft(prompt="p", options=_question("p").options, title=bad),
+            "questions[0].title",
+        ),
+    ]
+    for draft, field in cases:
+        with pytest.raises(InvalidQuestions) as error:
+            validate_questions([draft])
+        assert error.value.field == field
+    with pytest.raises(InvalidQuestions) as context:
+        validate_context("", Limits(), [bad])
+    assert context.value.field == "context_paragraphs[0]"

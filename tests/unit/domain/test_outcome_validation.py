@@ -249,3 +249,13 @@ def test_n6_dropping_any_one_answer_is_rejected_naming_answers(
     missing = data.draw(st.integers(0, len(complete) - 1))
     outcome = Outcome(answers=tuple(complete[:missing] + complete[missing + 1 :]))
     assert _field_of(question_set, outcome) == "answers"
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "\x00", "lone \ud800 surrogate"])
+def test_text_no_store_can_keep_is_invalid_naming_its_field(bad: str) -> None:
+    """#29: NUL (PostgreSQL text refuses it) or a lone surrogate in free text or a reason is a
+    validation error on every surface — the answer link, Slack, elicitation — not a store
+    failure."""
+    answer = Outcome.answer(Answer(question_id="color", selected_options=("red",), custom_text=bad))
+    assert _field_of(ONE, answer) == "answers[0].custom_text"
+    assert _field_of(ONE, Outcome.reject(bad)) == "reject_reason"

@@ -10,7 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from clarion.app.root.cli.common import CliError, database_flag, settings_of
+from clarion.app.root.cli.common import (
+    CliError,
+    database_flag,
+    existing_database,
+    settings_of,
+)
 from clarion.app.usecases.auth import Authentication
 from clarion.domain.host import LOGIN_SESSION, AccessToken
 
@@ -81,8 +86,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     from clarion.adapters.sql import upgrade_database
+    from clarion.adapters.sql.presence import require_database
 
     settings = settings_of(args)
+    # A new SQLite file is this command's to create; a PostgreSQL database never is.
+    require_database(settings.database_url, create_sqlite=True)
     revision = upgrade_database(settings.database_url)
     print(f"database at revision {revision}")
     return 0
@@ -95,7 +103,7 @@ def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
     next to the serving process."""
     from clarion.app.root.compose import administration
 
-    with administration(settings_of(args)) as authentication:
+    with administration(existing_database(args)) as authentication:
         yield authentication
 
 
@@ -131,7 +139,7 @@ def _users_link_slack(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import slack_links
     from clarion.domain.errors import ValidationError
 
-    with slack_links(settings_of(args)) as links:
+    with slack_links(existing_database(args)) as links:
         try:
             link = links.link(args.user_id, args.slack_user_id)
         except ValidationError as exc:
@@ -143,7 +151,7 @@ def _users_link_slack(args: argparse.Namespace) -> int:
 def _users_unlink_slack(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import slack_links
 
-    with slack_links(settings_of(args)) as links:
+    with slack_links(existing_database(args)) as links:
         removed = links.unlink(args.slack_user_id)
     print(f"unlinked {args.slack_user_id}" if removed else f"{args.slack_user_id} was not linked")
     return 0 if removed else 1
@@ -152,7 +160,7 @@ def _users_unlink_slack(args: argparse.Namespace) -> int:
 def _users_slack_links(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import slack_links
 
-    with slack_links(settings_of(args)) as links:
+    with slack_links(existing_database(args)) as links:
         found = links.links()
     rows = [
         {

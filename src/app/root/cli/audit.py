@@ -15,7 +15,7 @@ import json
 import sys
 from datetime import datetime
 
-from clarion.app.root.cli.common import CliError, database_flag, settings_of
+from clarion.app.root.cli.common import CliError, database_flag, existing_database
 from clarion.domain.cursor import parse_timestamp
 from clarion.domain.errors import InvalidArgument
 
@@ -55,7 +55,7 @@ def _export(args: argparse.Namespace) -> int:
 
     since = _since(args.since)
     written = 0
-    with audit_records(settings_of(args)) as claims:
+    with audit_records(existing_database(args)) as claims:
         before: tuple[datetime, str] | None = None
         while True:
             query = ResolvedQuery(

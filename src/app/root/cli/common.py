@@ -40,3 +40,20 @@ def server_flags(parser: argparse.ArgumentParser) -> None:
 
 def settings_of(args: argparse.Namespace, **flags: object) -> Settings:
     return Settings.from_env(database_url=getattr(args, "database_url", None), **flags)
+
+
+def existing_database(args: argparse.Namespace) -> Settings:
+    """The settings of an administrative command, whose database must already exist: a
+    mistyped SQLite path or PostgreSQL database is one error naming it, never a new empty
+    database (#29; only ``clarion db upgrade`` and ``clarion serve`` create one).
+
+    Raises:
+        DatabaseMissing: the database does not exist or cannot be reached.
+    """
+    from clarion.adapters.sql.presence import require_database
+    from clarion.app.root.compose import MEMORY_URL
+
+    settings = settings_of(args)
+    if settings.database_url != MEMORY_URL:
+        require_database(settings.database_url)
+    return settings

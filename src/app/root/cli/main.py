@@ -69,8 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - the top-level handler: one line, non-zero exit
-        print(f"clarion: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"clarion: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """The exception's text on one line (a database driver's spans several, and SQLAlchemy
+    adds a line pointing at its documentation)."""
+    lines = (line.strip() for line in str(exc).splitlines())
+    return " ".join(line for line in lines if line and not line.startswith("(Background on"))
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script

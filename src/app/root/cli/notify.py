@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from clarion.app.root.cli.common import CliError, database_flag, settings_of
+from clarion.app.root.cli.common import CliError, database_flag, existing_database
 from clarion.domain.model import Identity
 from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_channel
 
@@ -86,7 +86,7 @@ def _add(args: argparse.Namespace) -> int:
         on_deadline=args.on_deadline,
         include_answers=args.include_answers,
     )
-    with route_administration(settings_of(args)) as routing:
+    with route_administration(existing_database(args)) as routing:
         route = anyio.run(routing.add, OPERATOR, spec)
     print(route.id)
     return 0
@@ -95,7 +95,7 @@ def _add(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import route_administration
 
-    with route_administration(settings_of(args)) as routing:
+    with route_administration(existing_database(args)) as routing:
         routes = anyio.run(routing.list, OPERATOR)
     if args.json:
         print(json.dumps([route_json(r) for r in routes], indent=2, ensure_ascii=False))
@@ -122,7 +122,7 @@ def _remove(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import route_administration
     from clarion.domain.errors import NotFound
 
-    with route_administration(settings_of(args)) as routing:
+    with route_administration(existing_database(args)) as routing:
         try:
             anyio.run(routing.remove, OPERATOR, args.route_id)
         except NotFound as exc:

@@ -1,0 +1,1 @@
+"""Issue #29 abuse bench: each module starts clarion serve, abuses it and prints figures."""
