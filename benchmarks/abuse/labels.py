@@ -4,7 +4,7 @@ process).
 
 Starts ``clarion serve`` (the executable given, SQLite in a temporary folder, auth disabled,
 a free loopback port), measures its RSS and one scrape, sends ``--requests`` requests, each
-with a method of its own (``M0``, ``M1``, …; the server refuses them with 405), pipelined over
+with a method of its own (``M`` and a hexadecimal number: ``Ma``, ``Mb``, …; the server refuses them with 405), pipelined over
 ``--connections`` keep-alive connections, then measures RSS and the scrape again and stops the
 server. Everything is bounded: the whole run ends after ``--deadline`` seconds at the latest.
 

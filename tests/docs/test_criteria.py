@@ -32,14 +32,18 @@ TEXT_SUFFIXES = frozenset(
 )
 CRITERION = re.compile(r"(?<![A-Za-z0-9_])([ACDEGLMNPRSTWX][1-9][0-9]?[a-d]?(?:\.[1-9])?)(?![\w])")
 SECTION = re.compile(r"§\s?([1-9][0-9]?(?:\.[1-9][0-9]?)*)")
+ISSUE_ITEM = re.compile(r"#[0-9]+,?\s(?:(?:item|items)\s)?(?:[A-Z][0-9]+[a-z]?\s?[,/+&]?\s?(?:and\s)?)*$")
 STACK_NOTES = re.compile(r"stack[ -]notes\W*$", re.IGNORECASE)
 ENTRY = re.compile(r"^- \*\*(?P<id>[^*]+)\*\* — (?P<text>\S.*)$")
 
 
 def citations(text: str) -> Iterator[str]:
     """The ids ``text`` cites, spelt as the index spells them: ``R2a``, ``§4.6``,
-    ``stack notes §1.1``."""
-    yield from (match.group(1) for match in CRITERION.finditer(text))
+    ``stack notes §1.1``. An id right after an issue reference names that issue's item, not a
+    criterion (``#29 S8``, ``#29 S1/S12``, ``(#29, S5)``)."""
+    for match in CRITERION.finditer(text):
+        if not ISSUE_ITEM.search(text[max(0, match.start() - 40) : match.start()]):
+            yield match.group(1)
     for match in SECTION.finditer(text):
         before = text[max(0, match.start() - 20) : match.start()]
         prefix = "stack notes " if STACK_NOTES.search(before) else ""
