@@ -17,6 +17,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
+from clarion.adapters.outbound import OutboundPolicy
 from clarion.adapters.system import UuidIds
 from clarion.app.root.compose import Storage, build_clarion
 from clarion.app.root.settings import Settings
@@ -39,6 +40,8 @@ from tests.sockets import free_port
 pytestmark = pytest.mark.anyio
 
 SECRET = "webhook-secret"
+# The receivers run on loopback, which a webhook reaches only when allowed (issue #29 S4).
+LOOPBACK = OutboundPolicy.allow_loopback()
 
 
 @pytest.fixture(name="receiver")
@@ -53,7 +56,7 @@ def _memory_world(notifiers: dict[str, object]) -> NotifyWorld:
 
 
 async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Receiver) -> None:
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     world.ask("")
     await world.drain()
@@ -71,7 +74,7 @@ async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Rece
 
 
 async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver) -> None:
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     receiver.statuses = [500]
     world.ask("")
@@ -86,7 +89,7 @@ async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver)
 async def test_nothing_is_posted_for_a_bundle_resolved_before_delivery(
     receiver: Receiver,
 ) -> None:
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     world.route("", f"webhook:{receiver.url}", events=(RESOLVED,), include_answers=True)
     world.ask("")
@@ -322,7 +325,7 @@ async def _email_link_story(sink: Sink, port: int, storage: Storage, clock: Manu
 
 async def test_each_delivery_attempt_is_counted_by_channel_and_result(receiver: Receiver) -> None:
     """Issue #20's notification metric, fed by the worker: one sent webhook, then one retry."""
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     world.route("", "webhook:http://127.0.0.1:9/unreachable", events=(ANSWERABLE,))
     world.ask("")

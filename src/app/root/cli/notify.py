@@ -67,6 +67,7 @@ def route_json(route: Route) -> dict[str, Any]:
         "include_answers": route.include_answers,
         "created_by": route.created_by,
         "created_at": route.created_at.isoformat(),
+        "secret": route.secret,
     }
 
 
