@@ -722,15 +722,17 @@ def build_clarion(
     if events is None:
         events = InProcessEventBus()
     if dispatcher is None:
-        dispatcher = (
-            WebhookResumeDispatcher(
+        if settings.resume_webhook:
+            policy = outbound_policy(settings)
+            _check_resume_webhook(settings, policy)
+            dispatcher = WebhookResumeDispatcher(
                 settings.resume_webhook,
                 timeout=settings.resume_timeout_s,
                 secret=settings.resume_webhook_secret,
+                policy=policy,
             )
-            if settings.resume_webhook
-            else OutboxResumeDispatcher(claims, limiter)
-        )
+        else:
+            dispatcher = OutboxResumeDispatcher(claims, limiter)
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
     task_authorizer = authorizer if authorizer is not None else HostTaskAuthorizer(host)
     metrics = PrometheusMetrics()
