@@ -64,7 +64,7 @@ class RouteDestinations:
         if channel.kind == "apprise":
             problem = apprise_problem(channel.target, trusted=trusted)
             if problem:
-                raise ValidationError(problem, field="channel")
+                raise ValidationError(f"channel: {problem}", field="channel")
         elif channel.kind == "webhook":
             parts = urlsplit(channel.target)
             host = parts.hostname or ""
@@ -72,14 +72,14 @@ class RouteDestinations:
                 port = parts.port or (443 if parts.scheme == "https" else 80)
             except ValueError as exc:
                 raise ValidationError(
-                    "a webhook URL's port must be a number", field="channel"
+                    "channel: a webhook URL's port must be a number", field="channel"
                 ) from exc
             try:
                 with anyio.move_on_after(RESOLVE_TIMEOUT_S):
                     await self._policy.resolve(host, port)
             except OutboundRefused as exc:
                 raise ValidationError(
-                    f"webhook destination refused: {exc}", field="channel"
+                    f"channel: webhook destination refused: {exc}", field="channel"
                 ) from exc
             except OutboundUnresolved:
                 pass  # delivery resolves (and checks) again on every attempt
