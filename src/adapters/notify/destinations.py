@@ -18,8 +18,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import anyio
 
@@ -48,7 +49,9 @@ def apprise_problem(target: str, *, trusted: bool) -> str:
             f"Apprise {scheme or 'URL'}:// routes are for administrators; others may use "
             + ", ".join(f"{s}://" for s in sorted(SAFE_APPRISE_SCHEMES))
         )
-    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
+    # Raw keys: a "+" (Apprise's "add this header") must not turn into a space first.
+    for raw in re.split("[&;]", parts.query):
+        key = unquote(raw.partition("=")[0]).strip()
         if key[:1] in ("+", "-", ":") or key.lower() in CHOSEN_REQUEST_KEYS:
             return f"an Apprise URL may not set {key!r} (HTTP method, headers and redirects)"
     return ""

@@ -216,6 +216,10 @@ def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
     return values
 
 
+# A delivery attempt must end well within the worker's 120 s lease on its entry.
+MAX_NOTIFY_TIMEOUT_S: Final = 60.0
+
+
 def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
     """The notification and SMTP settings set in ``env`` (docs/notifications.md).
 
@@ -236,7 +240,14 @@ def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
     if attempts := env.get("CLARION_NOTIFY_MAX_ATTEMPTS"):
         values["notify_max_attempts"] = parse_positive_int(attempts, "CLARION_NOTIFY_MAX_ATTEMPTS")
     if timeout := env.get("CLARION_NOTIFY_TIMEOUT_S"):
-        values["notify_timeout_s"] = parse_positive_float(timeout, "CLARION_NOTIFY_TIMEOUT_S")
+        seconds = parse_positive_float(timeout, "CLARION_NOTIFY_TIMEOUT_S")
+        values["notify_timeout_s"] = seconds
+        if seconds > MAX_NOTIFY_TIMEOUT_S:
+            raise ValidationError(
+                f"CLARION_NOTIFY_TIMEOUT_S must be at most {MAX_NOTIFY_TIMEOUT_S:g} seconds (half "
+                f"the worker's lease), got {timeout!r}",
+                field="CLARION_NOTIFY_TIMEOUT_S",
+            )
     if concurrency := env.get("CLARION_NOTIFY_CONCURRENCY"):
         values["notify_concurrency"] = parse_positive_int(concurrency, "CLARION_NOTIFY_CONCURRENCY")
     if allow := env.get("CLARION_OUTBOUND_ALLOW", "").strip():
