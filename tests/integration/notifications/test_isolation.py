@@ -45,11 +45,19 @@ def fixture_hanging(
     request: pytest.FixtureRequest, tmp_path: Path, notify_clock: ManualClock
 ) -> Iterator[NotifyWorld]:
     """A world (each backend) whose webhook channel hangs for slow.example, with a deadline of
-    one second per delivery."""
+    one second per delivery (30 s for the running worker's test, so that only concurrency lets
+    the other route through)."""
     backend = request.param if hasattr(request, "param") else "memory"
     with storage_for(backend, request, tmp_path) as storage:
         channel = HangingChannel()
-        world = notify_world(storage, notify_clock, {"webhook": channel}, notify_timeout_s=1.0)
+        timeout = 30.0 if "running_worker" in request.node.name else 1.0
+        world = notify_world(
+            storage,
+            notify_clock,
+            {"webhook": channel},
+            notify_timeout_s=timeout,
+            notify_poll_s=0.05,
+        )
         world.channel = channel
         try:
             yield world
@@ -121,3 +129,28 @@ async def test_a_failing_route_backs_off_as_a_whole(hanging: NotifyWorld) -> Non
     await world.drain()
     assert sorted(n.pending_id for n in world.channel.sent[1:]) == ["p-1", "p-2"]
     assert all(e.status == DONE for e in world.store.entries() if e.route_id)
+
+
+@pytest.mark.parametrize("hanging", BACKENDS, indirect=True)
+async def test_the_running_worker_keeps_delivering_while_one_delivery_hangs(
+    hanging: NotifyWorld,
+) -> None:
+    """#29 S2: ``run_forever`` claims and delivers what comes due while an earlier delivery
+    still hangs (here well within its deadline), instead of waiting for it."""
+    world = hanging
+    world.route("", SLOW, events=(ANSWERABLE,))
+    world.route("", FAST, events=(ANSWERABLE,))
+    fast = "https://fast.example/hook"
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(world.worker.run_forever)
+            world.ask("", pending_id="p-1")
+            while (ANSWERABLE, "https://slow.example/hook") not in world.channel.events():
+                await anyio.sleep(0.05)
+            world.ask("", pending_id="p-2")
+            while [n.pending_id for n in world.channel.sent if n.route.channel.target == fast] != [
+                "p-1",
+                "p-2",
+            ]:
+                await anyio.sleep(0.05)
+            tasks.cancel_scope.cancel()
