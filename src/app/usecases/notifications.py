@@ -171,7 +171,7 @@ class NotificationWorker:
         entries = await self._claim(self._policy.batch)
         async with anyio.create_task_group() as tasks:
             for entry in entries:
-                tasks.start_soon(self._handle, entry, self._clock.now())
+                tasks.start_soon(self._tracked, entry, self._clock.now())
         return len(entries)
 
     async def run_forever(self) -> None:
@@ -199,8 +199,12 @@ class NotificationWorker:
                     await anyio.sleep(self._policy.poll_interval_s)
 
     async def _tracked(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+        """Handle ``entry`` in its own task: a failure is logged (the entry comes back when
+        its lease passes), never raised into the task group the other entries share."""
         try:
             await self._handle(entry, claimed_at)
+        except ClarionError as exc:
+            log.warning("notifications.round_failed", **failure_fields(exc))
         finally:
             self._in_flight.discard(entry.id)
 
@@ -295,10 +299,16 @@ class NotificationWorker:
         )
 
     def _route_failed(self, route_id: str) -> None:
-        _, failures = self._route_backoff.get(route_id, (self._clock.now(), 0))
+        """Count a transient failure of the route and start (or lengthen) its backoff; a route
+        whose last backoff ended longer ago than the longest backoff starts over, and such
+        stale records of other routes are forgotten."""
+        now, cap = self._clock.now(), timedelta(seconds=self._policy.backoff_cap_s)
+        for stale in [r for r, (until, _) in self._route_backoff.items() if until + cap < now]:
+            del self._route_backoff[stale]
+        _, failures = self._route_backoff.get(route_id, (now, 0))
         failures += 1
         delay = backoff(failures, self._policy.backoff_base_s, self._policy.backoff_cap_s)
-        self._route_backoff[route_id] = (self._clock.now() + delay, failures)
+        self._route_backoff[route_id] = (now + delay, failures)
 
     async def _retry(self, entry: OutboxEntry, why: str) -> None:
         attempts = entry.attempts + 1
