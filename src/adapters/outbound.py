@@ -239,9 +239,10 @@ async def send(
         if target.scheme not in ("http", "https") or not target.host:
             raise OutboundRefused(f"not an http(s) URL: {url}")
         port = target.port or (443 if target.scheme == "https" else 80)
-        address = await policy.resolve(target.host, port)
+        host = target.raw_host.decode("ascii")  # an international name in its ASCII form
+        address = await policy.resolve(host, port)
         sent_headers = {**(headers or {}), "Host": target.netloc.decode("ascii")}
-        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        extensions = {"sni_hostname": host.strip("[]")} if target.scheme == "https" else {}
         direct = target.copy_with(host=str(address), port=port)
         transport = httpx2.AsyncHTTPTransport(trust_env=False, retries=0)
         async with httpx2.AsyncClient(
