@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -219,12 +220,14 @@ async def send(
     deadline_s: float = 10.0,
     max_bytes: int = DEFAULT_MAX_BYTES,
     client: httpx2.AsyncClient | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> OutboundResponse:
     """Send one request under ``policy`` (see the module docstring).
 
     An injected ``client`` is the caller's (tests, custom TLS): its transport decides where it
     connects, so the address check is skipped; the deadline, the byte cap and the refusal of
-    redirects still apply.
+    redirects still apply. ``tls`` replaces the default TLS context (the system's trusted
+    certificates); either way the certificate is verified for the URL's host name.
 
     Raises:
         OutboundRefused: the destination is internal and not allowed (or not http(s)).
@@ -244,7 +247,9 @@ async def send(
         sent_headers = {**(headers or {}), "Host": target.netloc.decode("ascii")}
         extensions = {"sni_hostname": host.strip("[]")} if target.scheme == "https" else {}
         direct = target.copy_with(host=str(address), port=port)
-        transport = httpx2.AsyncHTTPTransport(trust_env=False, retries=0)
+        transport = httpx2.AsyncHTTPTransport(
+            verify=tls if tls is not None else True, trust_env=False, retries=0
+        )
         async with httpx2.AsyncClient(
             transport=transport, trust_env=False, timeout=deadline_s
         ) as own:

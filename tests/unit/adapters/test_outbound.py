@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import ssl
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
+import httpx2
 import pytest
 
 from clarion.adapters.outbound import (
@@ -85,6 +89,10 @@ class _Sink:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def wrap(self, context: ssl.SSLContext) -> None:
+        """Serve TLS from now on (before the first request)."""
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -208,3 +216,58 @@ async def test_the_deadline_covers_the_whole_attempt(sink: _Sink) -> None:
     per-read timeout) is cut off at the deadline of the whole attempt."""
     with pytest.raises(TimeoutError):
         await send("POST", sink.url("/trickle"), policy=LOOPBACK, deadline_s=2)
+
+
+def _tls_files(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for the name ``localhost`` only (no IP address in it), and
+    its key."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+async def test_https_connects_to_the_checked_address_and_verifies_the_name(
+    sink: _Sink, tmp_path: Path
+) -> None:
+    """#29 S4: over TLS the connection goes to the checked address while the server name
+    (SNI) and the certificate check use the URL's name: a certificate for ``localhost`` is
+    accepted for https://localhost/ and refused for https://127.0.0.1/."""
+    cert_path, key_path = _tls_files(tmp_path)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(cert_path, key_path)
+    sink.wrap(server_side)
+    client_side = ssl.create_default_context(cafile=str(cert_path))
+    response = await send(
+        "POST", f"https://localhost:{sink.port}/ok", policy=LOOPBACK, tls=client_side
+    )
+    assert response.status == 204
+    assert sink.seen == [("/ok", f"localhost:{sink.port}")]
+    with pytest.raises(httpx2.ConnectError):
+        await send("POST", f"https://127.0.0.1:{sink.port}/ok", policy=LOOPBACK, tls=client_side)
