@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import socket
 import ssl
 import threading
 import time
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
@@ -271,3 +273,41 @@ async def test_https_connects_to_the_checked_address_and_verifies_the_name(
     assert sink.seen == [("/ok", f"localhost:{sink.port}")]
     with pytest.raises(httpx2.ConnectError):
         await send("POST", f"https://127.0.0.1:{sink.port}/ok", policy=LOOPBACK, tls=client_side)
+
+
+def _resolving(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[str]]) -> list[str]:
+    """Make ``anyio.getaddrinfo`` answer ``answers`` (names nobody else resolves); returns the
+    names it was asked for, in order."""
+    asked: list[str] = []
+
+    async def fake(host: str, port: int, **_: object) -> list[tuple[object, ...]]:
+        asked.append(host)
+        if host not in answers:
+            raise OSError(f"unknown name {host}")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers[host]]
+
+    monkeypatch.setattr(anyio, "getaddrinfo", fake)
+    return asked
+
+
+async def test_the_name_is_resolved_once_and_that_address_connected(
+    sink: _Sink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#29 S4 (DNS rebinding): the connection goes to the address the check saw — the HTTP
+    client does not resolve the name again (it could not: only the check's resolver knows
+    it)."""
+    asked = _resolving(monkeypatch, {"hooks.test": ["127.0.0.1"]})
+    response = await send("POST", sink.url("/ok", host="hooks.test"), policy=LOOPBACK)
+    assert response.status == 204
+    assert asked == ["hooks.test"]
+    assert sink.seen == [("/ok", f"hooks.test:{sink.port}")]
+
+
+async def test_a_name_with_any_internal_address_is_refused(
+    sink: _Sink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#29 S4: one public and one internal address is refused, whichever comes first."""
+    _resolving(monkeypatch, {"mixed.test": ["93.184.215.14", "169.254.169.254"]})
+    with pytest.raises(OutboundRefused, match=r"169\.254\.169\.254"):
+        await send("POST", sink.url("/ok", host="mixed.test"), policy=LOOPBACK)
+    assert sink.seen == []
