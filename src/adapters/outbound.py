@@ -130,49 +130,68 @@ class OutboundPolicy:
             for network in self.networks
         )
 
-    def check_name(self, host: str) -> None:
-        """Refuse, without resolving, a literal address or a name that is internal.
+    def check_literal(self, host: str) -> None:
+        """Refuse, without resolving, a literal internal address the policy does not allow.
 
         Raises:
-            OutboundRefused: ``host`` is an internal literal address or an internal name.
+            OutboundRefused: ``host`` is such an address.
+        """
+        literal = _literal(host)
+        if literal is not None and not self.allows(literal):
+            raise OutboundRefused(_refusal(host, literal))
+
+    def judge(self, host: str, resolved: Iterable[object] | None) -> IPAddress:
+        """The address to connect to for ``host``, given what it resolved to (None: it did
+        not resolve); every address is checked.
+
+        Raises:
+            OutboundRefused: an address is internal and not allowed, or an internal name
+                (``localhost``, ``*.internal``, …) does not resolve.
+            OutboundUnresolved: any other name does not resolve.
         """
         name = host.lower().strip("[]").rstrip(".")
-        if self.allows_host(name):
-            return
         literal = _literal(name)
         if literal is not None:
-            if not self.allows(literal):
-                raise OutboundRefused(_refusal(host, literal))
-            return
-        if name == "localhost" or name.endswith(INTERNAL_SUFFIXES):
-            raise OutboundRefused(
-                f"{host} is an internal name; an administrator may allow it with {ALLOW_SETTING}"
-            )
-
-    async def resolve(self, host: str, port: int) -> IPAddress:
-        """The address to connect to for ``host``: resolved once, every address checked.
-
-        Raises:
-            OutboundRefused: an address is internal and not allowed.
-            OutboundUnresolved: the name does not resolve.
-        """
-        self.check_name(host)
-        name = host.strip("[]")
-        literal = _literal(name)
-        if literal is not None:
+            self.check_literal(name)
             return literal
-        try:
-            infos = await anyio.getaddrinfo(name, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            raise OutboundUnresolved(f"{host} does not resolve") from exc
-        addresses = _addresses(info[4][0] for info in infos)
+        addresses = _addresses(resolved or ())
         if not addresses:
+            internal_name = name == "localhost" or name.endswith(INTERNAL_SUFFIXES)
+            if internal_name and not self.allows_host(name):
+                raise OutboundRefused(
+                    f"{host} is an internal name; an administrator may allow it with "
+                    f"{ALLOW_SETTING}"
+                )
             raise OutboundUnresolved(f"{host} does not resolve")
         if not self.allows_host(name):
             for address in addresses:
                 if not self.allows(address):
                     raise OutboundRefused(_refusal(host, address))
         return addresses[0]
+
+    async def resolve(self, host: str, port: int) -> IPAddress:
+        """The address to connect to for ``host``: resolved once, every address checked
+        (:meth:`judge`)."""
+        self.check_literal(host)
+        resolved: list[object] | None = None
+        if _literal(host) is None:
+            try:
+                infos = await anyio.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+                resolved = [info[4][0] for info in infos]
+            except (OSError, UnicodeError):
+                resolved = None
+        return self.judge(host, resolved)
+
+    def resolve_now(self, host: str, port: int) -> IPAddress:
+        """:meth:`resolve`, blocking (start-up checks)."""
+        resolved: list[object] | None = None
+        if _literal(host) is None:
+            try:
+                infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+                resolved = [info[4][0] for info in infos]
+            except (OSError, UnicodeError):
+                resolved = None
+        return self.judge(host, resolved)
 
 
 _LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")

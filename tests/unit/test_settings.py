@@ -237,3 +237,14 @@ def test_a_resume_webhook_on_an_internal_address_needs_the_operator_to_allow_it(
         build_clarion(loopback)
     assert caught.value.field == "CLARION_RESUME_WEBHOOK"
     build_clarion(attrs.evolve(loopback, outbound_allow="127.0.0.1")).close()
+
+
+def test_a_resume_webhook_named_localhost_is_refused_at_start_up() -> None:
+    """#29 S4: the start-up check resolves a name, so ``localhost`` is caught too."""
+    from clarion.app.root.compose import build_clarion
+
+    settings = Settings(database_url="memory://", resume_webhook="http://localhost:9/resume")
+    with pytest.raises(ValidationError, match="CLARION_RESUME_WEBHOOK"):
+        build_clarion(settings)
+    allowed = attrs.evolve(settings, outbound_allow="127.0.0.1,::1,localhost")
+    build_clarion(allowed).close()

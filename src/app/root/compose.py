@@ -47,7 +47,7 @@ from clarion.adapters.notify import (
     SmtpSettings,
     WebhookNotifier,
 )
-from clarion.adapters.outbound import OutboundPolicy, OutboundRefused
+from clarion.adapters.outbound import OutboundPolicy, OutboundRefused, OutboundUnresolved
 from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
 from clarion.adapters.prometheus import METRICS_PATH, PrometheusMetrics, RouteTimer, metrics_route
 from clarion.adapters.rest.app import create_rest_app
@@ -554,15 +554,25 @@ def outbound_policy(settings: Settings) -> OutboundPolicy:
 
 
 def _check_resume_webhook(settings: Settings, policy: OutboundPolicy) -> None:
-    """Refuse at start-up a resume webhook whose host is an internal address or name the
-    operator did not allow (every POST would be refused); a name is checked at each POST.
+    """Refuse at start-up a resume webhook whose host is, or resolves to, an internal address
+    the operator did not allow (every POST would be refused). A name that does not resolve now
+    is let through: each POST resolves and checks it again.
 
     Raises:
         ValidationError: naming ``CLARION_RESUME_WEBHOOK``.
     """
-    host = urlsplit(settings.resume_webhook).hostname or ""
+    parts = urlsplit(settings.resume_webhook)
     try:
-        policy.check_name(host)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise ValidationError(
+            "CLARION_RESUME_WEBHOOK has a port that is not a number",
+            field="CLARION_RESUME_WEBHOOK",
+        ) from exc
+    try:
+        policy.resolve_now(parts.hostname or "", port)
+    except OutboundUnresolved:
+        pass
     except OutboundRefused as exc:
         raise ValidationError(
             f"CLARION_RESUME_WEBHOOK: {exc} (for a receiver on this machine: "

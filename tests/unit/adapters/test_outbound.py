@@ -311,3 +311,14 @@ async def test_a_name_with_any_internal_address_is_refused(
     with pytest.raises(OutboundRefused, match=r"169\.254\.169\.254"):
         await send("POST", sink.url("/ok", host="mixed.test"), policy=LOOPBACK)
     assert sink.seen == []
+
+
+async def test_an_internal_name_is_judged_by_its_addresses_when_it_resolves() -> None:
+    """#29 S4: ``localhost`` passes when every address it resolves to is allowed; a name under
+    ``.internal`` that does not resolve here is refused, not let through as unresolved."""
+    policy = OutboundPolicy.parse("127.0.0.0/8,::1")
+    assert (await policy.resolve("localhost", 80)).is_loopback
+    with pytest.raises(OutboundRefused):
+        await policy.resolve("metadata.google.internal", 80)
+    with pytest.raises(OutboundRefused):
+        OutboundPolicy().resolve_now("localhost", 80)
