@@ -5,6 +5,7 @@ route backs off as a whole, and deadlines keep their own clock while a delivery 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import anyio
@@ -154,3 +155,41 @@ async def test_the_running_worker_keeps_delivering_while_one_delivery_hangs(
             ]:
                 await anyio.sleep(0.05)
             tasks.cancel_scope.cancel()
+
+
+class ClockAdvancingChannel(FakeChannel):
+    """Like :class:`FakeChannel`, but its first delivery takes ``seconds`` on the world's clock
+    (a slow destination, seen by the entries waiting behind it)."""
+
+    def __init__(self, clock: ManualClock, seconds: float) -> None:
+        super().__init__()
+        self._clock, self._seconds = clock, seconds
+
+    async def deliver(self, notification: Notification) -> DeliveryOutcome:
+        if not self.sent:
+            self._clock.set(self._clock.peek() + timedelta(seconds=self._seconds))
+        return await super().deliver(notification)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_delivery_that_waited_past_its_lease_is_handed_out_again_later(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, notify_clock: ManualClock
+) -> None:
+    """#29 S2 and at-least-once: a delivery that waited behind its route's slow one until its
+    lease could pass mid-attempt is not attempted (another worker may hold it by then); it is
+    delivered once its lease has passed."""
+    with storage_for(backend, request, tmp_path) as storage:
+        channel = ClockAdvancingChannel(notify_clock, 200.0)  # beyond the 120 s lease
+        world = notify_world(storage, notify_clock, {"webhook": channel})
+        world.route("", FAST, events=(ANSWERABLE,))
+        world.ask("", pending_id="p-1")
+        world.ask("", pending_id="p-2")
+        await world.worker.run_once()  # both fan-outs
+        await world.worker.run_once()
+        assert len(channel.sent) == 1
+        waiting = [e for e in world.store.entries() if e.route_id and e.status != DONE]
+        assert [e.attempts for e in waiting] == [0]
+        await world.drain()  # the clock is past its lease by now: handed out again
+        assert sorted(n.pending_id for n in channel.sent) == ["p-1", "p-2"]
+        if storage.close_probe is not None:
+            storage.close_probe()
