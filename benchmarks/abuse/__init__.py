@@ -1,1 +1,1 @@
-"""Issue #29 abuse bench: each module starts clarion serve, abuses it and prints figures."""
+"""Abuse benches of issue #29: each prints before/after figures for a clarion executable."""

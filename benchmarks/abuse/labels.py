@@ -4,9 +4,10 @@ process).
 
 Starts ``clarion serve`` (the executable given, SQLite in a temporary folder, auth disabled,
 a free loopback port), measures its RSS and one scrape, sends ``--requests`` requests, each
-with a method of its own (``M`` and a hexadecimal number: ``Ma``, ``Mb``, …; the server refuses them with 405), pipelined over
-``--connections`` keep-alive connections, then measures RSS and the scrape again and stops the
-server. Everything is bounded: the whole run ends after ``--deadline`` seconds at the latest.
+with a method of its own (``M`` and a hexadecimal number: ``Ma``, ``Mb``, …; the server
+refuses them with 405), pipelined over ``--connections`` keep-alive connections, then
+measures RSS and the scrape again and stops the server. Everything is bounded: the whole run
+ends after ``--deadline`` seconds at the latest.
 
     python -m benchmarks.abuse.labels --clarion /work/wt/base/.venv/bin/clarion   # before
     python -m benchmarks.abuse.labels --clarion .venv/bin/clarion                 # after

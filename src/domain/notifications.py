@@ -162,6 +162,9 @@ class RouteSpec:
     deadline_after_s: float | None = None
     on_deadline: str = ON_DEADLINE_KEEP
     include_answers: bool = False
+    # A webhook route's own signing secret (issue #29): set when the route is created, shown
+    # to whoever manages the route; "" for the other channels.
+    secret: str = attrs.field(default="", repr=False)
 
 
 def check_route_spec(spec: RouteSpec) -> RouteSpec:

@@ -16,7 +16,7 @@ from typing import Protocol
 import attrs
 
 from clarion.domain.model import Answer, Identity, Question, Resolution
-from clarion.domain.notifications import NewEntry, OutboxEntry, Route, RouteSpec
+from clarion.domain.notifications import Channel, NewEntry, OutboxEntry, Route, RouteSpec
 from clarion.domain.resolved_by import ResolvedBy
 
 
@@ -78,6 +78,21 @@ class Notifier(Protocol):
     """
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome: ...
+
+
+class DestinationCheck(Protocol):
+    """Whether a route may deliver to a channel's destination (issue #29 S4), asked when a
+    route is added; delivery checks again when it connects."""
+
+    async def check(self, channel: Channel, *, trusted: bool) -> None:
+        """Accept ``channel`` or refuse it. ``trusted`` is an administrator or the operator.
+
+        Raises:
+            ValidationError: (``field`` "channel") the destination is an internal address the
+                operator did not allow, or (for an untrusted caller) an Apprise URL that is
+                not one of the hosted services or chooses HTTP methods, headers or redirects.
+        """
+        ...
 
 
 class AnswerLinkIssuer(Protocol):
@@ -231,6 +246,7 @@ __all__ = [
     "ChatUserLink",
     "ChatUserLinks",
     "DeliveryOutcome",
+    "DestinationCheck",
     "Notification",
     "NotificationOutbox",
     "NotificationRoutes",

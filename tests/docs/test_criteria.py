@@ -32,7 +32,9 @@ TEXT_SUFFIXES = frozenset(
 )
 CRITERION = re.compile(r"(?<![A-Za-z0-9_])([ACDEGLMNPRSTWX][1-9][0-9]?[a-d]?(?:\.[1-9])?)(?![\w])")
 SECTION = re.compile(r"§\s?([1-9][0-9]?(?:\.[1-9][0-9]?)*)")
-ISSUE_ITEM = re.compile(r"#[0-9]+,?\s(?:(?:item|items)\s)?(?:[A-Z][0-9]+[a-z]?\s?[,/+&]?\s?(?:and\s)?)*$")
+ISSUE_ITEM = re.compile(
+    r"#[0-9]+,?\s(?:(?:item|items)\s)?(?:[A-Z][0-9]+[a-z]?\s?[,/+&]?\s?(?:and\s)?)*$"
+)
 STACK_NOTES = re.compile(r"stack[ -]notes\W*$", re.IGNORECASE)
 ENTRY = re.compile(r"^- \*\*(?P<id>[^*]+)\*\* — (?P<text>\S.*)$")
 

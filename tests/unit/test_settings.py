@@ -227,3 +227,57 @@ def test_a_bad_notification_setting_names_its_variable(name: str, value: str) ->
     with pytest.raises(ValidationError) as caught:
         Settings.from_env({name: value})
     assert caught.value.field == name
+
+
+def test_outbound_and_delivery_settings_are_read() -> None:
+    """#29 S2, S4: the delivery deadline, the concurrency and the internal destinations the
+    operator allows."""
+    settings = Settings.from_env(
+        {
+            "CLARION_NOTIFY_TIMEOUT_S": "5",
+            "CLARION_NOTIFY_CONCURRENCY": "3",
+            "CLARION_OUTBOUND_ALLOW": "127.0.0.1, 10.0.0.0/8, hooks.internal",
+        }
+    )
+    assert (settings.notify_timeout_s, settings.notify_concurrency) == (5.0, 3)
+    assert settings.outbound_allow == "127.0.0.1, 10.0.0.0/8, hooks.internal"
+    assert Settings.from_env({}).outbound_allow == ""  # nothing internal by default
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CLARION_OUTBOUND_ALLOW", "127.0.0.1,not a host"),
+        ("CLARION_OUTBOUND_ALLOW", "10.0.0.0/40"),
+        ("CLARION_NOTIFY_TIMEOUT_S", "0"),
+        ("CLARION_NOTIFY_TIMEOUT_S", "61"),
+        ("CLARION_NOTIFY_CONCURRENCY", "0"),
+    ],
+)
+def test_bad_outbound_settings_name_the_setting(name: str, value: str) -> None:
+    with pytest.raises(ValidationError, match=name) as caught:
+        Settings.from_env({name: value})
+    assert caught.value.field == name
+
+
+def test_a_resume_webhook_on_an_internal_address_needs_the_operator_to_allow_it() -> None:
+    """#29 S4: start-up refuses it, naming the setting, unless CLARION_OUTBOUND_ALLOW allows
+    it."""
+    from clarion.app.root.compose import build_clarion
+
+    loopback = Settings(database_url="memory://", resume_webhook="http://127.0.0.1:9/resume")
+    with pytest.raises(ValidationError, match="CLARION_OUTBOUND_ALLOW") as caught:
+        build_clarion(loopback)
+    assert caught.value.field == "CLARION_RESUME_WEBHOOK"
+    build_clarion(attrs.evolve(loopback, outbound_allow="127.0.0.1")).close()
+
+
+def test_a_resume_webhook_named_localhost_is_refused_at_start_up() -> None:
+    """#29 S4: the start-up check resolves a name, so ``localhost`` is caught too."""
+    from clarion.app.root.compose import build_clarion
+
+    settings = Settings(database_url="memory://", resume_webhook="http://localhost:9/resume")
+    with pytest.raises(ValidationError, match="CLARION_RESUME_WEBHOOK"):
+        build_clarion(settings)
+    allowed = attrs.evolve(settings, outbound_allow="127.0.0.1,::1,localhost")
+    build_clarion(allowed).close()

@@ -2,6 +2,7 @@
 
 from clarion.adapters.notify.apprise_channel import AppriseNotifier
 from clarion.adapters.notify.body import BODY_VERSION, event_body
+from clarion.adapters.notify.destinations import RouteDestinations
 from clarion.adapters.notify.email import EmailNotifier, SmtpSettings, compose_message
 from clarion.adapters.notify.webhook import WebhookNotifier
 
@@ -9,6 +10,7 @@ __all__ = [
     "BODY_VERSION",
     "AppriseNotifier",
     "EmailNotifier",
+    "RouteDestinations",
     "SmtpSettings",
     "WebhookNotifier",
     "compose_message",

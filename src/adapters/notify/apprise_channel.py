@@ -4,6 +4,12 @@ title and a short text with the inbox deep link; nobody answers there.
 
 Apprise reports only success or failure, so a failure is retried (and given up after the
 worker's maximum attempts); an Apprise URL it cannot parse is permanent.
+
+Issue #29 S4: Apprise follows no redirects here (its ``http_redirects`` default is turned off;
+only an administrator's URL may say ``redirect=yes``), and a route acting for someone who is not
+an administrator is held at every send to the rule of
+:func:`clarion.adapters.notify.destinations.apprise_problem` (hosted services only, no chosen
+method, headers or redirects) — also a route stored before that rule existed.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import anyio
 import structlog
 
 from clarion.adapters.notify.body import subject
+from clarion.adapters.notify.destinations import apprise_problem
 from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
 
 log = structlog.get_logger(__name__)
@@ -44,19 +51,28 @@ class AppriseNotifier:
     """:class:`clarion.ports.notifications.Notifier` through Apprise."""
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
+        recipient = notification.recipient
+        problem = apprise_problem(
+            notification.route.channel.target,
+            trusted=not recipient.is_scoped or recipient.is_admin,
+        )
+        if problem:
+            return DeliveryOutcome(Sent.PERMANENT, problem)
         try:
             apprise = await anyio.to_thread.run_sync(_quietly, _apprise)
         except RuntimeError as exc:
             return DeliveryOutcome(Sent.PERMANENT, str(exc))
 
         def send() -> bool | None:
-            sender = apprise.Apprise()
+            sender = apprise.Apprise(asset=apprise.AppriseAsset(http_redirects=False))
             if not sender.add(notification.route.channel.target):
                 return None
             title, body = subject(notification), message_text(notification)
             return bool(sender.notify(title=title, body=body))
 
-        sent = await anyio.to_thread.run_sync(_quietly, send)
+        # Abandoned (not waited for) when the worker's deadline passes: Apprise's own
+        # timeouts end the thread.
+        sent = await anyio.to_thread.run_sync(_quietly, send, abandon_on_cancel=True)
         log.info("notification.apprise", pending_id=notification.pending_id, sent=sent)
         if sent is None:
             return DeliveryOutcome(Sent.PERMANENT, "not an Apprise URL Apprise can use")

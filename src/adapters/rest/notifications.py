@@ -35,6 +35,7 @@ def route_model(route: Route) -> models.NotificationRoute:
         include_answers=route.include_answers,
         created_by=route.created_by,
         created_at=route.created_at,
+        secret=route.secret,
     )
 
 

@@ -11,6 +11,12 @@ different answer. Every POST therefore carries ``Idempotency-Key`` — the same 
 one claim, new for a new claim — and, with a secret, ``Clarion-Timestamp`` (Unix seconds) and
 ``Clarion-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`` so the receiver can
 check the sender (``docs/operations.md`` has a receiver that verifies both).
+
+Issue #29 S4: the POST goes through :mod:`clarion.adapters.outbound` — the host is resolved
+once and refused when it is an internal address (loopback, private, link-local, …) that
+``CLARION_OUTBOUND_ALLOW`` does not allow, the connection goes to the address checked,
+redirects are not followed (a 3xx is a refusal like any non-2xx), the whole POST has one
+deadline and at most 64 KiB of the answer is read.
 """
 
 from __future__ import annotations
@@ -25,6 +31,13 @@ from urllib.parse import urlsplit
 import httpx2
 import structlog
 
+from clarion.adapters.outbound import (
+    OutboundPolicy,
+    OutboundRefused,
+    OutboundResponse,
+    OutboundUnresolved,
+    send,
+)
 from clarion.domain.rows import response_metadata
 from clarion.domain.signing import sign
 from clarion.ports.resume import ResumeRefused, ResumeRequest
@@ -67,9 +80,10 @@ def webhook_payload(request: ResumeRequest) -> dict[str, Any]:
 class WebhookResumeDispatcher:
     """:class:`clarion.ports.ResumeDispatcher` over HTTP.
 
-    ``client`` may be injected (for connection reuse, custom TLS, or an ``httpx2.MockTransport``
-    in tests); it is then the caller's to close. Without one, each dispatch opens and closes its
-    own client — resumes are rare, and nothing is left open between them.
+    ``client`` may be injected (for custom TLS, or an ``httpx2.MockTransport`` in tests); it
+    is then the caller's to close, and its transport decides where it connects (no address
+    check). Without one, each dispatch connects to the address ``policy`` checked — resumes are
+    rare, and nothing is left open between them.
     """
 
     def __init__(
@@ -80,9 +94,11 @@ class WebhookResumeDispatcher:
         timeout: float = DEFAULT_TIMEOUT_S,
         headers: dict[str, str] | None = None,
         secret: str = "",
+        policy: OutboundPolicy | None = None,
         now: Callable[[], float] = time.time,
     ) -> None:
         self._url = url
+        self._policy = policy if policy is not None else OutboundPolicy()
         self._client = client
         self._timeout = timeout
         self._headers = dict(headers or {})
@@ -93,28 +109,28 @@ class WebhookResumeDispatcher:
         """POST the resume.
 
         Raises:
-            ResumeRefused: a non-2xx status, a transport error or a timeout.
+            ResumeRefused: a non-2xx status, a refused (internal) destination, a transport
+                error or a timeout.
         """
         try:
-            if self._client is not None:
-                response = await self._post(self._client, request)
-            else:
-                async with httpx2.AsyncClient(timeout=self._timeout) as client:
-                    response = await self._post(client, request)
-        except httpx2.HTTPError as exc:
+            response = await self._post(request)
+        except (OutboundRefused, OutboundUnresolved) as exc:
+            log.warning("resume.webhook_refused_destination", pending_id=request.pending_id)
+            raise ResumeRefused(f"resume webhook destination refused: {exc}") from exc
+        except (httpx2.HTTPError, TimeoutError) as exc:
             log.warning(
                 "resume.webhook_unreachable",
                 pending_id=request.pending_id,
                 error=type(exc).__name__,
             )
             raise ResumeRefused(f"resume webhook failed: {type(exc).__name__}") from exc
-        if not 200 <= response.status_code < 300:
+        if not 200 <= response.status < 300:
             log.warning(
                 "resume.webhook_refused",
                 pending_id=request.pending_id,
-                status=response.status_code,
+                status=response.status,
             )
-            raise ResumeRefused(f"resume webhook answered {response.status_code}")
+            raise ResumeRefused(f"resume webhook answered {response.status}")
         log.info("resume.webhook_accepted", pending_id=request.pending_id)
 
     def headers_for(self, request: ResumeRequest, body: bytes) -> dict[str, str]:
@@ -130,11 +146,14 @@ class WebhookResumeDispatcher:
             headers[SIGNATURE_HEADER] = sign(self._secret, timestamp, body)
         return headers
 
-    async def _post(self, client: httpx2.AsyncClient, request: ResumeRequest) -> httpx2.Response:
+    async def _post(self, request: ResumeRequest) -> OutboundResponse:
         body = json.dumps(webhook_payload(request), ensure_ascii=False).encode()
-        return await client.post(
+        return await send(
+            "POST",
             self._url,
+            policy=self._policy,
             content=body,
             headers=self.headers_for(request, body),
-            timeout=self._timeout,
+            deadline_s=self._timeout,
+            client=self._client,
         )

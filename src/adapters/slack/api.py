@@ -61,7 +61,9 @@ class SlackApi:
 
     async def _call(self, work: Callable[[], T]) -> T:
         try:
-            return await anyio.to_thread.run_sync(work)
+            # Abandoned (not waited for) when the caller's deadline passes — the notification
+            # worker's per-delivery deadline (issue #29 S2); the client's timeout ends it.
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except (SlackClientError, OSError) as exc:
             raise _failure(exc) from exc
 

@@ -9,6 +9,10 @@ again. Slack's ``chat.postMessage`` takes no idempotency key, so a process that 
 Slack's answer and the record may post a message twice (the documented at-least-once window);
 both are updated when the bundle ends only if the second is recorded, which it then is.
 
+Each delivery runs under the worker's deadline for the whole attempt (issue #29 S2: a Web API
+call past it is abandoned and the delivery retried). The Web API base URL is the operator's
+``CLARION_SLACK_API_URL``, not a user's choice, so it is not held to ``CLARION_OUTBOUND_ALLOW``.
+
 Transient failures (transport, timeout, 429, 5xx) are retried by the worker; errors Slack names
 (``channel_not_found``, ``not_in_channel``, ``invalid_auth``, …) are permanent. A terminal
 update that finds its message gone (``message_not_found``, ``cant_update_message``,

@@ -78,6 +78,7 @@ def _route(row: Any) -> Route:
         deadline_after_s=row.deadline_after_s,
         on_deadline=row.on_deadline,
         include_answers=row.include_answers,
+        secret=row.secret,
         created_at=row.created_at,
     )
 
@@ -120,6 +121,7 @@ class SqlNotificationStore:
             "deadline_after_s": route.deadline_after_s,
             "on_deadline": route.on_deadline,
             "include_answers": route.include_answers,
+            "secret": route.secret,
             "created_at": route.created_at,
         }
         with self._writes.begin() as connection:

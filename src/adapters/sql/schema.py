@@ -297,6 +297,8 @@ notification_routes = sa.Table(
     sa.Column("on_deadline", sa.Text, nullable=False),
     sa.Column("include_answers", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    # A webhook route's own signing secret (issue #29; "" for the other channels).
+    sa.Column("secret", sa.Text, nullable=False, server_default=EMPTY),
     sa.Index("ix_notification_routes_workspace_id", "workspace_id"),
 )
 

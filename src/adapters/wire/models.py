@@ -602,6 +602,10 @@ class NotificationRoute:
     include_answers: bool
     created_by: str
     created_at: datetime
+    # A webhook route's signing secret (issue #29): every POST carries Clarion-Signature
+    # under it (unless the server signs with CLARION_NOTIFY_WEBHOOK_SECRET); "" otherwise.
+    # Shown only to those who manage the route.
+    secret: str = ""
 
 
 @attrs.frozen

@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 import anyio
 import attrs
@@ -40,7 +41,14 @@ from clarion.adapters.memory import (
     InMemoryTokenStore,
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
-from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
+from clarion.adapters.notify import (
+    AppriseNotifier,
+    EmailNotifier,
+    RouteDestinations,
+    SmtpSettings,
+    WebhookNotifier,
+)
+from clarion.adapters.outbound import OutboundPolicy, OutboundRefused, OutboundUnresolved
 from clarion.adapters.postgres_notify import PostgresLiveDelivery, postgres_waiters_and_events
 from clarion.adapters.prometheus import METRICS_PATH, PrometheusMetrics, RouteTimer, metrics_route
 from clarion.adapters.rest.app import create_rest_app
@@ -300,6 +308,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             users=InMemoryTokenStore(store, clock, ids),
             runner=runner,
             email_needs_user=settings.auth_enabled,
+            destinations=RouteDestinations(outbound_policy(settings)),
         )
         return
     engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
@@ -311,6 +320,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             users=SqlTokenStore(engine, clock, ids),
             runner=runner,
             email_needs_user=settings.auth_enabled,
+            destinations=RouteDestinations(outbound_policy(settings)),
         )
     finally:
         engine.dispose()
@@ -557,6 +567,46 @@ def _slack_adapter() -> Any:
     return slack
 
 
+def outbound_policy(settings: Settings) -> OutboundPolicy:
+    """The internal destinations ``CLARION_OUTBOUND_ALLOW`` allows (issue #29 S4).
+
+    Raises:
+        ValidationError: the setting has an entry that is no network, address or host name.
+    """
+    try:
+        return OutboundPolicy.parse(settings.outbound_allow)
+    except ValueError as exc:
+        raise ValidationError(str(exc), field="CLARION_OUTBOUND_ALLOW") from exc
+
+
+def _check_resume_webhook(settings: Settings, policy: OutboundPolicy) -> None:
+    """Refuse at start-up a resume webhook whose host is, or resolves to, an internal address
+    the operator did not allow (every POST would be refused). A name that does not resolve now
+    is let through: each POST resolves and checks it again.
+
+    Raises:
+        ValidationError: naming ``CLARION_RESUME_WEBHOOK``.
+    """
+    parts = urlsplit(settings.resume_webhook)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise ValidationError(
+            "CLARION_RESUME_WEBHOOK has a port that is not a number",
+            field="CLARION_RESUME_WEBHOOK",
+        ) from exc
+    try:
+        policy.resolve_now(parts.hostname or "", port)
+    except OutboundUnresolved:
+        pass
+    except OutboundRefused as exc:
+        raise ValidationError(
+            f"CLARION_RESUME_WEBHOOK: {exc} (for a receiver on this machine: "
+            "CLARION_OUTBOUND_ALLOW=127.0.0.1,::1,localhost)",
+            field="CLARION_RESUME_WEBHOOK",
+        ) from exc
+
+
 def default_notifiers(
     settings: Settings,
     answer_links: AnswerLinkIssuer | None = None,
@@ -564,10 +614,14 @@ def default_notifiers(
 ) -> dict[str, Notifier]:
     """The channels ``settings`` configure: webhook and Apprise always, e-mail with an SMTP
     host (its answer links from ``answer_links``, else the inbox deep link), Slack with a bot
-    token and a store to record its messages in (``posted``)."""
+    token and a store to record its messages in (``posted``). The webhook signs with the
+    server-wide secret when one is set, else with each route's own; it reaches internal
+    addresses only as ``CLARION_OUTBOUND_ALLOW`` allows."""
     secret = settings.notify_webhook_secret or settings.resume_webhook_secret
     notifiers: dict[str, Notifier] = {
-        "webhook": WebhookNotifier(secret=secret),
+        "webhook": WebhookNotifier(
+            secret=secret, timeout=settings.notify_timeout_s, policy=outbound_policy(settings)
+        ),
         "apprise": AppriseNotifier(),
     }
     if settings.smtp_host:
@@ -648,7 +702,10 @@ def _notifications(
         metrics=services.metrics,
         public_url=settings.base_url,
         policy=DeliveryPolicy(
-            max_attempts=settings.notify_max_attempts, poll_interval_s=settings.notify_poll_s
+            max_attempts=settings.notify_max_attempts,
+            poll_interval_s=settings.notify_poll_s,
+            delivery_timeout_s=settings.notify_timeout_s,
+            concurrency=settings.notify_concurrency,
         ),
     )
     routing = NotificationRouting(
@@ -657,6 +714,7 @@ def _notifications(
         users=ports.users,
         runner=ports.runner,
         email_needs_user=settings.auth_enabled,
+        destinations=RouteDestinations(outbound_policy(settings)),
     )
     return worker, routing
 
@@ -701,15 +759,17 @@ def build_clarion(
     if events is None:
         events = InProcessEventBus()
     if dispatcher is None:
-        dispatcher = (
-            WebhookResumeDispatcher(
+        if settings.resume_webhook:
+            policy = outbound_policy(settings)
+            _check_resume_webhook(settings, policy)
+            dispatcher = WebhookResumeDispatcher(
                 settings.resume_webhook,
                 timeout=settings.resume_timeout_s,
                 secret=settings.resume_webhook_secret,
+                policy=policy,
             )
-            if settings.resume_webhook
-            else OutboxResumeDispatcher(claims, limiter)
-        )
+        else:
+            dispatcher = OutboxResumeDispatcher(claims, limiter)
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
     task_authorizer = authorizer if authorizer is not None else HostTaskAuthorizer(host)
     metrics = PrometheusMetrics()

@@ -322,6 +322,9 @@ async def _main() -> None:
             log_format="console",
             notify_webhook_secret=DEMO_SECRET,
             notify_poll_s=0.1,
+            # The demo's receiver is on loopback, an internal address no route may reach
+            # unless the operator allows it (CLARION_OUTBOUND_ALLOW, issue #29).
+            outbound_allow="127.0.0.1,::1,localhost",
         )
         clarion = build_clarion(settings)
         try:

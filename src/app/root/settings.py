@@ -146,6 +146,12 @@ class Settings:
     )
     notify_poll_s: float = 2.0  # how often the worker looks for due notifications
     notify_max_attempts: int = 8  # deliveries given up after this many attempts
+    # Issue #29 S2: each delivery attempt's whole deadline, and how many run at once.
+    notify_timeout_s: float = 10.0
+    notify_concurrency: int = 8
+    # Issue #29 S4: the internal destinations (IP networks, addresses, host names; comma-
+    # separated) notification webhooks and the resume webhook may reach; "" = none.
+    outbound_allow: str = ""
     # E-mail: no SMTP host, no e-mail channel. security: starttls | tls | none.
     smtp_host: str = ""
     smtp_port: int = 587
@@ -269,6 +275,10 @@ def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
     return values
 
 
+# A delivery attempt must end well within the worker's 120 s lease on its entry.
+MAX_NOTIFY_TIMEOUT_S: Final = 60.0
+
+
 def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
     """The notification and SMTP settings set in ``env`` (docs/notifications.md).
 
@@ -288,6 +298,19 @@ def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
         values["notify_poll_s"] = parse_positive_float(poll, "CLARION_NOTIFY_POLL_S")
     if attempts := env.get("CLARION_NOTIFY_MAX_ATTEMPTS"):
         values["notify_max_attempts"] = parse_positive_int(attempts, "CLARION_NOTIFY_MAX_ATTEMPTS")
+    if timeout := env.get("CLARION_NOTIFY_TIMEOUT_S"):
+        seconds = parse_positive_float(timeout, "CLARION_NOTIFY_TIMEOUT_S")
+        values["notify_timeout_s"] = seconds
+        if seconds > MAX_NOTIFY_TIMEOUT_S:
+            raise ValidationError(
+                f"CLARION_NOTIFY_TIMEOUT_S must be at most {MAX_NOTIFY_TIMEOUT_S:g} seconds (half "
+                f"the worker's lease), got {timeout!r}",
+                field="CLARION_NOTIFY_TIMEOUT_S",
+            )
+    if concurrency := env.get("CLARION_NOTIFY_CONCURRENCY"):
+        values["notify_concurrency"] = parse_positive_int(concurrency, "CLARION_NOTIFY_CONCURRENCY")
+    if allow := env.get("CLARION_OUTBOUND_ALLOW", "").strip():
+        values["outbound_allow"] = parse_outbound_allow(allow, "CLARION_OUTBOUND_ALLOW")
     if host := env.get("CLARION_SMTP_HOST", "").strip():
         values["smtp_host"] = host
     if port := env.get("CLARION_SMTP_PORT"):
@@ -316,6 +339,21 @@ def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
             )
         values["slack_api_url"] = api if api.endswith("/") else api + "/"
     return values
+
+
+def parse_outbound_allow(value: str, name: str) -> str:
+    """Comma-separated IP networks, addresses and host names (checked, returned as given).
+
+    Raises:
+        ValidationError: an entry is none of them (``field`` ``name``).
+    """
+    from clarion.adapters.outbound import OutboundPolicy
+
+    try:
+        OutboundPolicy.parse(value, name)
+    except ValueError as exc:
+        raise ValidationError(str(exc), field=name) from exc
+    return value
 
 
 def parse_auth(value: str, name: str) -> bool:

@@ -9,9 +9,17 @@ On whose behalf a route acts (``user_id``, checked again at every send): an admi
 any user (or none: an unscoped operator route); anyone else's routes act for themselves. An
 e-mail route's address is the address of that user — Clarion keeps no e-mail addresses of its
 own, so the user who may see the workspace is the authority, not the address.
+
+Where a route may deliver (issue #29 S4): its destination is checked by the injected
+:class:`clarion.ports.notifications.DestinationCheck` — an internal address is refused unless
+the operator allowed it, and only administrators may give Apprise arbitrary URLs. A webhook
+route gets a random signing secret of its own (signed by default), shown to whoever manages
+the route.
 """
 
 from __future__ import annotations
+
+import secrets
 
 import attrs
 
@@ -20,7 +28,7 @@ from clarion.domain.errors import InvalidArgument, NotFound, Resource
 from clarion.domain.model import Identity
 from clarion.domain.notifications import Route, RouteSpec, check_route_spec
 from clarion.ports.host import HostRepository
-from clarion.ports.notifications import NotificationRoutes
+from clarion.ports.notifications import DestinationCheck, NotificationRoutes
 from clarion.ports.tokens import UserDirectory
 
 ROUTES_FAILED = "failed to read or write notification routes"
@@ -41,6 +49,7 @@ class NotificationRouting:
     # #29: with authentication enabled an e-mail route must act for a user — its answer links
     # answer as that user; without one it would never send (see docs/notifications.md).
     _email_needs_user: bool = attrs.field(default=False, alias="email_needs_user")
+    _destinations: DestinationCheck | None = attrs.field(default=None, alias="destinations")
 
     async def _may_manage(self, identity: Identity, workspace_id: str) -> bool:
         if _manages_everything(identity):
@@ -59,11 +68,16 @@ class NotificationRouting:
             NotFound: the caller may not manage the workspace's routes.
             ValidationError: the spec is invalid, names an unknown user or escalation route,
                 or (for a non-administrator) another user; or it is an e-mail route without
-                a user while ``email_needs_user`` (``field`` ``user_id``).
+                a user while ``email_needs_user`` (``field`` ``user_id``); or its destination
+                is refused (``field`` "channel").
         """
         spec = check_route_spec(spec)
         if not await self._may_manage(identity, spec.workspace_id):
             raise NotFound(resource=Resource.WORKSPACE)
+        if self._destinations is not None:
+            await self._destinations.check(spec.channel, trusted=_manages_everything(identity))
+        if spec.channel.kind == "webhook" and not spec.secret:
+            spec = attrs.evolve(spec, secret=secrets.token_urlsafe(32))
         if not _manages_everything(identity):
             if spec.user_id not in ("", identity.user_id):
                 raise InvalidArgument("a route may only act for its creator", field="user_id")

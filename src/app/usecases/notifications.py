@@ -19,6 +19,24 @@ entry's stable idempotency key. Each kind of entry:
   the bundle with the ordinary expire transition, ``default:<option id>`` answers it through
   the one resolver with the system identity. Either races a human answer through the same
   conditional writes: exactly one wins.
+
+One slow, failing or huge destination delays nobody else (issue #29 S2):
+
+- entries are handled **concurrently**, each in its own task: deliveries share
+  ``concurrency`` slots, while fan-outs and deadlines take none, so reminders, escalations and
+  deadlines come due on their own clock whatever the deliveries are doing; ``run_forever``
+  keeps claiming due entries while earlier ones are still being delivered (never more than
+  ``max_in_flight`` at once);
+- the deliveries of one route go **one at a time**, in the order they were claimed, so a slow
+  route holds at most one slot;
+- every delivery has one **deadline** for the whole attempt (``delivery_timeout_s``): past it,
+  the attempt counts as a transient failure and is retried with backoff;
+- a route whose delivery failed transiently **backs off** as a whole (the same exponential
+  backoff, per route, in this process): its other due deliveries are not attempted until then
+  but rescheduled to that time, each such postponement counting as an attempt;
+- a delivery that waited so long for its route that its lease could pass before its attempt
+  ends is left alone: its lease runs out and it is handed out again (nothing was sent, so
+  at-least-once is kept and nothing is sent twice concurrently).
 """
 
 from __future__ import annotations
@@ -97,6 +115,16 @@ class DeliveryPolicy:
     backoff_cap_s: float = 3600.0
     poll_interval_s: float = 2.0
     retention_s: float = 7 * 24 * 3600.0  # finished entries are purged after this
+    # Issue #29 S2: one deadline per delivery attempt (well within the lease), deliveries at
+    # once, and entries in flight at once in ``run_forever``.
+    delivery_timeout_s: float = attrs.field(default=10.0)
+    concurrency: int = 8
+    max_in_flight: int = 64
+
+    @delivery_timeout_s.validator
+    def _within_lease(self, _: object, value: float) -> None:
+        if not 0 < value <= self.lease_s / 2:
+            raise ValueError(f"delivery_timeout_s must be in (0, {self.lease_s / 2:g}]")
 
 
 @attrs.define(kw_only=True)
@@ -117,33 +145,103 @@ class NotificationWorker:
     _public_url: str = attrs.field(alias="public_url")
     _policy: DeliveryPolicy = attrs.field(factory=DeliveryPolicy, alias="policy")
     _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
+    # Issue #29 S2: delivery slots, one lane per route, each route's backoff (until, failures)
+    # and the entries this process is handling (see the module docstring).
+    _slots: anyio.CapacityLimiter = attrs.field(init=False)
+    _lanes: dict[str, anyio.Lock] = attrs.field(init=False, factory=dict)
+    _route_backoff: dict[str, tuple[datetime, int]] = attrs.field(init=False, factory=dict)
+    _in_flight: set[str] = attrs.field(init=False, factory=set)
+
+    @_slots.default
+    def _make_slots(self) -> anyio.CapacityLimiter:
+        return anyio.CapacityLimiter(self._policy.concurrency)
+
+    async def _claim(self, limit: int) -> tuple[OutboxEntry, ...]:
+        return await self._run.guarded(
+            NOTIFY_FAILED,
+            self._store.claim_due,
+            self._clock.now(),
+            limit=limit,
+            lease_s=self._policy.lease_s,
+        )
 
     async def run_once(self) -> int:
-        """Handle every entry due now (up to one batch); returns how many were handed out."""
-        now = self._clock.now()
-        policy = self._policy
-        entries = await self._run.guarded(
-            NOTIFY_FAILED, self._store.claim_due, now, limit=policy.batch, lease_s=policy.lease_s
-        )
-        for entry in entries:
-            await self._handle(entry)
+        """Handle every entry due now (up to one batch), concurrently, and wait for them all;
+        returns how many were handed out."""
+        entries = await self._claim(self._policy.batch)
+        async with anyio.create_task_group() as tasks:
+            for entry in entries:
+                tasks.start_soon(self._tracked, entry, self._clock.now())
         return len(entries)
 
     async def run_forever(self) -> None:
-        """Poll for due entries until cancelled; a failing round is logged and retried."""
-        while True:
-            try:
-                while await self.run_once() >= self._policy.batch:
-                    pass
-                before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
-                await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
-            except ClarionError as exc:
-                log.warning("notifications.round_failed", **failure_fields(exc))
-            await anyio.sleep(self._policy.poll_interval_s)
+        """Claim due entries and handle each in its own task until cancelled, never waiting
+        for a delivery before claiming more; a failing round is logged and retried."""
+        async with anyio.create_task_group() as tasks:
+            while True:
+                room = min(self._policy.batch, self._policy.max_in_flight - len(self._in_flight))
+                claimed = 0
+                try:
+                    if room > 0:
+                        entries = await self._claim(room)
+                        claimed = len(entries)
+                        for entry in entries:
+                            self._in_flight.add(entry.id)
+                            tasks.start_soon(self._tracked, entry, self._clock.now())
+                    if claimed < room or room <= 0:
+                        before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
+                        await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
+                except ClarionError as exc:
+                    log.warning("notifications.round_failed", **failure_fields(exc))
+                if room > 0 and claimed >= room:
+                    await anyio.sleep(0)  # more may be due: claim again at once
+                else:
+                    await anyio.sleep(self._policy.poll_interval_s)
+
+    async def _tracked(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+        """Handle ``entry`` in its own task: a failure is logged (the entry comes back when
+        its lease passes), never raised into the task group the other entries share."""
+        try:
+            await self._handle(entry, claimed_at)
+        except ClarionError as exc:
+            log.warning("notifications.round_failed", **failure_fields(exc))
+        finally:
+            self._in_flight.discard(entry.id)
 
     # -- one entry ---------------------------------------------------------------------------
 
-    async def _handle(self, entry: OutboxEntry) -> None:
+    async def _handle(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+        try:
+            if not entry.route_id or entry.event == DEADLINE:
+                await self._handle_now(entry)
+                return
+            # A route's deliveries go one at a time, in the order they were claimed.
+            lane = self._lanes.setdefault(entry.route_id, anyio.Lock())
+            try:
+                async with lane:
+                    await self._handle_in_lane(entry, claimed_at)
+            finally:
+                if not lane.locked() and lane.statistics().tasks_waiting == 0:
+                    self._lanes.pop(entry.route_id, None)
+        except ClarionError as exc:
+            log.warning("notification.failed", pending_id=entry.pending_id, **failure_fields(exc))
+            await self._retry(entry, type(exc).__name__)
+
+    async def _handle_in_lane(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+        policy = self._policy
+        waited = (self._clock.now() - claimed_at).total_seconds()
+        if waited + 2 * policy.delivery_timeout_s > policy.lease_s:
+            # Its lease could pass mid-attempt: leave it to come back when the lease passes.
+            log.info("notification.lease_left", pending_id=entry.pending_id)
+            return
+        backing_off = self._route_backoff.get(entry.route_id)
+        if backing_off is not None and self._clock.now() < backing_off[0]:
+            await self._postpone(entry, backing_off[0])
+            return
+        async with self._slots:
+            await self._handle_now(entry)
+
+    async def _handle_now(self, entry: OutboxEntry) -> None:
         try:
             bundle = await self._run.guarded(
                 NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id
@@ -185,6 +283,32 @@ class NotificationWorker:
             reason=why,
             kept=finished,
         )
+
+    async def _postpone(self, entry: OutboxEntry, until: datetime) -> None:
+        """Reschedule ``entry`` to when its route's backoff ends (counts as an attempt)."""
+        if entry.attempts + 1 >= self._policy.max_attempts:
+            await self._retry(entry, "its route is backing off")
+            return
+        await self._run.guarded(
+            NOTIFY_FAILED,
+            self._store.retry,
+            entry.id,
+            entry.lease_token,
+            until,
+            "its route is backing off",
+        )
+
+    def _route_failed(self, route_id: str) -> None:
+        """Count a transient failure of the route and start (or lengthen) its backoff; a route
+        whose last backoff ended longer ago than the longest backoff starts over, and such
+        stale records of other routes are forgotten."""
+        now, cap = self._clock.now(), timedelta(seconds=self._policy.backoff_cap_s)
+        for stale in [r for r, (until, _) in self._route_backoff.items() if until + cap < now]:
+            del self._route_backoff[stale]
+        _, failures = self._route_backoff.get(route_id, (now, 0))
+        failures += 1
+        delay = backoff(failures, self._policy.backoff_base_s, self._policy.backoff_cap_s)
+        self._route_backoff[route_id] = (now + delay, failures)
 
     async def _retry(self, entry: OutboxEntry, why: str) -> None:
         attempts = entry.attempts + 1
@@ -306,12 +430,12 @@ class NotificationWorker:
             resolution=winner,
             resolved_by=next((r.resolved_by for r in bundle.rows if r.resolved_by), None),
         )
-        try:
-            outcome = await notifier.deliver(notification)
-        except Exception as exc:  # a channel's bug must not stop the worker: retry it later
-            log.warning("notification.channel_raised", pending_id=entry.pending_id, exc_info=True)
-            outcome = DeliveryOutcome(Sent.RETRY, f"channel raised {type(exc).__name__}")
+        outcome = await self._attempt(notifier, notification)
         self._metrics.notification_delivered(route.channel.kind, outcome.status.value)
+        if outcome.status is Sent.RETRY:
+            self._route_failed(route.id)
+        else:
+            self._route_backoff.pop(route.id, None)
         if outcome.status is Sent.SENT:
             follow_ups: tuple[NewEntry, ...] = ()
             if entry.event == REMINDER and route.remind_after_s is not None:
@@ -324,6 +448,22 @@ class NotificationWorker:
             await self._retry(entry, outcome.detail)
         else:
             await self._finish(entry, FAILED, outcome.detail)
+
+    async def _attempt(self, notifier: Notifier, notification: Notification) -> DeliveryOutcome:
+        """One delivery attempt under the policy's deadline (the whole attempt)."""
+        timeout = self._policy.delivery_timeout_s
+        outcome = DeliveryOutcome(Sent.RETRY, f"no answer within {timeout:g} s")
+        with anyio.move_on_after(timeout):
+            try:
+                outcome = await notifier.deliver(notification)
+            except Exception as exc:  # a channel's bug must not stop the worker: retry it later
+                log.warning(
+                    "notification.channel_raised",
+                    pending_id=notification.pending_id,
+                    exc_info=True,
+                )
+                outcome = DeliveryOutcome(Sent.RETRY, f"channel raised {type(exc).__name__}")
+        return outcome
 
     async def _settled_meanwhile(self, entry: OutboxEntry, route: Route) -> tuple[NewEntry, ...]:
         """For a channel that updates its messages in place (Slack, issue #18): when the bundle

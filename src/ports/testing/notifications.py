@@ -212,6 +212,7 @@ class NotificationStoreContract:
             deadline_after_s=600.0,
             on_deadline="default:q1_opt1",
             include_answers=True,
+            secret="route-signing-secret",
         )
         route = notifications.add_route(spec, created_by="admin-1")
         default = notifications.add_route(
@@ -224,6 +225,8 @@ class NotificationStoreContract:
             "default:q1_opt1",
             True,
         )
+        # #29: a webhook route's own signing secret is kept with it.
+        assert notifications.get_route(route.id).secret == "route-signing-secret"  # type: ignore[union-attr]
         assert notifications.routes_for("ws-1") == (route,)
         assert notifications.routes_for("") == (default,)
         assert {r.id for r in notifications.list_routes()} == {route.id, default.id}

@@ -39,6 +39,9 @@ def test_added_routes_are_listed_and_read_by_the_server_and_removed(
     listed = {route["id"]: route for route in json.loads(out)}
     assert listed[email_id]["workspace_id"] == "W"
     assert listed[hook_id]["on_deadline"] == "default:q1_opt1"
+    # #29: a webhook route is signed by default with a secret of its own.
+    assert len(listed[hook_id]["secret"]) >= 40
+    assert listed[email_id]["secret"] == ""
     store = clarion.storage.notifications
     assert store is not None
     assert [r.id for r in store.routes_for("W")] == [email_id]
@@ -71,3 +74,22 @@ def test_a_bad_route_is_refused_and_nothing_is_stored(
     store = clarion.storage.notifications
     assert store is not None
     assert store.list_routes() == ()
+
+
+def test_the_operator_is_refused_an_internal_webhook_unless_allowed(
+    capsys: pytest.CaptureFixture[str], database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#29 S4: `clarion notify add` refuses a loopback or metadata destination, naming the
+    setting that allows it; with CLARION_OUTBOUND_ALLOW it is stored, and the secret is on
+    stderr (stdout stays the id alone)."""
+    db = ["--database-url", database_url]
+    assert run_cli(capsys, "db", "upgrade", *db)[0] == 0
+    for channel in ("webhook:http://127.0.0.1:9/x", "webhook:http://169.254.169.254/"):
+        code, _, err = run_cli(capsys, "notify", "add", channel, *db)
+        assert code != 0
+        assert "CLARION_OUTBOUND_ALLOW" in err
+    monkeypatch.setenv("CLARION_OUTBOUND_ALLOW", "127.0.0.1")
+    code, out, err = run_cli(capsys, "notify", "add", "webhook:http://127.0.0.1:9/x", *db)
+    assert code == 0, err
+    assert len(out.split()) == 1
+    assert "signing secret: " in err

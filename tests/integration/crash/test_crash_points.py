@@ -40,7 +40,12 @@ def test_a_kill_at_each_point_of_the_answer_path_leaves_the_bundle_answerable_or
 ) -> None:
     database_url = f"sqlite:///{tmp_path / 'crash.db'}"
     with webhook_receiver() as receiver:
-        env = {"CLARION_RESUME_WEBHOOK": receiver.url} if dispatcher == "webhook" else {}
+        # The receiver is on loopback, which must be allowed (issue #29 S4).
+        env = (
+            {"CLARION_RESUME_WEBHOOK": receiver.url, "CLARION_OUTBOUND_ALLOW": "127.0.0.1"}
+            if dispatcher == "webhook"
+            else {}
+        )
         receiver.status = 500 if point == "restore" else 200
         crashing = start_serve(
             database_url, "crashing", tmp_path, {**env, "CLARION_TEST_CRASH_AFTER": point}

@@ -181,7 +181,12 @@ def test_serve_warns_once_when_the_resume_webhook_is_plain_http_to_another_host(
     env = {"CLARION_RESUME_WEBHOOK": "http://agents.example.com/resume"}
     with serving(url, "warned", tmp_path, env) as server:
         warned = server.log()
-    with serving(url, "quiet", tmp_path, {"CLARION_RESUME_WEBHOOK": "http://127.0.0.1:9/r"}) as s:
+    # A loopback receiver must be allowed (issue #29 S4).
+    loopback = {
+        "CLARION_RESUME_WEBHOOK": "http://127.0.0.1:9/r",
+        "CLARION_OUTBOUND_ALLOW": "127.0.0.1",
+    }
+    with serving(url, "quiet", tmp_path, loopback) as s:
         quiet = s.log()
     assert warned.count("CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host") == 1
     assert "plain http://" not in quiet

@@ -108,12 +108,20 @@ class NotifyWorld:
 
 
 def notify_world(
-    storage: Storage, clock: ManualClock, notifiers: dict[str, Notifier] | None = None
+    storage: Storage,
+    clock: ManualClock,
+    notifiers: dict[str, Notifier] | None = None,
+    **overrides: object,
 ) -> NotifyWorld:
     """A service on ``storage`` whose channels are ``notifiers`` (default: one fake channel
-    for webhook and e-mail)."""
+    for webhook and e-mail), with the settings ``overrides`` on top of the defaults."""
     channel = FakeChannel()
-    settings = Settings(database_url="memory://", public_url=PUBLIC_URL, live_delivery="memory")
+    settings = Settings(
+        database_url="memory://",
+        public_url=PUBLIC_URL,
+        live_delivery="memory",
+        **overrides,  # type: ignore[arg-type]
+    )
     clarion = build_clarion(
         settings,
         storage=storage,

@@ -17,11 +17,12 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from clarion.adapters.notify import AppriseNotifier, EmailNotifier, SmtpSettings, WebhookNotifier
+from clarion.adapters.outbound import OutboundPolicy
 from clarion.adapters.system import UuidIds
 from clarion.app.root.compose import Storage, build_clarion
 from clarion.app.root.settings import Settings
 from clarion.domain.model import Answer, Identity, Outcome
-from clarion.domain.notifications import ANSWERABLE, RESOLVED
+from clarion.domain.notifications import ANSWERABLE, FAILED, RESOLVED, RouteSpec, parse_channel
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.domain.resolved_by import Surface
 from clarion.domain.signing import verify
@@ -39,6 +40,8 @@ from tests.sockets import free_port
 pytestmark = pytest.mark.anyio
 
 SECRET = "webhook-secret"
+# The receivers run on loopback, which a webhook reaches only when allowed (issue #29 S4).
+LOOPBACK = OutboundPolicy.allow_loopback()
 
 
 @pytest.fixture(name="receiver")
@@ -53,7 +56,7 @@ def _memory_world(notifiers: dict[str, object]) -> NotifyWorld:
 
 
 async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Receiver) -> None:
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     world.ask("")
     await world.drain()
@@ -71,7 +74,7 @@ async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Rece
 
 
 async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver) -> None:
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     receiver.statuses = [500]
     world.ask("")
@@ -86,7 +89,7 @@ async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver)
 async def test_nothing_is_posted_for_a_bundle_resolved_before_delivery(
     receiver: Receiver,
 ) -> None:
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     world.route("", f"webhook:{receiver.url}", events=(RESOLVED,), include_answers=True)
     world.ask("")
@@ -322,7 +325,7 @@ async def _email_link_story(sink: Sink, port: int, storage: Storage, clock: Manu
 
 async def test_each_delivery_attempt_is_counted_by_channel_and_result(receiver: Receiver) -> None:
     """Issue #20's notification metric, fed by the worker: one sent webhook, then one retry."""
-    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
     world.route("", "webhook:http://127.0.0.1:9/unreachable", events=(ANSWERABLE,))
     world.ask("")
@@ -332,3 +335,58 @@ async def test_each_delivery_attempt_is_counted_by_channel_and_result(receiver: 
         scrape = (await client.get("/metrics")).text
     assert 'clarion_notification_deliveries_total{channel="webhook",result="sent"} 1.0' in scrape
     assert 'clarion_notification_deliveries_total{channel="webhook",result="retry"} 1.0' in scrape
+
+
+async def test_a_webhook_is_signed_by_default_with_its_routes_own_secret(
+    receiver: Receiver,
+) -> None:
+    """#29: with no server-wide secret configured, every POST is signed with the secret the
+    route got when it was created (before: unsigned)."""
+    clock = ManualClock()
+    world = notify_world(
+        Storage.in_memory(clock, UuidIds()),
+        clock,
+        {"webhook": WebhookNotifier(policy=LOOPBACK)},
+        outbound_allow="127.0.0.1",
+    )
+    assert world.clarion.notification_routes is not None
+    spec = RouteSpec(
+        workspace_id="", channel=parse_channel(f"webhook:{receiver.url}"), events=(ANSWERABLE,)
+    )
+    route = await world.clarion.notification_routes.add(Identity.internal(), spec)
+    assert route.secret
+    world.ask("")
+    await world.drain()
+    ((headers, body),) = receiver.requests
+    assert verify(route.secret, headers["clarion-timestamp"], body, headers["clarion-signature"])
+
+
+async def test_a_webhook_to_an_internal_address_is_given_up_unsent(receiver: Receiver) -> None:
+    """#29 S4: delivery checks the address it connects to, also for a route stored before
+    the check at creation (or one whose name now resolves inside): nothing is sent."""
+    world = _memory_world({"webhook": WebhookNotifier(secret=SECRET)})
+    world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
+    world.ask("")
+    await world.drain()
+    assert receiver.requests == []
+    (entry,) = [e for e in world.entries() if e.route_id]
+    assert entry.status == FAILED
+    assert "CLARION_OUTBOUND_ALLOW" in entry.last_error
+
+
+async def test_apprise_holds_a_non_administrators_route_to_hosted_services(
+    receiver: Receiver,
+) -> None:
+    """#29 S4: an Apprise URL a non-administrator could not create now (here a json://
+    target on loopback, stored before the rule) is given up at send time, unsent."""
+    world = _memory_world({"apprise": AppriseNotifier()})
+    user = world.clarion.authentication.create_user("alice")
+    workspace = world.workspace(owner_id=user.id)
+    target = receiver.url.replace("http://", "json://")
+    world.route(workspace.id, f"apprise:{target}", events=(ANSWERABLE,), user_id=user.id)
+    world.ask(workspace.id)
+    await world.drain()
+    assert receiver.requests == []
+    (entry,) = [e for e in world.entries() if e.route_id]
+    assert entry.status == FAILED
+    assert "administrators" in entry.last_error

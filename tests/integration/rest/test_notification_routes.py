@@ -106,3 +106,105 @@ def test_an_email_route_needs_a_user_while_authentication_is_enabled(
     assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
     body = {"channel": "email:ops@example.com", "user_id": admin}
     assert client.post(ROUTES, json=body, headers=as_admin).status_code == 201
+
+
+INTERNAL_HOOKS = [
+    "webhook:http://127.0.0.1:8765/api/v1/clarification/pending",
+    "webhook:http://169.254.169.254/latest/meta-data/",
+    "webhook:http://[::1]/x",
+    "webhook:http://0x7f000001/x",
+    "webhook:http://2130706433/x",
+    "webhook:http://metadata.google.internal/computeMetadata/v1/",
+    "webhook:http://localhost:9/x",
+    "webhook:http://[::ffff:10.0.0.1]/x",
+]
+
+
+@pytest.mark.parametrize("channel", INTERNAL_HOOKS)
+def test_a_webhook_to_an_internal_address_is_a_400_naming_the_channel(
+    clarion: Clarion, client: TestClient, channel: str
+) -> None:
+    """#29 S4: a workspace owner (not an administrator) may not route notifications to
+    loopback, link-local, private or internal names — nor may an administrator, unless the
+    operator allows it with CLARION_OUTBOUND_ALLOW."""
+    alice, as_alice = _bearer(clarion, "alice")
+    _, as_admin = _bearer(clarion, "root", is_admin=True)
+    workspace = clarion.storage.host.create_workspace("alice's", alice)
+    for headers in (as_alice, as_admin):
+        response = client.post(
+            ROUTES, json={"channel": channel, "workspace_id": workspace.id}, headers=headers
+        )
+        assert response.status_code == 400, response.text
+        assert response.json()["error"].startswith("channel: ")
+        assert "CLARION_OUTBOUND_ALLOW" in response.json()["error"]
+    assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
+
+
+def test_the_operator_may_allow_internal_destinations() -> None:
+    """#29 S4: CLARION_OUTBOUND_ALLOW lets routes reach what it names."""
+    clarion = build_clarion(
+        Settings(
+            database_url="memory://",
+            auth_enabled=True,
+            live_delivery="memory",
+            outbound_allow="127.0.0.1",
+        )
+    )
+    with TestClient(clarion.asgi_app, base_url=LOCAL_URL) as client:
+        alice, as_alice = _bearer(clarion, "alice")
+        workspace = clarion.storage.host.create_workspace("alice's", alice)
+        body = {"channel": "webhook:http://127.0.0.1:9/x", "workspace_id": workspace.id}
+        assert client.post(ROUTES, json=body, headers=as_alice).status_code == 201
+        body["channel"] = "webhook:http://[::1]:9/x"
+        assert client.post(ROUTES, json=body, headers=as_alice).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("channel", "owner_may"),
+    [
+        ("apprise:discord://1234/abcd", True),
+        ("apprise:tgram://123:abc/456", True),
+        ("apprise:json://hooks.example/x", False),
+        ("apprise:xml://hooks.example/x", False),
+        ("apprise:ntfys://ntfy.example/topic", False),
+        ("apprise:https://discord.com/api/webhooks/1/a", False),
+        ("apprise:discord://1234/abcd?method=GET", False),
+        ("apprise:discord://1234/abcd?+X-Forwarded-For=1", False),
+        ("apprise:discord://1234/abcd?-User-Agent=", False),
+        ("apprise:discord://1234/abcd?:field=1", False),
+        ("apprise:discord://1234/abcd?redirect=yes", False),
+        ("apprise:discord://1/a,json://127.0.0.1/x", False),
+    ],
+)
+def test_only_administrators_choose_apprise_urls_freely(
+    clarion: Clarion, client: TestClient, channel: str, owner_may: bool
+) -> None:
+    """#29 S4: a non-administrator's Apprise route names a hosted service and chooses no HTTP
+    method, header, payload field or redirect; an administrator's is used as given."""
+    alice, as_alice = _bearer(clarion, "alice")
+    _, as_admin = _bearer(clarion, "root", is_admin=True)
+    workspace = clarion.storage.host.create_workspace("alice's", alice)
+    body = {"channel": channel, "workspace_id": workspace.id}
+    response = client.post(ROUTES, json=body, headers=as_alice)
+    assert response.status_code == (201 if owner_may else 400), response.text
+    if not owner_may:
+        assert response.json()["error"].startswith("channel: ")
+        assert client.post(ROUTES, json=body, headers=as_admin).status_code == 201
+
+
+def test_a_webhook_route_gets_its_own_signing_secret(clarion: Clarion, client: TestClient) -> None:
+    """#29: webhooks are signed by default — each webhook route gets a random secret, shown to
+    whoever manages the route and to nobody else."""
+    alice, as_alice = _bearer(clarion, "alice")
+    _, as_bob = _bearer(clarion, "bob")
+    workspace = clarion.storage.host.create_workspace("alice's", alice)
+    body = {"channel": "webhook:https://hooks.example/x", "workspace_id": workspace.id}
+    first = client.post(ROUTES, json=body, headers=as_alice).json()
+    second = client.post(ROUTES, json=body, headers=as_alice).json()
+    assert len(first["secret"]) >= 40
+    assert first["secret"] != second["secret"]
+    listed = client.get(ROUTES, headers=as_alice).json()["routes"]
+    assert {r["secret"] for r in listed} == {first["secret"], second["secret"]}
+    assert client.get(ROUTES, headers=as_bob).json()["routes"] == []
+    mail = client.post(ROUTES, json={"channel": "email:a@example.com"}, headers=as_alice)
+    assert mail.status_code == 404  # (the default routes are the administrator's)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -67,6 +68,7 @@ def route_json(route: Route) -> dict[str, Any]:
         "include_answers": route.include_answers,
         "created_by": route.created_by,
         "created_at": route.created_at.isoformat(),
+        "secret": route.secret,
     }
 
 
@@ -89,6 +91,13 @@ def _add(args: argparse.Namespace) -> int:
     with route_administration(existing_database(args)) as routing:
         route = anyio.run(routing.add, OPERATOR, spec)
     print(route.id)
+    if route.secret:
+        # On stderr, so `ID=$(clarion notify add …)` still gets the id alone.
+        print(
+            f"signing secret: {route.secret} (receivers verify Clarion-Signature with it; "
+            "`clarion notify list --json` shows it again)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -1,0 +1,76 @@
+"""Migration ``0014_route_secrets`` on both databases (issue #29: notification webhooks signed
+by default): webhook routes stored before it get a random secret each, the other channels
+none, and the store reads them back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from sqlalchemy.engine import Engine
+
+from clarion.adapters.sql import SqlNotificationStore, create_engine, upgrade_database
+from clarion.adapters.sql.engine import write_transaction
+from clarion.adapters.sql.migrate import alembic_config
+from clarion.adapters.sql.schema import JsonDocument
+from clarion.adapters.sql.types import Key, UtcDateTime
+from clarion.adapters.system import UuidIds
+from clarion.ports.testing import ManualClock
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(
+    name="old_engine", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def fixture_old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database migrated to ``0013_delivery_process``, the revision before."""
+    url = (
+        f"sqlite:///{tmp_path / 'old.db'}"
+        if request.param == "sqlite"
+        else str(request.getfixturevalue("postgres_database_url"))
+    )
+    engine = create_engine(url)
+    try:
+        config = alembic_config()
+        with write_transaction(engine) as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0013_delivery_process")
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_webhook_routes_stored_before_get_a_secret_each(old_engine: Engine) -> None:
+    routes = sa.table(
+        "notification_routes",
+        sa.column("id", Key),
+        sa.column("channel", sa.Text),
+        sa.column("events", JsonDocument),
+        sa.column("on_deadline", sa.Text),
+        sa.column("created_at", UtcDateTime),
+    )
+    rows = [("hook-1", "webhook:https://a.example/x"), ("hook-2", "webhook:https://b.example/y")]
+    rows.append(("mail-1", "email:ops@example.com"))
+    with write_transaction(old_engine) as connection:
+        for route_id, channel in rows:
+            connection.execute(
+                sa.insert(routes).values(
+                    id=route_id,
+                    channel=channel,
+                    events=["answerable"],
+                    on_deadline="keep",
+                    created_at=NOW,
+                )
+            )
+    upgrade_database(old_engine)
+    store = SqlNotificationStore(old_engine, ManualClock(NOW), UuidIds())
+    secrets = {route.id: route.secret for route in store.list_routes()}
+    assert secrets["mail-1"] == ""
+    assert len(secrets["hook-1"]) >= 40
+    assert len(secrets["hook-2"]) >= 40
+    assert secrets["hook-1"] != secrets["hook-2"]
