@@ -10,6 +10,7 @@ for counts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import attrs
 
@@ -47,6 +48,21 @@ class Limits:
     max_event_streams: int = attrs.field(default=16, validator=_positive)
     max_mcp_sessions: int = attrs.field(default=100, validator=_positive)
     mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)
+
+
+def session_limit_reached(
+    count: int, per_session: int, per_identity: int
+) -> Literal["session", "identity"] | None:
+    """#29 S9: the limits of an unscoped caller (auth disabled), whose per-identity bucket is
+    the session it asks in — every agent is the same synthetic identity, so a server-wide
+    bucket would let one agent's backlog refuse every other agent. ``count`` is the session's
+    active bundles (counted up to the larger limit): ``"session"`` at the per-session limit,
+    else ``"identity"`` at the per-identity one, else None."""
+    if count >= per_session:
+        return "session"
+    if count >= per_identity:
+        return "identity"
+    return None
 
 
 def check_length(value: str, maximum: int, *, field: str, what: str) -> None:
