@@ -15,6 +15,7 @@ from typing import Literal
 import attrs
 
 from clarion.domain.errors import InvalidQuestions
+from clarion.domain.paging import DEFAULT_MAX_LIST_BYTES
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -42,6 +43,8 @@ class Limits:
     max_active_bundles_per_session: int = attrs.field(default=10, validator=_positive)
     max_active_bundles_per_identity: int = attrs.field(default=200, validator=_positive)
     max_page_size: int = attrs.field(default=200, validator=_positive)
+    # The bytes of the bundles one page of the pending or resolved list carries (#29 F8).
+    max_list_bytes: int = attrs.field(default=DEFAULT_MAX_LIST_BYTES, validator=_positive)
     # The page size of the host's lists (workspaces, tasks, transcript, resumes) when a
     # request names none; a default above ``max_page_size`` acts as ``max_page_size``.
     default_page_size: int = attrs.field(default=50, validator=_positive)

@@ -185,6 +185,7 @@ LIMIT_VARIABLES: Final = {
     "max_active_bundles_per_session": "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
     "max_active_bundles_per_identity": "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
     "max_page_size": "CLARION_MAX_PAGE_SIZE",
+    "max_list_bytes": "CLARION_MAX_LIST_BYTES",
     "default_page_size": "CLARION_DEFAULT_PAGE_SIZE",
     "max_event_streams": "CLARION_MAX_EVENT_STREAMS",
     "max_mcp_sessions": "CLARION_MAX_MCP_SESSIONS",
