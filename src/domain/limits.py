@@ -51,6 +51,11 @@ class Limits:
     max_event_streams: int = attrs.field(default=16, validator=_positive)
     max_mcp_sessions: int = attrs.field(default=100, validator=_positive)
     mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)
+    # Browser login sessions a user holds at once (the oldest end), and the throttle of failed
+    # logins: this many failures per client address or token id within the window (#29 S11).
+    max_login_sessions: int = attrs.field(default=10, validator=_positive)
+    max_login_failures: int = attrs.field(default=5, validator=_positive)
+    login_failure_window_s: float = attrs.field(default=60.0, validator=_seconds)
 
 
 def session_limit_reached(

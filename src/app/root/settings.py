@@ -190,6 +190,9 @@ LIMIT_VARIABLES: Final = {
     "max_event_streams": "CLARION_MAX_EVENT_STREAMS",
     "max_mcp_sessions": "CLARION_MAX_MCP_SESSIONS",
     "mcp_session_idle_s": "CLARION_MCP_SESSION_IDLE_S",
+    "max_login_sessions": "CLARION_MAX_LOGIN_SESSIONS",
+    "max_login_failures": "CLARION_MAX_LOGIN_FAILURES",
+    "login_failure_window_s": "CLARION_LOGIN_FAILURE_WINDOW_S",
 }
 
 
