@@ -42,7 +42,7 @@ START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 120.0
 
 
-def _free_port() -> int:
+def _free_port() -> int:  # loopback only
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -56,18 +56,24 @@ def _rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+def database_url(folder: Path) -> str:
+    return f"sqlite:///{folder / 'bench.db'}"
+
+
 @contextlib.contextmanager
-def _served(clarion: str, folder: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def served(
+    clarion: str, folder: Path, settings: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``clarion serve`` on :func:`database_url` and a free loopback port with the default
+    settings plus ``settings`` (``CLARION_*`` variables); its base URL and process."""
     port = _free_port()
-    env = {**os.environ, "CLARION_LOG_FORMAT": "json"}
-    for name in list(env):
-        if name.startswith("CLARION_") and name != "CLARION_LOG_FORMAT":
-            del env[name]  # the defaults, whatever this shell sets
+    env = {name: value for name, value in os.environ.items() if not name.startswith("CLARION_")}
+    env.update({"CLARION_LOG_FORMAT": "json", **(settings or {})})
     command = [
         clarion,
         "serve",
         "--database-url",
-        f"sqlite:///{folder / 'bench.db'}",
+        database_url(folder),
         "--host",
         "127.0.0.1",
         "--port",
@@ -191,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="clarion-abuse-lists-") as folder,
-        _served(args.clarion, Path(folder)) as (base, process),
+        served(args.clarion, Path(folder)) as (base, process),
     ):
         started = time.monotonic()
         created = _fill(base)
