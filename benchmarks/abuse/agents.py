@@ -50,7 +50,7 @@ def _cli(clarion: str, folder: Path, *args: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def _user(clarion: str, folder: Path, name: str) -> tuple[str, str]:
+def create_user(clarion: str, folder: Path, name: str) -> tuple[str, str]:
     user_id = _cli(clarion, folder, "users", "create", name)
     return user_id, _cli(clarion, folder, "tokens", "create", user_id)
 
@@ -129,8 +129,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="clarion-abuse-agents-") as name:
         folder = Path(name)
-        crowded_id, crowded = _user(args.clarion, folder, "crowded")
-        _, other = _user(args.clarion, folder, "other")
+        crowded_id, crowded = create_user(args.clarion, folder, "crowded")
+        _, other = create_user(args.clarion, folder, "other")
         _many_workspaces(folder, crowded_id)
         with served(args.clarion, folder, {"CLARION_AUTH": "enabled"}) as (base, _process):
             times = anyio.run(_race, base, crowded, other)
