@@ -17,7 +17,16 @@ from datetime import datetime
 import attrs
 
 from clarion.domain.cursor import encode_cursor
-from clarion.domain.listing import DEFAULT_LIMIT, ListedQuestion, Visibility, listed_bundle
+from clarion.domain.listing import (
+    BUNDLE_OVERHEAD,
+    DEFAULT_LIMIT,
+    QUESTION_OVERHEAD,
+    ListedQuestion,
+    Visibility,
+    listed_bundle,
+    questions_bytes,
+    text_bytes,
+)
 from clarion.domain.model import Resolution
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import ResolvedBy
@@ -69,6 +78,38 @@ class ResolvedPage:
     @property
     def next_cursor(self) -> str:
         return self.bundles[-1].cursor if self.has_more and self.bundles else ""
+
+
+# The resolution's and the resolver's keys, statuses and timestamps in JSON.
+RESOLUTION_OVERHEAD = 320
+
+
+def resolved_bundle_bytes(bundle: ResolvedBundle) -> int:
+    """About how many bytes ``bundle`` takes in the resolved list's JSON (#29 F8's budget):
+    as :func:`~clarion.domain.listing.listed_bundle_bytes`, plus the answers (selected
+    option ids, free text), the rejection reason and who resolved it."""
+    resolution, by = bundle.resolution, bundle.resolved_by
+    texts = [
+        bundle.pending_id,
+        bundle.task_id,
+        bundle.session_id,
+        bundle.context,
+        resolution.reject_reason,
+        by.identity_id,
+        by.display_name,
+    ]
+    answers = 0
+    for answer in resolution.answers:
+        answers += QUESTION_OVERHEAD + text_bytes(answer.question_id)
+        answers += text_bytes(answer.custom_text)
+        answers += sum(text_bytes(option) + 1 for option in answer.selected_options)
+    return (
+        BUNDLE_OVERHEAD
+        + RESOLUTION_OVERHEAD
+        + sum(text_bytes(t) for t in texts)
+        + questions_bytes(bundle.questions)
+        + answers
+    )
 
 
 def is_settled(rows: Sequence[ClarificationRow]) -> bool:

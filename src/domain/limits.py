@@ -10,11 +10,12 @@ for counts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal
 
 import attrs
 
 from clarion.domain.errors import InvalidQuestions
+from clarion.domain.paging import DEFAULT_MAX_LIST_BYTES
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -42,12 +43,34 @@ class Limits:
     max_active_bundles_per_session: int = attrs.field(default=10, validator=_positive)
     max_active_bundles_per_identity: int = attrs.field(default=200, validator=_positive)
     max_page_size: int = attrs.field(default=200, validator=_positive)
+    # The bytes of the bundles one page of the pending or resolved list carries (#29 F8).
+    max_list_bytes: int = attrs.field(default=DEFAULT_MAX_LIST_BYTES, validator=_positive)
     # The page size of the host's lists (workspaces, tasks, transcript, resumes) when a
     # request names none; a default above ``max_page_size`` acts as ``max_page_size``.
     default_page_size: int = attrs.field(default=50, validator=_positive)
     max_event_streams: int = attrs.field(default=16, validator=_positive)
     max_mcp_sessions: int = attrs.field(default=100, validator=_positive)
     mcp_session_idle_s: float = attrs.field(default=1800.0, validator=_seconds)
+    # Browser login sessions a user holds at once (the oldest end), and the throttle of failed
+    # logins: this many failures per client address or token id within the window (#29 S11).
+    max_login_sessions: int = attrs.field(default=10, validator=_positive)
+    max_login_failures: int = attrs.field(default=5, validator=_positive)
+    login_failure_window_s: float = attrs.field(default=60.0, validator=_seconds)
+
+
+def session_limit_reached(
+    count: int, per_session: int, per_identity: int
+) -> Literal["session", "identity"] | None:
+    """#29 S9: the limits of an unscoped caller (auth disabled), whose per-identity bucket is
+    the session it asks in — every agent is the same synthetic identity, so a server-wide
+    bucket would let one agent's backlog refuse every other agent. ``count`` is the session's
+    active bundles (counted up to the larger limit): ``"session"`` at the per-session limit,
+    else ``"identity"`` at the per-identity one, else None."""
+    if count >= per_session:
+        return "session"
+    if count >= per_identity:
+        return "identity"
+    return None
 
 
 UNSTORABLE: Final = "may not contain NUL characters or unpaired surrogates"

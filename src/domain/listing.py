@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 import attrs
@@ -153,6 +154,41 @@ class ListPage:
     @property
     def next_cursor(self) -> str:
         return self.bundles[-1].cursor if self.has_more and self.bundles else ""
+
+
+# What a listed bundle's JSON holds besides its texts — keys, punctuation, the timestamp and
+# age — and the same for each question and option (generous: a budget errs on the small side).
+BUNDLE_OVERHEAD = 160
+QUESTION_OVERHEAD = 80
+OPTION_OVERHEAD = 50
+
+
+def text_bytes(text: str) -> int:
+    """The bytes of ``text`` as a JSON string in UTF-8 (quotes and escapes included)."""
+    return len(encode_basestring(text).encode("utf-8"))
+
+
+def questions_bytes(questions: Iterable[ListedQuestion]) -> int:
+    """The bytes of listed questions in JSON (an estimate from above, see the overheads)."""
+    total = 0
+    for question in questions:
+        total += QUESTION_OVERHEAD + sum(
+            text_bytes(text)
+            for text in (question.question_id, question.title, question.prompt, question.status)
+        )
+        for option in question.options:
+            total += OPTION_OVERHEAD + sum(
+                text_bytes(text) for text in (option.option_id, option.label, option.description)
+            )
+    return total
+
+
+def listed_bundle_bytes(bundle: ListedBundle) -> int:
+    """About how many bytes ``bundle`` takes in a list response's JSON (#29 F8's budget,
+    ``CLARION_MAX_LIST_BYTES``): its texts JSON-escaped in UTF-8 plus a fixed allowance per
+    bundle, question and option for keys and punctuation."""
+    texts = (bundle.pending_id, bundle.task_id, bundle.session_id, bundle.context)
+    return BUNDLE_OVERHEAD + sum(text_bytes(t) for t in texts) + questions_bytes(bundle.questions)
 
 
 def bundle_order_key(bundle: ListedBundle) -> tuple[datetime, str]:

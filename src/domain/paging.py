@@ -11,7 +11,7 @@ these lists are Clarion's own, so unlike the pending list (L10) nothing is clamp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
@@ -91,3 +91,54 @@ def cut_page(items: Sequence[K], limit: int) -> Page[K]:
     return Page(
         items=kept, next_cursor=encode_cursor(kept[-1].created_at, kept[-1].id) if more else ""
     )
+
+
+# -- pages bounded in bytes as well as items (issue #29 F8) -----------------------------------
+
+# How many items the first read of a byte-bounded page asks for; later reads ask for as many
+# as the budget left holds at the largest item seen so far.
+FIRST_READ = 10
+DEFAULT_MAX_LIST_BYTES = 1024 * 1024
+
+B = TypeVar("B")
+
+
+def budgeted_page(
+    read: Callable[[int, B | None], tuple[Sequence[B], bool]],
+    *,
+    limit: int,
+    max_bytes: int,
+    size_of: Callable[[B], int],
+    first_read: int = FIRST_READ,
+) -> tuple[tuple[B, ...], bool]:
+    """One page of at most ``limit`` items whose sizes (``size_of``) add up to at most
+    ``max_bytes`` — except that a page always holds at least one item, however large — and
+    whether further items exist (the caller's ``next_cursor`` then continues after the last
+    item returned, so walking the pages loses and repeats nothing).
+
+    ``read(n, after)`` returns up to ``n`` items strictly after the item ``after`` (None: from
+    the start) in the list's order, and whether more exist beyond them. It is called with
+    small counts first and then with as many as the budget left holds at the largest item
+    seen, so the items read but not returned are at most one read's worth.
+    """
+    kept: list[B] = []
+    used = 0
+    largest = 0
+    while True:
+        room = limit - len(kept)
+        if not kept:
+            want = min(room, first_read)
+        else:
+            want = min(room, max(1, (max_bytes - used) // max(largest, 1)))
+        items, more = read(want, kept[-1] if kept else None)
+        for item in items:
+            size = size_of(item)
+            if kept and used + size > max_bytes:
+                return tuple(kept), True
+            kept.append(item)
+            used += size
+            largest = max(largest, size)
+        if not more or not items:
+            return tuple(kept), False
+        if len(kept) >= limit or used >= max_bytes:
+            return tuple(kept), True

@@ -29,6 +29,17 @@ class HostRepository(Protocol):
 
     def get_workspace(self, workspace_id: str) -> Workspace | None: ...
 
+    def agents_workspace(self, owner_id: str, name: str) -> Workspace:
+        """The agents workspace of ``owner_id`` ("" : the unowned one), created named
+        ``name`` and owned by ``owner_id`` when the owner has none yet (issue #29 S6).
+
+        An owner has at most one, whatever its name and however many workspaces it owns:
+        the store enforces it with a unique key on the owner, so concurrent callers — threads
+        or processes on one database — all get the same workspace (insert-or-get). Found by
+        that key, never by reading the owner's other workspaces. A workspace made by
+        :meth:`create_workspace` is never an agents workspace."""
+        ...
+
     def list_workspaces(self) -> tuple[Workspace, ...]:
         """All workspaces, oldest first."""
         ...

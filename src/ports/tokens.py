@@ -62,6 +62,28 @@ class TokenStore(Protocol):
         """Store a token record. Raises ``NotFound`` when the user does not exist."""
         ...
 
+    def create_login_session(
+        self,
+        user_id: str,
+        *,
+        token_id: str,
+        token_hash: str,
+        parent_id: str,
+        expires_at: datetime | None,
+        keep: int,
+    ) -> tuple[AccessToken, int]:
+        """Store a browser login session (``kind`` ``"session"``) and, in the same
+        transaction, end (revoke) the user's oldest live sessions — oldest by ``created_at``,
+        then id; live: neither revoked nor expired now — so that at most ``keep`` are live,
+        the new one always among them (issue #29 S11). Concurrent calls for one user, in any
+        process on one database, take turns (the store serializes them per user), so the
+        bound holds. Returns the new record and how many sessions were ended.
+
+        Raises:
+            NotFound: the user does not exist.
+        """
+        ...
+
     def find_token(self, token_hash: str) -> AccessToken | None: ...
 
     def get_token(self, token_id: str) -> AccessToken | None:

@@ -44,6 +44,14 @@ class _Bound:
     session_id: str
 
 
+@attrs.define
+class _Opening:
+    """The lock of one MCP session's first asks, and how many asks hold or await it."""
+
+    lock: anyio.Lock = attrs.field(factory=anyio.Lock)
+    users: int = 0
+
+
 class AgentBinding:
     """The Clarion sessions of ``/mcp/agent``'s open MCP sessions (in memory, like the MCP
     sessions themselves)."""
@@ -54,7 +62,9 @@ class AgentBinding:
         self._sessions = sessions
         self._is_open = is_open
         self._bound: dict[str, _Bound] = {}
-        self._lock = anyio.Lock()
+        # One lock per MCP session being opened (none global: issue #29 S6), dropped when no
+        # ask holds or awaits it.
+        self._opening: dict[str, _Opening] = {}
 
     def bound_sessions(self) -> dict[str, str]:
         """MCP session id → Clarion session id, for every open MCP session that has asked."""
@@ -76,26 +86,40 @@ class AgentBinding:
         if not mcp_id:
             session_id, per_call = await self._open(call, args), True
         else:
-            # One at a time, so concurrent first asks in one MCP session share one session.
-            async with self._lock:
-                bound = self._bound.get(mcp_id)
-                if bound is None:
-                    session_id = await self._open(call, args)
-                    # Checked with no await since the session was created: an MCP session
-                    # that ended meanwhile leaves this one to end with the call instead.
-                    per_call = not self._is_open(mcp_id)
-                    if not per_call:
-                        self._bound[mcp_id] = _Bound(identity, session_id)
-                        _log.info(
-                            "mcp_agent_session_opened", mcp_session=mcp_id, session_id=session_id
-                        )
-                else:
-                    session_id, per_call = bound.session_id, False
+            bound = self._bound.get(mcp_id)
+            if bound is None:
+                session_id, per_call = await self._first(call, args, mcp_id)
+            else:
+                session_id, per_call = bound.session_id, False
         try:
             yield session_id
         finally:
             if per_call:
                 await self._end(_Bound(identity, session_id))
+
+    async def _first(self, call: ToolCall, args: AskArguments, mcp_id: str) -> tuple[str, bool]:
+        """The MCP session's Clarion session, opened by the first of its concurrent first asks
+        (the others wait for it under that MCP session's own lock, and asks of other MCP
+        sessions never do); whether it must end with this call."""
+        opening = self._opening.setdefault(mcp_id, _Opening())
+        opening.users += 1
+        try:
+            async with opening.lock:
+                bound = self._bound.get(mcp_id)
+                if bound is not None:
+                    return bound.session_id, False
+                session_id = await self._open(call, args)
+                # Checked with no await since the session was created: an MCP session that
+                # ended meanwhile leaves this one to end with the call instead.
+                if not self._is_open(mcp_id):
+                    return session_id, True
+                self._bound[mcp_id] = _Bound(call.caller.identity, session_id)
+                _log.info("mcp_agent_session_opened", mcp_session=mcp_id, session_id=session_id)
+                return session_id, False
+        finally:
+            opening.users -= 1
+            if opening.users == 0 and self._opening.get(mcp_id) is opening:
+                del self._opening[mcp_id]
 
     async def _open(self, call: ToolCall, args: AskArguments) -> str:
         return await self._sessions.open(

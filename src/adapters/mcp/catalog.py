@@ -153,7 +153,10 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "client's reported name and version and the time (UTC), e.g. "
         '"claude-code 2.1 — 2026-12-01 14:05", in the workspace `CLARION_AGENT_WORKSPACE` '
         'names or else the caller\'s own "Agents" workspace (created on first use; unowned with '
-        "authentication disabled), with a primary session in it. Which asks share a session:\n\n"
+        "authentication disabled), with a primary session in it. Each owner has exactly one "
+        '"Agents" workspace — the database keeps it so, even when several processes create it '
+        "at once — found by its key, so an ask costs the same however many workspaces the "
+        "caller owns. Which asks share a session:\n\n"
         "- 2025-11-25 (`Mcp-Session-Id` sessions): one Clarion session per MCP session. When "
         "the MCP session ends — DELETE, idle expiry (`CLARION_MCP_SESSION_IDLE_S`), or the "
         "server stopping — the session's turn completes: its pending questions detach, stay "
@@ -165,7 +168,10 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "completes when the call ends (answered, timed out, or the client gone).\n\n"
         "Sessions and tasks created here count against the per-identity limits: an ask over "
         "`CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY` (or with an invalid question) is refused "
-        "before any task is created, and legacy sessions against `CLARION_MAX_MCP_SESSIONS`.",
+        "before any task is created, and legacy sessions against `CLARION_MAX_MCP_SESSIONS`. "
+        "With authentication disabled every agent is the same identity, so the active-bundle "
+        "limits count per agent session instead (the session opened for an MCP session, or "
+        "for one ask call): one agent's open asks never refuse another's.",
         session_tools(names),
     )
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -38,6 +38,15 @@ class InMemoryHostRepository:
         with self._store.lock:
             return self._store.workspaces.get(workspace_id)
 
+    def agents_workspace(self, owner_id: str, name: str) -> Workspace:
+        with self._store.lock:
+            found = self._store.agents_workspaces.get(owner_id)
+            if found is not None:
+                return self._store.workspaces[found]
+            workspace = self.create_workspace(name, owner_id)
+            self._store.agents_workspaces[owner_id] = workspace.id
+            return workspace
+
     def list_workspaces(self) -> tuple[Workspace, ...]:
         with self._store.lock:
             return tuple(

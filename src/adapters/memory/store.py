@@ -39,6 +39,8 @@ class InMemoryStore:
     """
 
     workspaces: dict[str, Workspace] = attrs.field(factory=dict)
+    # owner id → the id of that owner's agents workspace (the SQL unique key, issue #29 S6).
+    agents_workspaces: dict[str, str] = attrs.field(factory=dict)
     tasks: dict[str, Task] = attrs.field(factory=dict)
     sessions: dict[str, Session] = attrs.field(factory=dict)
     turns: dict[str, Turn] = attrs.field(factory=dict)

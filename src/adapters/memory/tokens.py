@@ -70,6 +70,43 @@ class InMemoryTokenStore:
             self._store.tokens[token.id] = token
             return token
 
+    def create_login_session(
+        self,
+        user_id: str,
+        *,
+        token_id: str,
+        token_hash: str,
+        parent_id: str,
+        expires_at: datetime | None,
+        keep: int,
+    ) -> tuple[AccessToken, int]:
+        with self._store.lock:
+            created = self.create_token(
+                user_id,
+                token_id=token_id,
+                token_hash=token_hash,
+                expires_at=expires_at,
+                kind=LOGIN_SESSION,
+                parent_id=parent_id,
+            )
+            now = self._clock.now()
+            live = sorted(
+                (
+                    t
+                    for t in self._store.tokens.values()
+                    if t.user_id == user_id
+                    and t.kind == LOGIN_SESSION
+                    and t.id != created.id
+                    and t.usable_at(now)
+                ),
+                key=lambda t: (t.created_at, t.id),
+                reverse=True,
+            )
+            ended = live[max(keep - 1, 0) :]
+            for token in ended:
+                self._store.tokens[token.id] = attrs.evolve(token, revoked_at=now)
+            return created, len(ended)
+
     def find_token(self, token_hash: str) -> AccessToken | None:
         with self._store.lock:
             return next(

@@ -40,6 +40,7 @@ this module's own, read through :func:`auth_context` by the routes of this packa
 
 from __future__ import annotations
 
+import functools
 import hmac
 from collections.abc import Callable, Collection
 from typing import Final, Literal
@@ -66,6 +67,7 @@ from clarion.adapters.revocation import RevocationWatch
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import (
     Authentication,
+    LoginThrottled,
     bearer_credential,
     hash_credential,
     identity_bound,
@@ -282,11 +284,19 @@ def auth_routes(
         # Login CSRF: HttpGuard admits only application/json writes, which a cross-site form
         # cannot send without a preflight.
         body = await read_model(request, models.LoginIn)
-        session = (
-            await anyio.to_thread.run_sync(authentication.login, body.token, limiter=limiter)
-            if authentication is not None
-            else None
-        )
+        client = request.client.host if request.client is not None else ""
+        try:
+            session = (
+                await anyio.to_thread.run_sync(
+                    functools.partial(authentication.login, body.token, client=client),
+                    limiter=limiter,
+                )
+                if authentication is not None
+                else None
+            )
+        except LoginThrottled as refused:
+            log.warning("login_throttled", client=client, retry_after_s=refused.retry_after_s)
+            return failure(429, str(refused), headers={"Retry-After": str(refused.retry_after_s)})
         if session is None:
             return failure(401, INVALID_TOKEN, headers={"WWW-Authenticate": "Bearer"})
         context = AuthContext(

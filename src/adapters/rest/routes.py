@@ -287,7 +287,7 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "login",
         "Exchange a personal access token for an HttpOnly session cookie",
         ok=(200, "LoggedIn", "Signed in; cookies set"),
-        errors=(401,),
+        errors=(401, 429),
         body="LoginIn",
         protected=False,
     ),

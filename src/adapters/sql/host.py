@@ -9,7 +9,8 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.engine import (
@@ -100,6 +101,19 @@ def _workspace_visible(visibility: Visibility, workspace: sa.FromClause) -> Colu
     return workspace.c.id.in_(sorted(visibility.workspace_ids))
 
 
+def _insert_or_keep(connection: Connection, values: dict[str, Any]) -> Any:
+    """``INSERT … ON CONFLICT (agents_owner) DO NOTHING`` of one workspace row."""
+    dialect = connection.dialect.name
+    statement: Any
+    if dialect == "postgresql":
+        statement = postgresql.insert(workspaces)
+    elif dialect == "sqlite":
+        statement = sqlite.insert(workspaces)
+    else:  # pragma: no cover - Clarion runs on SQLite and PostgreSQL only
+        raise ValueError(f"unsupported database {dialect}")
+    return statement.values(**values).on_conflict_do_nothing(index_elements=["agents_owner"])
+
+
 class SqlHostRepository:
     """See the module docstring; ids from ``ids``, timestamps from ``clock``."""
 
@@ -132,6 +146,29 @@ class SqlHostRepository:
         with read_transaction(self._engine) as connection:
             row = connection.execute(statement).mappings().first()
         return _workspace(row) if row is not None else None
+
+    def agents_workspace(self, owner_id: str, name: str) -> Workspace:
+        """A read by the unique key ``agents_owner``; only when it finds nothing, one write
+        transaction inserting with ``ON CONFLICT DO NOTHING`` on that key and reading back
+        whichever row holds it (on PostgreSQL the insert waits for a concurrent inserter's
+        commit, and the read, a new statement under READ COMMITTED, sees its row)."""
+        by_owner = sa.select(workspaces).where(workspaces.c.agents_owner == owner_id)
+        with read_transaction(self._engine) as connection:
+            row = connection.execute(by_owner).mappings().first()
+        if row is not None:
+            return _workspace(row)
+        now = self._clock.now()
+        values = {
+            "id": self._ids.new_id(),
+            "name": name,
+            "owner_id": owner_id,
+            "agents_owner": owner_id,
+            "created_at": now,
+            "updated_at": now,
+        }
+        with self._writes.begin() as connection:
+            connection.execute(_insert_or_keep(connection, values))
+            return _workspace(connection.execute(by_owner).mappings().one())
 
     def list_workspaces(self) -> tuple[Workspace, ...]:
         statement = sa.select(workspaces).order_by(workspaces.c.created_at, workspaces.c.id)

@@ -41,8 +41,12 @@ workspaces = sa.Table(
     sa.Column("owner_id", Key, nullable=False, server_default=EMPTY),  # "" = visible to everyone
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
+    # The owner id of the owner's one agents workspace ("" for the unowned one), NULL on every
+    # other workspace; unique, so two processes cannot create two (issue #29 S6).
+    sa.Column("agents_owner", Key, nullable=True),
     # The paged list walks this index from its cursor (issue #14).
     sa.Index("ix_workspaces_created", "created_at", "id"),
+    sa.Index("ix_workspaces_agents_owner", "agents_owner", unique=True),
 )
 
 tasks = sa.Table(

@@ -176,6 +176,68 @@ class SqlTokenStore:
             )
         return token
 
+    def create_login_session(
+        self,
+        user_id: str,
+        *,
+        token_id: str,
+        token_hash: str,
+        parent_id: str,
+        expires_at: datetime | None,
+        keep: int,
+    ) -> tuple[AccessToken, int]:
+        """One write transaction: the user's row is locked first (``FOR UPDATE`` on
+        PostgreSQL; SQLite's write lock serializes every writer), so two processes logging
+        the same user in take turns and each sees the other's session when it counts."""
+        user = sa.select(users.c.id).where(users.c.id == user_id)
+        with self._writes.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                user = user.with_for_update()
+            if connection.execute(user).first() is None:
+                raise NotFound(resource=Resource.USER, key=user_id)
+            now = self._clock.now()
+            token = AccessToken(
+                id=token_id,
+                user_id=user_id,
+                name="",
+                token_hash=token_hash,
+                created_at=now,
+                expires_at=expires_at,
+                kind=LOGIN_SESSION,
+                parent_id=parent_id,
+            )
+            connection.execute(
+                sa.insert(access_tokens).values(
+                    id=token.id,
+                    user_id=user_id,
+                    name="",
+                    token_hash=token_hash,
+                    created_at=now,
+                    expires_at=expires_at,
+                    kind=LOGIN_SESSION,
+                    parent_id=parent_id,
+                )
+            )
+            others = (
+                sa.select(access_tokens.c.id)
+                .where(
+                    access_tokens.c.user_id == user_id,
+                    access_tokens.c.kind == LOGIN_SESSION,
+                    access_tokens.c.id != token_id,
+                    access_tokens.c.revoked_at.is_(None),
+                    sa.or_(access_tokens.c.expires_at.is_(None), access_tokens.c.expires_at > now),
+                )
+                .order_by(access_tokens.c.created_at.desc(), access_tokens.c.id.desc())
+            )
+            ended = list(connection.execute(others).scalars())[max(keep - 1, 0) :]
+            if ended:
+                connection.execute(
+                    sa.update(access_tokens)
+                    .where(access_tokens.c.id.in_(ended))
+                    .values(revoked_at=now)
+                )
+        return token, len(ended)
+
     def find_token(self, token_hash: str) -> AccessToken | None:
         statement = sa.select(access_tokens).where(access_tokens.c.token_hash == token_hash)
         with read_transaction(self._engine) as connection:

@@ -73,7 +73,7 @@ from clarion.adapters.web import web_routes
 from clarion.app.root.crashpoints import crashing_claims, crashing_dispatcher
 from clarion.app.root.settings import Settings
 from clarion.app.usecases.answer_links import AnswerLinks
-from clarion.app.usecases.auth import Authentication
+from clarion.app.usecases.auth import Authentication, LoginThrottle
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.notifications import DeliveryPolicy, NotificationWorker
@@ -798,7 +798,16 @@ def build_clarion(
         live_asks=lambda: services.asking.live_asks,
         now=clock.now,
     )
-    authentication = Authentication(tokens, clock, ids)
+    limits = settings.limits
+    authentication = Authentication(
+        tokens,
+        clock,
+        ids,
+        max_sessions=limits.max_login_sessions,
+        throttle=LoginThrottle(
+            max_failures=limits.max_login_failures, window_s=limits.login_failure_window_s
+        ),
+    )
     runner = Runner(limiter)
     answer_links = _answer_links(settings, storage, services, claims, tokens, runner)
     channels = (

@@ -250,10 +250,14 @@ LIMIT_VARIABLES: Final = {
     "max_active_bundles_per_session": "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
     "max_active_bundles_per_identity": "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
     "max_page_size": "CLARION_MAX_PAGE_SIZE",
+    "max_list_bytes": "CLARION_MAX_LIST_BYTES",
     "default_page_size": "CLARION_DEFAULT_PAGE_SIZE",
     "max_event_streams": "CLARION_MAX_EVENT_STREAMS",
     "max_mcp_sessions": "CLARION_MAX_MCP_SESSIONS",
     "mcp_session_idle_s": "CLARION_MCP_SESSION_IDLE_S",
+    "max_login_sessions": "CLARION_MAX_LOGIN_SESSIONS",
+    "max_login_failures": "CLARION_MAX_LOGIN_FAILURES",
+    "login_failure_window_s": "CLARION_LOGIN_FAILURE_WINDOW_S",
 }
 
 

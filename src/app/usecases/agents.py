@@ -3,8 +3,9 @@
 An agent on someone's own machine has no host to create a workspace, a task and a session for
 it. :class:`AgentSessions` does that when the agent first asks: a task titled from the client's
 reported name and version and the time ("claude-code 2.1 — 2026-12-01 14:05"), in the
-configured workspace or else the caller's own "Agents" workspace (created on first use; unowned
-when the caller is unscoped, i.e. authentication is disabled), and a primary RUNNING session in
+configured workspace or else the caller's own "Agents" workspace (created on first use, one per
+owner even across processes; unowned when the caller is unscoped, i.e. authentication is
+disabled), and a primary RUNNING session in
 it. Everything is done as the caller, with the same visibility rules as any other request, so
 the task is in the caller's visible set and nobody else's. Ending the session completes its
 turn: pending bundles detach and stay answerable, and an answer resumes the agent through the
@@ -17,7 +18,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
-import anyio
 import attrs
 
 from clarion.app.usecases.ask import Asking
@@ -53,7 +53,6 @@ class AgentSessions:
     # Where every agent's tasks go (CLARION_AGENT_WORKSPACE); "" gives each caller its own
     # "Agents" workspace.
     workspace_id: str = ""
-    _workspace_lock: anyio.Lock = attrs.field(factory=anyio.Lock, init=False)
 
     async def open(
         self,
@@ -94,20 +93,9 @@ class AgentSessions:
         return await self._lifecycle.complete_turn(identity, session_id)
 
     async def _own_workspace(self, identity: Identity) -> str:
-        """The caller's "Agents" workspace, created on first use (one at a time, so
-        concurrent first asks in this process share one)."""
-        owner = (identity.user_id or "") if identity.is_scoped else ""
-        async with self._workspace_lock:
-            cursor = ""
-            while True:  # every page of the visible workspaces, largest pages first
-                page = await self._host.list_workspaces(
-                    identity, cursor=cursor, limit=self._host.max_page_size
-                )
-                for workspace in page.items:
-                    if workspace.name == AGENT_WORKSPACE_NAME and workspace.owner_id == owner:
-                        return workspace.id
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            created = await self._host.create_workspace(identity, AGENT_WORKSPACE_NAME, owner)
-            return created.id
+        """The caller's "Agents" workspace, created on first use: one per owner, kept so by
+        the store (a unique key, issue #29 S6), so no lock is needed here — concurrent first
+        asks in any process get the same one — and found by that key, not by listing the
+        caller's workspaces."""
+        workspace = await self._host.agents_workspace(identity, AGENT_WORKSPACE_NAME)
+        return workspace.id

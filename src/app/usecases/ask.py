@@ -38,7 +38,7 @@ from clarion.domain.errors import (
     failure_fields,
 )
 from clarion.domain.host import Session
-from clarion.domain.limits import Limits, validate_context
+from clarion.domain.limits import Limits, session_limit_reached, validate_context
 from clarion.domain.model import (
     Answer,
     Identity,
@@ -154,12 +154,20 @@ class Asking:
 
     def _check_room(self, identity: Identity, session_id: str | None) -> None:
         """Refuse a new bundle when the session (unless None), or the active bundles
-        ``identity`` asked (every active bundle when it is unscoped), already number as many as
-        the limits allow (checked before anything is written; one read, issues #14, #15)."""
+        ``identity`` asked, already number as many as the limits allow (checked before
+        anything is written; one read, issues #14, #15). An unscoped identity (auth disabled:
+        every agent is the same synthetic identity) has both limits applied to the session's
+        own bundles, so one agent's backlog never refuses another agent's ask (#29 S9)."""
         per_session = self.limits.max_active_bundles_per_session
         per_identity = self.limits.max_active_bundles_per_identity
-        asker_id = identity.user_id if identity.is_scoped else None
-        reached = self._claims.active_limit_reached(session_id, per_session, asker_id, per_identity)
+        if identity.is_scoped:
+            reached = self._claims.active_limit_reached(
+                session_id, per_session, identity.user_id, per_identity
+            )
+        else:  # #29 S9: unscoped (auth off) — the identity's bucket is the session, not all
+            bound = max(per_session, per_identity)
+            count = self._claims.count_active_in_session(session_id, bound) if session_id else 0
+            reached = session_limit_reached(count, per_session, per_identity)
         if reached == "session":
             raise LimitExceeded(
                 "too many active clarification requests in this session: the limit is "

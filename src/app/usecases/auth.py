@@ -14,9 +14,17 @@ Credentials (interfaces.md "Identity and authorization"):
   ``parent_id`` (a token's own name never matters): it expires after ``session_ttl`` (never
   later than its parent token), ends on :meth:`logout`, and stops working the moment its parent
   token is revoked or expires. Ended and expired session records are deleted by
-  :meth:`purge_sessions` (at every login, and periodically by the served application). The
+  :meth:`purge_sessions` (at every login, and periodically by the served application). A user
+  has at most ``max_sessions`` live sessions: a login beyond that ends the user's oldest ones
+  (issue #29 S11; the store keeps the bound across processes). The
   kinds and the two prefixes keep the two channels apart: a session value is never accepted as
   a bearer token, nor a token as a cookie.
+- Failed logins are throttled (:class:`LoginThrottle`, issue #29 S11): after
+  ``max_failures`` failures within ``window_s`` from one client address, or with one token id
+  (the 8 hex digits after ``clarion_pat_``), further logins from that address or with that
+  token id are refused (:class:`LoginThrottled`, with the seconds to wait) — the token is not
+  even checked — until the oldest of those failures is ``window_s`` old. The count is kept
+  per process.
 - Deactivating a user (:meth:`deactivate_user`) stops all of their credentials at once: tokens,
   browser sessions, and the agent tokens of sessions in workspaces they own (checked by
   :meth:`clarion.app.usecases.host.HostOperations.authenticate_agent`).
@@ -38,9 +46,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import re
 import secrets
-from collections.abc import Iterator
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -98,6 +110,96 @@ def _well_formed(credential: str, prefix: str) -> bool:
     )
 
 
+DEFAULT_MAX_LOGIN_SESSIONS: Final = 10
+DEFAULT_LOGIN_FAILURES: Final = 5
+DEFAULT_LOGIN_FAILURE_WINDOW_S: Final = 60.0
+# How many client addresses and token ids the throttle remembers at most (the least recently
+# failed are forgotten first), so random addresses or token ids cannot grow it without bound.
+MAX_THROTTLED_KEYS: Final = 10_000
+_TOKEN_ID = re.compile(r"[0-9a-f]{8}")
+
+
+class LoginThrottled(Exception):
+    """Too many failed logins from this client or with this token id: wait ``retry_after_s``
+    seconds (a whole number, at least 1)."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"too many failed logins: retry after {retry_after_s} s")
+        self.retry_after_s = retry_after_s
+
+
+def login_keys(token: str, client: str) -> tuple[str, ...]:
+    """What a login attempt counts against: its client address (when known) and the token id
+    the presented text claims (when it has one)."""
+    keys = [f"client:{client}"] if client else []
+    token_id = token[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + 8]
+    if token.startswith(TOKEN_PREFIX) and _TOKEN_ID.fullmatch(token_id):
+        keys.append(f"token:{token_id}")
+    return tuple(keys)
+
+
+class LoginThrottle:
+    """Failed logins per key within a sliding window (see the module docstring); thread-safe,
+    per process. ``clock`` is a monotonic clock in seconds."""
+
+    def __init__(
+        self,
+        *,
+        max_failures: int = DEFAULT_LOGIN_FAILURES,
+        window_s: float = DEFAULT_LOGIN_FAILURE_WINDOW_S,
+        max_keys: int = MAX_THROTTLED_KEYS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_failures < 1 or not window_s > 0 or max_keys < 1:
+            raise ValueError("a login throttle needs positive bounds")
+        self._max_failures = max_failures
+        self._window_s = window_s
+        self._max_keys = max_keys
+        self._clock = clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check(self, keys: tuple[str, ...]) -> None:
+        """Refuse an attempt while any of ``keys`` has ``max_failures`` recent failures.
+
+        Raises:
+            LoginThrottled: with the seconds until the attempt would be admitted.
+        """
+        now = self._clock()
+        wait = 0.0
+        with self._lock:
+            for key in keys:
+                recent = self._recent(key, now)
+                if recent is not None and len(recent) >= self._max_failures:
+                    wait = max(wait, recent[0] + self._window_s - now)
+        if wait > 0:
+            raise LoginThrottled(max(1, math.ceil(wait)))
+
+    def failed(self, keys: tuple[str, ...]) -> None:
+        """Count a failed attempt against each of ``keys``."""
+        now = self._clock()
+        with self._lock:
+            for key in keys:
+                recent = self._recent(key, now)
+                if recent is None:
+                    recent = self._failures[key] = deque(maxlen=self._max_failures)
+                recent.append(now)
+                self._failures.move_to_end(key)
+            while len(self._failures) > self._max_keys:
+                self._failures.popitem(last=False)
+
+    def _recent(self, key: str, now: float) -> deque[float] | None:
+        recent = self._failures.get(key)
+        if recent is None:
+            return None
+        while recent and recent[0] <= now - self._window_s:
+            recent.popleft()
+        if not recent:
+            del self._failures[key]
+            return None
+        return recent
+
+
 @attrs.frozen
 class IssuedToken:
     """A freshly issued personal access token: ``token`` is the only time its text exists."""
@@ -139,12 +241,18 @@ class Authentication:
         *,
         session_ttl: timedelta = timedelta(hours=12),
         touch_interval: timedelta = timedelta(minutes=1),
+        max_sessions: int = DEFAULT_MAX_LOGIN_SESSIONS,
+        throttle: LoginThrottle | None = None,
     ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self._tokens = tokens
         self._clock = clock
         self._ids = ids
         self._session_ttl = session_ttl
         self._touch_interval = touch_interval
+        self._max_sessions = max_sessions
+        self._throttle = throttle
 
     # --- users and tokens ----------------------------------------------------------------
 
@@ -213,13 +321,26 @@ class Authentication:
 
     # --- browser sessions ----------------------------------------------------------------
 
-    def login(self, token: str) -> LoginSession | None:
+    def login(self, token: str, *, client: str = "") -> LoginSession | None:
         """Start a browser session from a personal access token; None when the token does
-        not authenticate."""
-        if not _well_formed(token, TOKEN_PREFIX):
-            return None
-        found = self._usable(self._tokens.find_token_and_user(hash_credential(token)))
+        not authenticate. The user's oldest sessions beyond ``max_sessions`` end. ``client``
+        is the caller's address, for the throttle of failed logins.
+
+        Raises:
+            LoginThrottled: too many recent failures from ``client`` or with this token id;
+                the token was not checked.
+        """
+        keys = login_keys(token, client)
+        if self._throttle is not None:
+            self._throttle.check(keys)
+        found = (
+            self._usable(self._tokens.find_token_and_user(hash_credential(token)))
+            if _well_formed(token, TOKEN_PREFIX)
+            else None
+        )
         if found is None or found[0].kind != PERSONAL_ACCESS_TOKEN:
+            if self._throttle is not None:
+                self._throttle.failed(keys)
             return None
         parent, identity = found
         self.purge_sessions()
@@ -227,13 +348,13 @@ class Authentication:
         if parent.expires_at is not None:
             expires_at = min(expires_at, parent.expires_at)
         cookie = f"{SESSION_PREFIX}{secrets.token_hex(4)}_{secrets.token_urlsafe(_SECRET_BYTES)}"
-        self._tokens.create_token(
+        self._tokens.create_login_session(
             parent.user_id,
             token_id=self._ids.new_id(),
             token_hash=hash_credential(cookie),
-            expires_at=expires_at,
-            kind=LOGIN_SESSION,
             parent_id=parent.id,
+            expires_at=expires_at,
+            keep=self._max_sessions,
         )
         return LoginSession(
             cookie=cookie,
@@ -309,6 +430,8 @@ __all__ = [
     "Authentication",
     "IssuedToken",
     "LoginSession",
+    "LoginThrottle",
+    "LoginThrottled",
     "SessionIdentity",
     "bearer_credential",
     "current_identity",

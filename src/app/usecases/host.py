@@ -108,6 +108,18 @@ class HostOperations:
                 raise InvalidArgument("owner_id may only name yourself", field="owner_id")
         return await self._run.guarded(HOST_FAILED, self._host.create_workspace, name, owner_id)
 
+    async def agents_workspace(self, identity: Identity, name: str) -> Workspace:
+        """The caller's own agents workspace — owned by a scoped caller, unowned for an
+        unscoped one (auth disabled) — created named ``name`` on first use. One per owner,
+        kept so by the store even across processes, and found by its key whatever the number
+        of the caller's workspaces (issue #29 S6).
+
+        Raises:
+            ClaimError: the store failed.
+        """
+        owner = (identity.user_id or "") if identity.is_scoped else ""
+        return await self._run.guarded(HOST_FAILED, self._host.agents_workspace, owner, name)
+
     async def list_workspaces(
         self, identity: Identity, *, cursor: str = "", limit: int | None = None
     ) -> Page[Workspace]:

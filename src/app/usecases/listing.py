@@ -11,9 +11,23 @@ from clarion.app.usecases.access import authorize_task_id
 from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
 from clarion.domain.errors import NotFound
-from clarion.domain.history import ResolvedPage, ResolvedQuery
-from clarion.domain.listing import MAX_LIMIT, ListPage, ListQuery, clamp_limit
+from clarion.domain.history import (
+    ResolvedBundle,
+    ResolvedPage,
+    ResolvedQuery,
+    resolved_bundle_bytes,
+)
+from clarion.domain.listing import (
+    MAX_LIMIT,
+    ListedBundle,
+    ListPage,
+    ListQuery,
+    bundle_order_key,
+    clamp_limit,
+    listed_bundle_bytes,
+)
 from clarion.domain.model import Identity
+from clarion.domain.paging import DEFAULT_MAX_LIST_BYTES, budgeted_page
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 
@@ -25,12 +39,21 @@ HISTORY_FAILED = "failed to list resolved clarifications"
 
 @attrs.define(kw_only=True)
 class Listing:
-    """Discovery of the active bundles a caller may see."""
+    """Discovery of the active bundles a caller may see.
+
+    Both lists are bounded in bytes as well as in bundles (issue #29 F8): a page stops before
+    the bundle that would take its JSON past ``max_list_bytes`` (``CLARION_MAX_LIST_BYTES``;
+    :func:`~clarion.domain.listing.listed_bundle_bytes`), always holding at least one, and its
+    ``next_cursor`` continues from there — so ``limit`` is the most a page holds, and only an
+    empty ``next_cursor`` means the end (L9). The store is read in small steps, so a page of
+    large bundles never loads far more than it returns.
+    """
 
     _claims: ClaimRepository = attrs.field(alias="claims")
     _authorizer: TaskAuthorizer = attrs.field(alias="authorizer")
     _run: Runner = attrs.field(alias="runner")
     max_page_size: int = MAX_LIMIT
+    max_list_bytes: int = DEFAULT_MAX_LIST_BYTES
 
     async def list_pending(
         self,
@@ -97,13 +120,24 @@ class Listing:
         limit: int,
         resolved_since: datetime | None,
     ) -> ResolvedPage:
-        query = ResolvedQuery(
-            visibility=self._authorizer.visibility(identity),
-            limit=limit,
-            before=before,
-            resolved_since=resolved_since,
+        visibility = self._authorizer.visibility(identity)
+
+        def read(
+            count: int, last: ResolvedBundle | None
+        ) -> tuple[tuple[ResolvedBundle, ...], bool]:
+            query = ResolvedQuery(
+                visibility=visibility,
+                limit=count,
+                before=(last.resolved_at, last.pending_id) if last is not None else before,
+                resolved_since=resolved_since,
+            )
+            page = self._claims.list_resolved_bundles(query)
+            return page.bundles, page.has_more
+
+        bundles, more = budgeted_page(
+            read, limit=limit, max_bytes=self.max_list_bytes, size_of=resolved_bundle_bytes
         )
-        return self._claims.list_resolved_bundles(query)
+        return ResolvedPage(bundles=bundles, has_more=more)
 
     async def may_see_task(self, identity: Identity, task_id: str) -> bool:
         """Whether ``identity`` may see the task ``task_id`` (and so its bundles and events):
@@ -129,13 +163,22 @@ class Listing:
         after: tuple[datetime, str] | None,
         limit: int,
     ) -> ListPage:
-        # L1a: the visible workspace set is resolved first and becomes a predicate of the one
+        # L1a: the visible workspace set is resolved first and becomes a predicate of the
         # bundle query, so ``limit`` counts bundles returned, never rows examined.
-        query = ListQuery(
-            visibility=self._authorizer.visibility(identity),
-            limit=limit,
-            workspace_id=workspace_id,
-            created_since=created_since,
-            after=after,
+        visibility = self._authorizer.visibility(identity)
+
+        def read(count: int, last: ListedBundle | None) -> tuple[tuple[ListedBundle, ...], bool]:
+            query = ListQuery(
+                visibility=visibility,
+                limit=count,
+                workspace_id=workspace_id,
+                created_since=created_since,
+                after=bundle_order_key(last) if last is not None else after,
+            )
+            page = self._claims.list_active_bundles(query)
+            return page.bundles, page.has_more
+
+        bundles, more = budgeted_page(
+            read, limit=limit, max_bytes=self.max_list_bytes, size_of=listed_bundle_bytes
         )
-        return self._claims.list_active_bundles(query)
+        return ListPage(bundles=bundles, has_more=more)

@@ -66,10 +66,11 @@ class NotificationRouting:
 
         Raises:
             NotFound: the caller may not manage the workspace's routes.
-            ValidationError: the spec is invalid, names an unknown user or escalation route,
-                or (for a non-administrator) another user; or it is an e-mail route without
-                a user while ``email_needs_user`` (``field`` ``user_id``); or its destination
-                is refused (``field`` "channel").
+            ValidationError: the spec is invalid, names an unknown user, an escalation route
+                that does not exist or that the caller may not manage (the same error), or
+                (for a non-administrator) another user; or it is an e-mail route without a
+                user while ``email_needs_user`` (``field`` ``user_id``); or its destination is
+                refused (``field`` "channel").
         """
         spec = check_route_spec(spec)
         if not await self._may_manage(identity, spec.workspace_id):
@@ -89,10 +90,12 @@ class NotificationRouting:
             if user is None:
                 raise InvalidArgument(f"no such user: {spec.user_id}", field="user_id")
         if spec.escalate_to:
+            # Only into a route the caller may manage (#29 S7): one it may not manage is
+            # refused exactly like a missing one, so the check tells nothing of other routes.
             target = await self._run.guarded(
                 StoreFailure(ROUTES_FAILED), self._store.get_route, spec.escalate_to
             )
-            if target is None:
+            if target is None or not await self._may_manage(identity, target.workspace_id):
                 raise InvalidArgument("escalate_to names no route", field="escalate_to")
         if self._email_needs_user and spec.channel.kind == "email" and not spec.user_id:
             raise InvalidArgument(

@@ -147,7 +147,11 @@ def build_services(
         asking=asking,
         requests=requests,
         listing=Listing(
-            claims=claims, authorizer=authorizer, runner=runner, max_page_size=limits.max_page_size
+            claims=claims,
+            authorizer=authorizer,
+            runner=runner,
+            max_page_size=limits.max_page_size,
+            max_list_bytes=limits.max_list_bytes,
         ),
         lifecycle=Lifecycle(
             claims=claims,

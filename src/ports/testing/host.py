@@ -48,6 +48,21 @@ class HostRepositoryContract:
         assert world.host.list_workspaces() == (first, second)
         assert first.id != second.id
 
+    def test_an_owner_has_one_agents_workspace_found_by_its_key(self, world: ContractWorld) -> None:
+        """#29 S6: insert-or-get per owner; a workspace merely named "Agents" is not it."""
+        look_alike = world.host.create_workspace("Agents", "alice")
+        alices = world.host.agents_workspace("alice", "Agents")
+        assert alices != look_alike
+        assert (alices.name, alices.owner_id) == ("Agents", "alice")
+        assert world.host.get_workspace(alices.id) == alices
+        assert world.host.agents_workspace("alice", "Renamed") == alices
+        unowned = world.host.agents_workspace("", "Agents")
+        bobs = world.host.agents_workspace("bob", "Agents")
+        assert (unowned.owner_id, bobs.owner_id) == ("", "bob")
+        assert len({alices.id, unowned.id, bobs.id, look_alike.id}) == 4
+        assert world.host.agents_workspace("", "Agents") == unowned
+        assert len(world.host.list_workspaces()) == 4
+
     def test_missing_rows_read_as_none_or_empty(self, world: ContractWorld) -> None:
         assert world.host.get_workspace("nope") is None
         assert world.host.get_task("nope") is None

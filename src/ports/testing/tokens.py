@@ -201,3 +201,65 @@ class TokenStoreContract:
         assert world.tokens.purge_sessions(now) == 0
         assert world.tokens.purge_sessions(soon) == 1
         assert {t.id for t in world.tokens.list_tokens(user.id)} == kept - {"ses-live"}
+
+    def test_a_login_session_ends_the_users_oldest_live_sessions_beyond_the_bound(
+        self, world: ContractWorld
+    ) -> None:
+        """#29 S11: at most ``keep`` live sessions per user, the new one always among them;
+        ended, expired and other users' sessions and personal access tokens are untouched."""
+        ada, bob = world.tokens.create_user("ada"), world.tokens.create_user("bob")
+        parent = world.tokens.create_token(ada.id, token_id="pat", token_hash=token_hash("pat"))
+        soon = world.clock.peek() + timedelta(hours=1)
+        world.tokens.create_token(
+            ada.id,
+            token_id="ses-expired",
+            token_hash=token_hash("ses-expired"),
+            kind=LOGIN_SESSION,
+            parent_id=parent.id,
+            expires_at=world.clock.peek(),
+        )
+        world.tokens.create_token(
+            bob.id, token_id="bob-ses", token_hash=token_hash("bob-ses"), kind=LOGIN_SESSION
+        )
+        ended = []
+        for n in range(5):
+            session, count = world.tokens.create_login_session(
+                ada.id,
+                token_id=f"ses-{n}",
+                token_hash=token_hash(f"ses-{n}"),
+                parent_id=parent.id,
+                expires_at=soon,
+                keep=3,
+            )
+            assert (session.kind, session.parent_id, session.expires_at) == (
+                LOGIN_SESSION,
+                parent.id,
+                soon,
+            )
+            assert world.tokens.find_token(token_hash(f"ses-{n}")) == session
+            ended.append(count)
+        assert ended == [0, 0, 0, 1, 1]
+        now = world.clock.peek()
+        live = {t.id for t in world.tokens.list_tokens(ada.id) if t.usable_at(now)}
+        assert live == {"pat", "ses-2", "ses-3", "ses-4"}
+        bobs = world.tokens.get_token("bob-ses")
+        assert bobs is not None
+        assert bobs.revoked_at is None
+        with pytest.raises(NotFound):
+            world.tokens.create_login_session(
+                "nobody", token_id="x", token_hash="x", parent_id="", expires_at=None, keep=1
+            )
+
+    def test_a_bound_of_one_keeps_only_the_newest_login_session(self, world: ContractWorld) -> None:
+        ada = world.tokens.create_user("ada")
+        for n in range(3):
+            world.tokens.create_login_session(
+                ada.id,
+                token_id=f"s{n}",
+                token_hash=token_hash(f"s{n}"),
+                parent_id="",
+                expires_at=None,
+                keep=1,
+            )
+        now = world.clock.peek()
+        assert [t.id for t in world.tokens.list_tokens(ada.id) if t.usable_at(now)] == ["s2"]

@@ -22,6 +22,7 @@ from tests.integration.mcp.harness import (
     Agent,
     McpWorld,
     Person,
+    drafts,
     http_client,
     mcp_client,
     question_args,
@@ -448,3 +449,75 @@ async def test_every_host_list_pages_by_cursor_within_the_page_sizes_on_rest_cap
             listed = structured(await client.call_tool(LIST_TASKS, {}))
         assert [task["id"] for task in listed["tasks"]] == [a.task.id for a in agents[:3]]
         assert listed["total"] == 3
+
+
+async def _walk_bundles(fetch: Callable[[str], Any]) -> list[tuple[list[str], int]]:
+    """Every page of a bundle list — (its pending ids, its bytes) — following
+    ``next_cursor``; ``fetch(cursor)`` returns (body, bytes)."""
+    pages: list[tuple[list[str], int]] = []
+    cursor = ""
+    while True:
+        body, size = await fetch(cursor)
+        assert body["count"] == len(body["bundles"])
+        pages.append(([bundle["pending_id"] for bundle in body["bundles"]], size))
+        cursor = body["next_cursor"]
+        if not cursor:
+            return pages
+        assert len(pages) < 40
+
+
+@pytest.mark.anyio
+async def test_list_pages_are_bounded_in_bytes_and_the_cursor_walk_loses_nothing(
+    database_url: str,
+) -> None:
+    """#29 F8: with ``CLARION_MAX_LIST_BYTES`` at 16 KiB, ``limit=200`` over 12 bundles of
+    ~5 KB pages by bytes on REST (pending and resolved) and MCP: every page is within the
+    budget (plus its envelope) or a single bundle, and the pages hold every bundle once."""
+    budget = 16 * 1024
+    envelope = 200
+    limits = Limits(max_list_bytes=budget, max_context=6000)
+    async with _served(database_url, limits) as world:
+        alice = world.person("alice")
+        created: list[str] = []
+        for _ in range(2):
+            agent = await world.agent(alice)
+            for index in range(6):
+                created.append(
+                    await world.services.asking.create(
+                        alice.identity,
+                        agent.session.id,
+                        drafts(1, prefix=f"Q{len(created)}-{index}"),
+                        "é" * 2500,  # 5,000 bytes of UTF-8
+                    )
+                )
+        base = f"{world.base_url}/api/v1/clarification"
+        async with http_client(alice.token) as http:
+
+            async def rest(path: str, cursor: str) -> tuple[Any, int]:
+                params = {"limit": "200", **({"cursor": cursor} if cursor else {})}
+                response = await http.get(f"{base}/{path}", params=params)
+                assert response.status_code == 200, response.text
+                return response.json(), len(response.content)
+
+            pending = await _walk_bundles(lambda cursor: rest("pending", cursor))
+            async with mcp_client(world.external_url, token=alice.token) as client:
+
+                async def mcp(cursor: str) -> tuple[Any, int]:
+                    arguments: dict[str, Any] = {"limit": 200}
+                    if cursor:
+                        arguments["cursor"] = cursor
+                    body = structured(await client.call_tool(LIST_PENDING, arguments))
+                    return body, len(json.dumps(body, ensure_ascii=False).encode())
+
+                listed = await _walk_bundles(mcp)
+            for outcome in created:
+                await world.services.resolver.resolve(
+                    Identity.internal(), outcome, Outcome.reject("r" * 2000), surface=Surface.REST
+                )
+            resolved = await _walk_bundles(lambda cursor: rest("resolved", cursor))
+    for pages, order in ((pending, created), (listed, created), (resolved, created[::-1])):
+        assert [pending_id for ids, _ in pages for pending_id in ids] == order
+        assert len(pages) >= 4
+        for ids, size in pages:
+            assert ids
+            assert len(ids) == 1 or size <= budget + envelope, (len(ids), size)

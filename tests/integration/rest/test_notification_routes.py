@@ -208,3 +208,52 @@ def test_a_webhook_route_gets_its_own_signing_secret(clarion: Clarion, client: T
     assert client.get(ROUTES, headers=as_bob).json()["routes"] == []
     mail = client.post(ROUTES, json={"channel": "email:a@example.com"}, headers=as_alice)
     assert mail.status_code == 404  # (the default routes are the administrator's)
+
+
+def test_escalation_goes_only_to_a_route_the_creator_may_manage(
+    clarion: Clarion, client: TestClient
+) -> None:
+    """#29 S7: an owner may escalate only into a route they may manage; the admin's operator
+    route and another owner's route are refused with exactly the error of a route id that
+    does not exist (no existence oracle)."""
+    alice, as_alice = _bearer(clarion, "alice")
+    bob, as_bob = _bearer(clarion, "bob")
+    _, as_admin = _bearer(clarion, "root", is_admin=True)
+    alices = clarion.storage.host.create_workspace("alice's", alice)
+    bobs = clarion.storage.host.create_workspace("bob's", bob)
+    operator = client.post(
+        ROUTES, json={"channel": "webhook:https://hooks.example/ops"}, headers=as_admin
+    )
+    bob_route = client.post(
+        ROUTES,
+        json={"channel": "webhook:https://hooks.example/bob", "workspace_id": bobs.id},
+        headers=as_bob,
+    )
+    own = client.post(
+        ROUTES,
+        json={"channel": "webhook:https://hooks.example/a", "workspace_id": alices.id},
+        headers=as_alice,
+    )
+    assert {r.status_code for r in (operator, bob_route, own)} == {201}
+
+    def escalate(target: str) -> Any:
+        body = {
+            "channel": "webhook:https://hooks.example/b",
+            "workspace_id": alices.id,
+            "escalate_after_s": 5,
+            "escalate_to": target,
+        }
+        return client.post(ROUTES, json=body, headers=as_alice)
+
+    missing = escalate("no-such-route")
+    assert missing.status_code == 400, missing.text
+    for foreign in (operator.json()["id"], bob_route.json()["id"]):
+        refused = escalate(foreign)
+        assert (refused.status_code, refused.json()) == (400, missing.json())
+    allowed = escalate(own.json()["id"])
+    assert allowed.status_code == 201, allowed.text
+    assert allowed.json()["escalate_to"] == own.json()["id"]
+    # The administrator may still escalate anywhere.
+    body = {"channel": "webhook:https://hooks.example/x", "escalate_after_s": 5}
+    body["escalate_to"] = bob_route.json()["id"]
+    assert client.post(ROUTES, json=body, headers=as_admin).status_code == 201

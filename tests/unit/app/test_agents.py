@@ -112,20 +112,34 @@ async def test_an_ask_that_would_be_refused_creates_nothing() -> None:
     assert len(world.host.list_tasks()) == 1
 
 
-async def test_with_auth_disabled_the_identity_limit_bounds_the_whole_server() -> None:
-    """Issue #14: the unscoped identity counts every active bundle, whoever asked it."""
+async def test_with_auth_disabled_the_limits_apply_per_agent_session_not_server_wide() -> None:
+    """#29 S9: with auth disabled every agent is the one synthetic identity; one agent's open
+    asks must not get every other agent a 429, so the unscoped identity's limits count the
+    session's own bundles. A scoped identity still counts everything it asked."""
     world = make_world()
     world.services.asking.limits = attrs.evolve(
-        world.services.asking.limits, max_active_bundles_per_identity=2
+        world.services.asking.limits,
+        max_active_bundles_per_identity=2,
+        max_active_bundles_per_session=10,
     )
+    agents = _agents(world)
+    busy = world.session().id
+    for n in range(2):
+        await world.services.asking.create(UNSCOPED, busy, drafts(prefix=f"Q{n}"), "")
+    with pytest.raises(LimitExceeded) as refused:
+        await world.services.asking.create(UNSCOPED, busy, drafts(prefix="Q2"), "")
+    assert refused.value.limit == "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY"
+    # Another agent session (a host's, or one /mcp/agent opens) still has its own room.
+    await world.services.asking.create(UNSCOPED, world.session().id, drafts(), "")
+    other = await _open(agents, UNSCOPED)
+    await world.services.asking.create(UNSCOPED, other, drafts(), "")
+    # A scoped identity counts only what it asked, in every session: Alice has two.
     await world.services.asking.create(ALICE, world.session().id, drafts(), "")
-    await world.services.asking.create(BOB, world.session(owner_id="").id, drafts(), "")
-    with pytest.raises(LimitExceeded):
-        await world.services.asking.create(UNSCOPED, world.session().id, drafts(), "")
-    # A scoped identity counts only what it asked: Alice has asked one of her two.
     await world.services.asking.create(ALICE, world.session().id, drafts(), "")
     with pytest.raises(LimitExceeded):
         await world.services.asking.create(ALICE, world.session().id, drafts(), "")
+    with pytest.raises(LimitExceeded):
+        await _open(agents, ALICE)
 
 
 async def test_ending_the_session_completes_its_turn_and_detaches_its_bundles() -> None:

@@ -12,9 +12,12 @@ from clarion.adapters.memory import InMemoryStore, InMemoryTokenStore
 from clarion.adapters.system import UuidIds
 from clarion.app.usecases.auth import (
     Authentication,
+    LoginThrottle,
+    LoginThrottled,
     current_identity,
     hash_credential,
     identity_bound,
+    login_keys,
 )
 from clarion.domain.errors import NotFound
 from clarion.domain.model import Identity
@@ -270,3 +273,68 @@ def test_a_bearer_token_and_a_session_cookie_each_resolve_in_one_read(clock: Man
     assert resolved is not None
     assert resolved.identity == Identity.user(user.id)
     assert tokens.reads == ["find_token_with_parent"]
+
+
+class _Ticks:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_login_throttle_admits_again_once_the_oldest_failure_leaves_the_window() -> None:
+    """#29 S11: per key, ``max_failures`` failures within the window refuse further attempts
+    until the oldest is a window old; the refusal says how long to wait."""
+    ticks = _Ticks()
+    throttle = LoginThrottle(max_failures=3, window_s=60, clock=ticks)
+    keys = login_keys("clarion_pat_0123abcd_" + "x" * 43, "10.0.0.1")
+    assert keys == ("client:10.0.0.1", "token:0123abcd")
+    for step in range(3):
+        throttle.check(keys)
+        throttle.failed(keys)
+        ticks.now += 5 * (step + 1)  # failures at 1000, 1005, 1015
+    with pytest.raises(LoginThrottled) as refused:
+        throttle.check(keys)  # at 1030
+    assert refused.value.retry_after_s == 30
+    throttle.check(("client:10.0.0.9",))  # another address is admitted
+    ticks.now = 1060.5
+    throttle.check(keys)  # the failure at 1000 has left the window
+    throttle.failed(keys)
+    with pytest.raises(LoginThrottled) as again:
+        throttle.check(keys)
+    assert again.value.retry_after_s == 5  # until the failure at 1005 leaves (4.5 s)
+
+
+def test_the_login_throttle_remembers_a_bounded_number_of_keys() -> None:
+    ticks = _Ticks()
+    throttle = LoginThrottle(max_failures=1, window_s=60, max_keys=2, clock=ticks)
+    for address in ("a", "b", "c"):
+        throttle.failed((f"client:{address}",))
+    throttle.check(("client:a",))  # forgotten: the least recently failed key
+    with pytest.raises(LoginThrottled):
+        throttle.check(("client:c",))
+
+
+def test_login_bounds_the_users_sessions_and_counts_failures() -> None:
+    """#29 S11: the oldest browser sessions end beyond ``max_sessions``; a failed login
+    counts against its client and token id, and a throttled login does not check the
+    token."""
+    throttle = LoginThrottle(max_failures=2, window_s=60, clock=_Ticks())
+    clock = ManualClock()  # advancing: the sessions' ages differ
+    tokens = InMemoryTokenStore(InMemoryStore(), clock, UuidIds())
+    auth = Authentication(tokens, clock, UuidIds(), max_sessions=2, throttle=throttle)
+    user = auth.create_user("ann")
+    token = auth.issue_token(user.id).token
+    sessions = [auth.login(token, client="10.0.0.1") for _ in range(3)]
+    assert all(session is not None for session in sessions)
+    assert [
+        auth.resolve_session(session.cookie) is not None for session in sessions if session
+    ] == [False, True, True]
+    for _ in range(2):
+        assert auth.login("clarion_pat_nope", client="10.0.0.2") is None
+    with pytest.raises(LoginThrottled):
+        auth.login(token, client="10.0.0.2")
+    assert auth.login(token, client="10.0.0.3") is not None

@@ -6,7 +6,7 @@ import { BundleCard } from "./card.js";
 import { domId, h, setText } from "./dom.js";
 import { listing, Reloading } from "./reload.js";
 
-const MAX_PAGES = 10; // 10 × 200 bundles is more than a person can work through on one page
+const MAX_PAGES = 10; // pages of up to 200 bundles and CLARION_MAX_LIST_BYTES: more than a person works through
 const MAX_TASK_PAGES = 40; // task titles: 40 pages of 50 (the default page size)
 
 /** A sortable form of an RFC 3339 UTC time: the server trims trailing fractional zeros
