@@ -160,3 +160,28 @@ def test_the_served_limit_fits_the_open_file_limit() -> None:
     assert served_limit(1000, 1024) == 1024 - RESERVED_FILES - HEALTH_RESERVE
     assert served_limit(1000, 100_000) == 1000
     assert served_limit(1000, 50) == 1
+
+
+def test_no_module_relies_on_uvicorn_internals() -> None:
+    """#29 F22: serving.py subclassed uvicorn's private h11 protocol
+    (``uvicorn.protocols.http.h11_impl``); Clarion now imports only the ``uvicorn`` package
+    itself (its public ``Config`` and ``Server``), so an upgrade cannot silently break the
+    connection limits and timeouts."""
+    import ast
+    from pathlib import Path
+
+    import clarion
+
+    imported: dict[str, set[str]] = {}
+    for path in Path(clarion.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = {node.module}
+            else:
+                continue
+            for name in names:
+                if name == "uvicorn" or name.startswith("uvicorn."):
+                    imported.setdefault(name, set()).add(path.name)
+    assert set(imported) == {"uvicorn"}, imported
