@@ -24,6 +24,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REQUEST_TIMEOUT: Final = 408
+DEFAULT_BODY_TIMEOUT_S: Final = 10.0
 
 
 def timed_out_message(timeout_s: float) -> str:

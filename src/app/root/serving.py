@@ -25,10 +25,9 @@ context variable set while the gate passes bytes on links the two). What it enfo
 - ``max_connections_per_client``: connections served to one remote address (IPv4, or IPv6 as
   given); beyond it, the same reserve, with 429 instead of 503. Behind a reverse proxy every
   client is the proxy's address.
-- ``body_timeout_s``: a request body must arrive whole within this many seconds of its head
-  (:class:`clarion.adapters.body_deadline.BodyDeadline`); otherwise 408 and the connection is
-  closed. Requests without a body (event streams, waits) are not affected, nor is the time a
-  request takes to be served once its body is in.
+- ``body_timeout_s`` is not the gate's: the application's own middleware
+  (:class:`clarion.adapters.body_deadline.BodyDeadline`, installed by the composition root)
+  answers a body that does not arrive in time 408 and has the connection closed.
 
 :class:`ClarionServer` adds two things to :class:`uvicorn.Server`: it ends Clarion's event
 streams as soon as shutdown starts (``on_exit``), and it installs :class:`AcceptErrorLog` on
@@ -58,7 +57,6 @@ import structlog
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.adapters.body_deadline import BodyDeadline
 from clarion.app.root.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -518,12 +516,6 @@ def gate_policy(settings: Settings) -> GatePolicy:
     )
 
 
-def serving_app(app: ASGIApp, settings: Settings) -> ASGIApp:
-    """``app`` with what ``clarion serve`` adds in front: the request events its connection
-    gate needs, and the body deadline."""
-    return RequestEvents(BodyDeadline(app, timeout_s=settings.body_timeout_s))
-
-
 def uvicorn_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     """The uvicorn configuration ``clarion serve`` runs ``app`` with (``extra`` adds to or
     replaces uvicorn options)."""
@@ -537,4 +529,4 @@ def uvicorn_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config
         "access_log": False,
         "lifespan": "on",
     }
-    return uvicorn.Config(serving_app(app, settings), **{**options, **extra})
+    return uvicorn.Config(RequestEvents(app), **{**options, **extra})

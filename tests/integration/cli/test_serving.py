@@ -18,10 +18,12 @@ from pathlib import Path
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from clarion.adapters.body_deadline import BodyDeadline
 from clarion.app.root.serving import ClarionServer, uvicorn_config
 from clarion.app.root.settings import Settings
 from tests.sockets import free_port
@@ -60,7 +62,9 @@ def serving(**limits: object) -> Iterator[int]:
             Route("/slow", _slow),
             Route("/echo", _echo, methods=["POST"]),
             Route("/healthz", _healthz, methods=["GET", "HEAD"]),
-        ]
+        ],
+        # As the composition root installs it (clarion.adapters.rest.app).
+        middleware=[Middleware(BodyDeadline, timeout_s=settings.body_timeout_s)],
     )
     server = ClarionServer(uvicorn_config(app, settings, lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -351,7 +355,9 @@ def test_bytes_trickled_after_an_early_response_do_not_keep_the_connection() -> 
 _OUT_OF_FILES = """
 import os, resource, socket, sys
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from clarion.app.root.logging_setup import configure_logging
+from clarion.adapters.body_deadline import BodyDeadline
 from clarion.app.root.serving import ClarionServer, uvicorn_config
 from clarion.app.root.settings import Settings
 
