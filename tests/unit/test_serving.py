@@ -149,7 +149,10 @@ def test_only_a_get_or_head_of_healthz_is_a_health_probe(line: bytes, probe: boo
 def test_a_connection_counts_against_its_remote_address() -> None:
     assert client_of(("127.0.0.2", 5000)) == "127.0.0.2"
     assert client_of(("::ffff:10.1.2.3", 5000, 0, 0)) == "10.1.2.3"
-    assert client_of(("2001:db8::1", 5000, 0, 0)) == "2001:db8::1"
+    # One host commonly has a whole IPv6 /64: it counts as one address.
+    assert client_of(("2001:db8::1", 5000, 0, 0)) == "2001:db8::/64"
+    assert client_of(("2001:db8::ffff:1", 5000, 0, 0)) == "2001:db8::/64"
+    assert client_of(("fe80::1%eth0", 5000, 0, 2)) == "fe80::/64"
     assert client_of("") is None
     assert client_of(None) is None
 

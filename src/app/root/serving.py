@@ -22,9 +22,9 @@ context variable set while the gate passes bytes on links the two). What it enfo
   streams — hold their connection, so size the limit for the agents you expect. The limit is
   lowered to what the open-file limit allows (:func:`served_limit`), so the server never runs
   out of file descriptors for the connections it accepts.
-- ``max_connections_per_client``: connections served to one remote address (IPv4, or IPv6 as
-  given); beyond it, the same reserve, with 429 instead of 503. Behind a reverse proxy every
-  client is the proxy's address.
+- ``max_connections_per_client``: connections served to one remote address (an IPv4 address,
+  or an IPv6 /64 network); beyond it, the same reserve, with 429 instead of 503. Behind a
+  reverse proxy every client is the proxy's address.
 - ``body_timeout_s`` is not the gate's: the application's own middleware
   (:class:`clarion.adapters.body_deadline.BodyDeadline`, installed by the composition root)
   answers a body that does not arrive in time 408 and has the connection closed.
@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import errno
+import ipaddress
 import json
 import resource
 import socket
@@ -141,14 +142,20 @@ class ConnectionBook:
 
 
 def client_of(peername: object) -> str | None:
-    """The remote address a connection counts against (an IPv4-mapped IPv6 address as IPv4);
+    """The remote address a connection counts against: an IPv4 address (an IPv4-mapped IPv6
+    one as IPv4), or an IPv6 address's /64 network (one host commonly has the whole /64);
     None when there is none (a Unix socket)."""
     if not isinstance(peername, tuple) or not peername or not isinstance(peername[0], str):
         return None
-    host: str = peername[0]
-    if host.startswith("::ffff:") and "." in host:
-        return host[len("::ffff:") :]
-    return host or None
+    try:
+        address = ipaddress.ip_address(peername[0].partition("%")[0])
+    except ValueError:
+        return peername[0] or None
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def is_health_probe(request_line: bytes, paths: Collection[bytes] = HEALTH_PATHS) -> bool:
