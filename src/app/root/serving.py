@@ -4,8 +4,9 @@
 uvicorn is used through its public API only: :class:`uvicorn.Config` — whose ``http`` option
 takes an asyncio protocol class — and :class:`uvicorn.Server`. The class given is a gate of our
 own (:func:`gate_class`): an ordinary :class:`asyncio.Protocol` that owns each connection and
-hands its bytes, by composition, to the protocol uvicorn itself would use for ``http="h11"``.
-Nothing of uvicorn's protocol internals is imported, subclassed, read or written; the gate
+hands its bytes, by composition, to the protocol uvicorn itself would use for ``http="h11"``
+(resolved by a :class:`uvicorn.Config` of its own). Nothing of uvicorn's protocol internals is
+imported, subclassed, read or written — only asyncio's protocol interface is called; the gate
 learns when a request starts and ends from an ASGI middleware around the application (a
 context variable set while the gate passes bytes on links the two). What it enforces:
 
@@ -20,8 +21,8 @@ context variable set while the gate passes bytes on links the two). What it enfo
   its request line arrives: ``GET /healthz`` (or ``HEAD``) is served — the health probe always
   gets an answer — and anything else is answered 503. Long requests — waits, asks, event
   streams — hold their connection, so size the limit for the agents you expect. The limit is
-  lowered to what the open-file limit allows (:func:`served_limit`), so the server never runs
-  out of file descriptors for the connections it accepts.
+  lowered to what the open-file limit allows (:func:`served_limit`), so the connections it
+  holds fit; only a burst of new ones, before the refused are closed, can run out.
 - ``max_connections_per_client``: connections served to one remote address (an IPv4 address,
   or an IPv6 /64 network); beyond it, the same reserve, with 429 instead of 503. Behind a
   reverse proxy every client is the proxy's address.
