@@ -35,8 +35,9 @@ streams as soon as shutdown starts (``on_exit``), and it installs :class:`Accept
 its event loop, so that running out of file descriptors logs one line per interval instead of
 one per failed ``accept()`` (thousands a second, #29 S12).
 
-TLS is not terminated here (run Clarion behind a proxy for https), so there is no TLS
-handshake to time out.
+WebSocket upgrades are off (``ws="none"``): Clarion serves none, and an upgraded connection
+would leave the gate. TLS is not terminated here (run Clarion behind a proxy for https), so
+there is no TLS handshake to time out.
 """
 
 from __future__ import annotations
