@@ -203,6 +203,9 @@ async def main(clients: int, seconds: float) -> int:
             "CLARION_PORT": str(port),
             "CLARION_AUTH": "disabled",
             "CLARION_LOG_FORMAT": "json",
+            # Every client connects from 127.0.0.1, one address (#29 S1 limits it to 100),
+            # and a waiting client holds two connections.
+            "CLARION_MAX_CONNECTIONS_PER_CLIENT": str(2 * clients + 10),
         }
         clarion = Path(sys.executable).with_name("clarion")
         server = subprocess.Popen(

@@ -22,6 +22,8 @@ def test_defaults_match_the_documented_interface() -> None:
     assert settings.limit_concurrency == 1000
     assert (settings.header_timeout_s, settings.keep_alive_timeout_s) == (10.0, 5.0)
     assert settings.agent_workspace == ""
+    # #29 S1: a body deadline and a per-client connection limit, on by default.
+    assert (settings.body_timeout_s, settings.max_connections_per_client) == (10.0, 100)
 
 
 def test_environment_variables_are_read() -> None:
@@ -39,6 +41,8 @@ def test_environment_variables_are_read() -> None:
             "CLARION_HEADER_TIMEOUT_S": "2.5",
             "CLARION_KEEP_ALIVE_TIMEOUT_S": "30",
             "CLARION_AGENT_WORKSPACE": " ws-1 ",
+            "CLARION_BODY_TIMEOUT_S": "7.5",
+            "CLARION_MAX_CONNECTIONS_PER_CLIENT": "40",
         }
     )
     assert settings.database_url == "postgresql+psycopg://u@h/db"
@@ -51,6 +55,7 @@ def test_environment_variables_are_read() -> None:
     assert settings.limit_concurrency == 250
     assert (settings.header_timeout_s, settings.keep_alive_timeout_s) == (2.5, 30.0)
     assert settings.agent_workspace == "ws-1"
+    assert (settings.body_timeout_s, settings.max_connections_per_client) == (7.5, 40)
 
 
 def test_flags_win_over_the_environment_and_none_means_not_given() -> None:
@@ -72,6 +77,10 @@ def test_flags_win_over_the_environment_and_none_means_not_given() -> None:
         ("CLARION_LIMIT_CONCURRENCY", "many"),
         ("CLARION_HEADER_TIMEOUT_S", "0"),
         ("CLARION_KEEP_ALIVE_TIMEOUT_S", "-5"),
+        ("CLARION_BODY_TIMEOUT_S", "0"),
+        ("CLARION_BODY_TIMEOUT_S", "soon"),
+        ("CLARION_MAX_CONNECTIONS_PER_CLIENT", "0"),
+        ("CLARION_MAX_CONNECTIONS_PER_CLIENT", "lots"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str) -> None:

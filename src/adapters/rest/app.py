@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from clarion.adapters import wire
+from clarion.adapters.body_deadline import DEFAULT_BODY_TIMEOUT_S, BodyDeadline
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
 from clarion.adapters.rest.body_limit import BodyLimitMiddleware
@@ -103,6 +104,7 @@ def build_rest(
     allowed_hosts: HostAllowlist | None = None,
     identified_paths: Collection[str] = (),
     notification_routing: NotificationRouting | None = None,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> RestApi:
     """Every REST route, the request-log, HTTP-guard and authentication middleware, and the
     exception handlers answering every error in the surface's one shape. ``event_source``
@@ -111,7 +113,9 @@ def build_rest(
     then); ``allowed_hosts`` are the ``Host`` names served
     (:class:`~clarion.adapters.http_guard.HttpGuard`; default loopback names only);
     ``identified_paths`` are paths outside ``/api/`` whose routes read the caller's identity
-    (authenticated like ``/api/``; the route refuses a caller without one)."""
+    (authenticated like ``/api/``; the route refuses a caller without one); a request body
+    must arrive within ``body_timeout_s``
+    (:class:`~clarion.adapters.body_deadline.BodyDeadline`)."""
     limiter = services.limiter
     events = EventStream(
         event_source,
@@ -145,6 +149,8 @@ def build_rest(
     routes: list[BaseRoute] = [*starlette_routes(endpoints)]
     middleware = (
         Middleware(RequestLogMiddleware),
+        # Inside the request log (and the metrics outside it): a stalled body is logged 408.
+        Middleware(BodyDeadline, timeout_s=body_timeout_s),
         Middleware(HttpGuard, allowed_hosts=allowed_hosts),
         Middleware(StorableParametersMiddleware),
         Middleware(
@@ -179,6 +185,7 @@ def create_rest_app(
     identified_paths: Collection[str] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     notification_routing: NotificationRouting | None = None,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> Starlette:
     """A Starlette application serving the REST surface (plus ``extra_routes`` behind the
     same middleware); ``app.state.rest`` is its :class:`RestApi`."""
@@ -192,6 +199,7 @@ def create_rest_app(
         allowed_hosts=allowed_hosts,
         identified_paths=identified_paths,
         notification_routing=notification_routing,
+        body_timeout_s=body_timeout_s,
     )
     app = Starlette(
         routes=[*rest.routes, *extra_routes],

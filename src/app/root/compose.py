@@ -894,6 +894,7 @@ def build_clarion(
         identified_paths=(METRICS_PATH,),
         lifespan=lifespan,
         notification_routing=routing,
+        body_timeout_s=settings.body_timeout_s,
     )
     app.add_middleware(RouteTimer, metrics=metrics, routes=app.routes)
     if tracing is not None:

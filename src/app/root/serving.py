@@ -1,100 +1,492 @@
-"""How ``clarion serve`` runs the ASGI application under uvicorn: connection limits and timeouts.
+"""How ``clarion serve`` runs the ASGI application under uvicorn: connection limits and timeouts
+(issues #14 and #29).
 
-uvicorn closes a keep-alive connection that stays idle after a response, but arms no timer
-before the first request: a client that connects and sends nothing — or a request head one
-byte at a time — holds its socket (a file descriptor) forever, and about a thousand of them
-made a server with the common 1,024 open-file limit unreachable. :class:`_GuardedH11` adds
-the missing timer, and the concurrency limit keeps the connection count below the open-file
-limit:
+uvicorn is used through its public API only: :class:`uvicorn.Config` — whose ``http`` option
+takes an asyncio protocol class — and :class:`uvicorn.Server`. The class given is a gate of our
+own (:func:`gate_class`): an ordinary :class:`asyncio.Protocol` that owns each connection and
+hands its bytes, by composition, to the protocol uvicorn itself would use for ``http="h11"``
+(resolved by a :class:`uvicorn.Config` of its own). Nothing of uvicorn's protocol internals is
+imported, subclassed, read or written — only asyncio's protocol interface is called; the gate
+learns when a request starts and ends from an ASGI middleware around the application (a
+context variable set while the gate passes bytes on links the two). What it enforces:
 
 - ``header_timeout_s``: from the moment a connection waits for a request (when it opens, and
-  after each response) until that request's whole head has arrived; past it the connection is
-  closed. Applies to idle new connections and to slow ("slowloris") heads alike.
-- ``keep_alive_timeout_s``: how long a connection may stay idle between requests.
-- ``limit_concurrency``: open connections (and running requests) beyond it are answered 503.
-  Long requests — waits, asks, event streams — count, so size it for the agents you expect.
+  after each response) until that request starts; past it the connection is closed. Applies
+  to idle new connections, to slow ("slowloris") heads, and to a connection that keeps
+  trickling bytes after its response.
+- ``keep_alive_timeout_s``: how long a connection may stay idle between requests (uvicorn's
+  own ``timeout_keep_alive``).
+- ``limit_concurrency``: open connections served. The connection beyond it is held in a small
+  reserve (:data:`HEALTH_RESERVE` connections; when full, the oldest held one is closed) until
+  its request line arrives: ``GET /healthz`` (or ``HEAD``) is served — the health probe always
+  gets an answer — and anything else is answered 503. Long requests — waits, asks, event
+  streams — hold their connection, so size the limit for the agents you expect. The limit is
+  lowered to what the open-file limit allows (:func:`served_limit`), so the connections it
+  holds fit; only a burst of new ones, before the refused are closed, can run out.
+- ``max_connections_per_client``: connections served to one remote address (an IPv4 address,
+  or an IPv6 /64 network); beyond it, the same reserve, with 429 instead of 503. Behind a
+  reverse proxy every client is the proxy's address.
+- ``body_timeout_s`` is not the gate's: the application's own middleware
+  (:class:`clarion.adapters.body_deadline.BodyDeadline`, installed by the composition root)
+  answers a body that does not arrive in time 408 and has the connection closed.
 
-TLS is not terminated here (run Clarion behind a proxy for https), so there is no TLS
-handshake to time out.
+:class:`ClarionServer` adds two things to :class:`uvicorn.Server`: it ends Clarion's event
+streams as soon as shutdown starts (``on_exit``), and it installs :class:`AcceptErrorLog` on
+its event loop, so that running out of file descriptors logs one line per interval instead of
+one per failed ``accept()`` (thousands a second, #29 S12).
+
+WebSocket upgrades are off (``ws="none"``): Clarion serves none, and an upgraded connection
+would leave the gate. TLS is not terminated here (run Clarion behind a proxy for https), so
+there is no TLS handshake to time out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import errno
+import ipaddress
+import json
 import resource
-from typing import Any, Final
+import socket
+import time
+from collections.abc import Callable, Collection
+from enum import Enum
+from types import FrameType
+from typing import Any, ClassVar, Final, cast
 
+import attrs
+import structlog
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.app.root.settings import Settings
+
+log = structlog.get_logger(__name__)
 
 # File descriptors kept free for everything but client connections: the database, logs,
 # live delivery, and the listening socket.
 RESERVED_FILES: Final = 100
+# Connections kept beyond the limit for health probes and for refusals (see the module).
+HEALTH_RESERVE: Final = 20
+HEALTH_PATHS: Final = frozenset({b"/healthz"})
+_MAX_REQUEST_LINE: Final = 8192
+_ACCEPT_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_LOG_INTERVAL_S: Final = 10.0
 
 
-class _GuardedH11(H11Protocol):
-    """uvicorn's h11 protocol plus a request-head timeout (see the module docstring)."""
+class Admission(Enum):
+    SERVED = "served"
+    BUSY = "busy"  # the server's connection limit is reached
+    CLIENT_LIMIT = "client limit"  # this remote address's limit is reached
 
-    header_timeout_s: float = 10.0
-    keep_alive_timeout_s: float = 5.0
+
+@attrs.define(eq=False)
+class ConnectionBook:
+    """Who holds a connection: served connections per remote address, and the reserve of
+    connections beyond a limit (those waiting for their request line, oldest first, and
+    health probes being answered)."""
+
+    limit: int
+    per_client: int
+    reserve: int = HEALTH_RESERVE
+    served: int = 0
+    by_client: dict[str, int] = attrs.field(factory=dict)
+    held: dict[object, None] = attrs.field(factory=dict)  # insertion order = age
+    probes: int = 0
+
+    def admit(self, client: str | None) -> Admission:
+        """Count a new connection from ``client`` (None: no address, such as a Unix socket)
+        as served, or say which limit keeps it out (then it is not counted)."""
+        if self.served >= self.limit:
+            return Admission.BUSY
+        if client is not None:
+            count = self.by_client.get(client, 0)
+            if count >= self.per_client:
+                return Admission.CLIENT_LIMIT
+            self.by_client[client] = count + 1
+        self.served += 1
+        return Admission.SERVED
+
+    def release(self, client: str | None) -> None:
+        """A served connection closed."""
+        self.served -= 1
+        if client is not None:
+            left = self.by_client[client] - 1
+            if left:
+                self.by_client[client] = left
+            else:
+                del self.by_client[client]
+
+    def hold(self, key: object) -> object | None:
+        """Hold ``key`` in the reserve; returns the oldest held key it displaces, if any
+        (the caller closes that connection)."""
+        evicted = None
+        if len(self.held) + self.probes >= self.reserve and self.held:
+            evicted = next(iter(self.held))
+            del self.held[evicted]
+        self.held[key] = None
+        return evicted
+
+    def unhold(self, key: object) -> None:
+        self.held.pop(key, None)
+
+    def start_probe(self, key: object) -> bool:
+        """Move a held connection to the probes being answered, if the reserve has room."""
+        self.held.pop(key, None)
+        if self.probes >= self.reserve:
+            return False
+        self.probes += 1
+        return True
+
+    def end_probe(self) -> None:
+        self.probes -= 1
+
+
+def client_of(peername: object) -> str | None:
+    """The remote address a connection counts against: an IPv4 address (an IPv4-mapped IPv6
+    one as IPv4), or an IPv6 address's /64 network (one host commonly has the whole /64);
+    None when there is none (a Unix socket)."""
+    if not isinstance(peername, tuple) or not peername or not isinstance(peername[0], str):
+        return None
+    try:
+        address = ipaddress.ip_address(peername[0].partition("%")[0])
+    except ValueError:
+        return peername[0] or None
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def is_health_probe(request_line: bytes, paths: Collection[bytes] = HEALTH_PATHS) -> bool:
+    """True for ``GET`` or ``HEAD`` of one of ``paths`` (any query string)."""
+    parts = request_line.strip().split(b" ")
+    if len(parts) != 3 or not parts[2].startswith(b"HTTP/"):
+        return False
+    method, target, _ = parts
+    return method in (b"GET", b"HEAD") and target.split(b"?", 1)[0] in paths
+
+
+def refusal(status: int, reason: str, message: str) -> bytes:
+    """A whole HTTP/1.1 response that closes its connection."""
+    body = json.dumps({"error": message}).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "cache-control: no-store\r\n"
+        "retry-after: 1\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+@attrs.frozen
+class GatePolicy:
+    """What every connection of one server shares."""
+
+    book: ConnectionBook
+    header_timeout_s: float
+    busy_response: bytes
+    client_limit_response: bytes
+
+
+# The gate passing bytes on right now: the ASGI task uvicorn creates meanwhile copies it.
+_CURRENT_GATE: contextvars.ContextVar[_Gate | None] = contextvars.ContextVar(
+    "clarion_connection_gate", default=None
+)
+
+
+class _Gate(asyncio.Protocol):
+    """One connection: admission, the request-head timer, and the hand-over to the HTTP
+    protocol (see the module docstring)."""
+
+    policy: ClassVar[GatePolicy]
+    inner_class: ClassVar[Callable[..., asyncio.Protocol]]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # uvicorn types this as whole seconds; its timer accepts any number.
-        self.timeout_keep_alive = self.keep_alive_timeout_s  # type: ignore[assignment]
-        self._header_timer: asyncio.TimerHandle | None = None
+        self._inner = self.inner_class(*args, **kwargs)
+        self._started = False  # the inner protocol has the connection
+        self._transport: asyncio.Transport | None = None
+        self._client: str | None = None
+        self._admission = Admission.SERVED
+        self._held = False
+        self._probe = False
+        self._buffer = b""
+        self._running = 0  # requests started and not ended
+        self._timer: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_header_timer()
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        self._client = client_of(transport.get_extra_info("peername"))
+        book = self.policy.book
+        self._admission = book.admit(self._client)
+        if self._admission is Admission.SERVED:
+            self._start()
+        else:
+            self._held = True
+            evicted = book.hold(self)
+            if isinstance(evicted, _Gate):
+                evicted._held = False
+                evicted._close()
+        self._arm()
 
     def data_received(self, data: bytes) -> None:
-        cycle = self.cycle
-        super().data_received(data)
-        if self.cycle is not cycle:  # a whole request head arrived: a request is running
-            self._cancel_header_timer()
+        if self._started:
+            self._pass_on(data)
+            return
+        self._buffer += data
+        line, newline, _ = self._buffer.lstrip(b"\r\n").partition(b"\n")
+        if not newline and len(self._buffer) < _MAX_REQUEST_LINE:
+            return  # the request line is not complete yet
+        book = self.policy.book
+        self._held = False
+        if newline and is_health_probe(line) and book.start_probe(self):
+            self._probe = True
+            self._start()
+            buffered, self._buffer = self._buffer, b""
+            self._pass_on(buffered)
+            return
+        book.unhold(self)
+        self._refuse()
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm_header_timer()
+    def eof_received(self) -> bool | None:
+        if self._started:
+            return self._inner.eof_received()
+        return None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_header_timer()
-        super().connection_lost(exc)
+        self._disarm()
+        book = self.policy.book
+        if self._admission is Admission.SERVED:
+            book.release(self._client)
+        if self._held:
+            book.unhold(self)
+        if self._probe:
+            book.end_probe()
+        if self._started:
+            self._inner.connection_lost(exc)
 
-    def _arm_header_timer(self) -> None:
-        self._cancel_header_timer()
-        self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timed_out)
+    def pause_writing(self) -> None:
+        if self._started:
+            self._inner.pause_writing()
 
-    def _cancel_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+    def resume_writing(self) -> None:
+        if self._started:
+            self._inner.resume_writing()
 
-    def _header_timed_out(self) -> None:
-        self._header_timer = None
-        if self.cycle is not None and not self.cycle.response_complete:
-            return  # a request is being served; its own deadlines apply
-        if not self.transport.is_closing():
-            self.transport.close()
+    # Told by the ASGI middleware (RequestEvents)
+
+    def request_started(self) -> None:
+        self._running += 1
+        self._disarm()
+
+    def request_ended(self) -> None:
+        self._running -= 1
+        if self._probe:
+            self._close()  # a health probe beyond the limit gets one answer
+        elif self._running == 0:
+            self._arm()
+
+    # Internals
+
+    def _start(self) -> None:
+        assert self._transport is not None
+        self._started = True
+        self._inner.connection_made(self._transport)
+
+    def _pass_on(self, data: bytes) -> None:
+        token = _CURRENT_GATE.set(self)
+        try:
+            self._inner.data_received(data)
+        finally:
+            _CURRENT_GATE.reset(token)
+
+    def _refuse(self) -> None:
+        assert self._transport is not None
+        if self._transport.is_closing():
+            return
+        response = (
+            self.policy.client_limit_response
+            if self._admission is Admission.CLIENT_LIMIT
+            else self.policy.busy_response
+        )
+        self._transport.write(response)
+        self._transport.close()
+
+    def _arm(self) -> None:
+        self._disarm()
+        if self._transport is None or self._transport.is_closing():
+            return
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self.policy.header_timeout_s, self._timed_out)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if self._running == 0:
+            self._close()
+
+    def _close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
 
 
-def guarded_protocol(*, header_timeout_s: float, keep_alive_timeout_s: float) -> type[H11Protocol]:
-    """uvicorn's h11 protocol class with these timeouts."""
-    return type(
-        "ClarionH11Protocol",
-        (_GuardedH11,),
-        {"header_timeout_s": header_timeout_s, "keep_alive_timeout_s": keep_alive_timeout_s},
+class RequestEvents:
+    """Pure ASGI middleware telling a connection's gate when each of its requests starts and
+    ends (its response's last byte was handed over, or the application returned)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gate = _CURRENT_GATE.get()
+        if gate is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        gate.request_started()
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                gate.request_ended()
+
+        async def tracked(message: Message) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                end()
+
+        try:
+            await self.app(scope, receive, tracked)
+        finally:
+            end()
+
+
+def _h11_protocol_class() -> Callable[..., asyncio.Protocol]:
+    """The protocol class uvicorn's public ``http="h11"`` option stands for, as uvicorn's own
+    :class:`uvicorn.Config` resolves it."""
+
+    async def unused(scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("never called")
+
+    config = uvicorn.Config(unused, http="h11", ws="none", lifespan="off", log_config=None)
+    config.load()
+    return config.http_protocol_class
+
+
+def gate_class(policy: GatePolicy) -> type[asyncio.Protocol]:
+    """The asyncio protocol class to give uvicorn's ``http`` option: a gate with ``policy``
+    in front of uvicorn's h11 protocol."""
+    return type("ClarionGate", (_Gate,), {"policy": policy, "inner_class": _h11_protocol_class()})
+
+
+class AcceptErrorLog:
+    """An event-loop exception handler logging ``accept()`` failures for want of resources
+    (file descriptors, memory) at most once per ``interval_s``, with the number left out
+    since the last line; every other error goes to the handler it replaces (#29 S12)."""
+
+    def __init__(
+        self,
+        *,
+        interval_s: float = ACCEPT_LOG_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        fallback: Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object] | None = None,
+    ) -> None:
+        self.interval_s = interval_s
+        self._clock = clock
+        self._fallback = fallback
+        self._last: float | None = None
+        self.suppressed = 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if not is_accept_error(context):
+            if self._fallback is not None:
+                self._fallback(loop, context)
+            else:
+                loop.default_exception_handler(context)
+            return
+        now = self._clock()
+        if self._last is not None and now - self._last < self.interval_s:
+            self.suppressed += 1
+            return
+        exception = context.get("exception")
+        log.error(
+            "connections.accept_failed",
+            error=str(exception),
+            suppressed=self.suppressed,
+            suppressed_over_s=None if self._last is None else round(now - self._last, 1),
+            hint="out of file descriptors or memory: raise `ulimit -n` or lower "
+            "CLARION_LIMIT_CONCURRENCY",
+        )
+        self._last = now
+        self.suppressed = 0
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Become ``loop``'s exception handler, passing other errors to the one it had."""
+        self._fallback = self._fallback or loop.get_exception_handler()
+        loop.set_exception_handler(self)
+
+
+def is_accept_error(context: dict[str, Any]) -> bool:
+    """True for asyncio's report of an ``accept()`` that failed for want of resources."""
+    exception = context.get("exception")
+    return (
+        isinstance(exception, OSError)
+        and exception.errno in _ACCEPT_ERRNOS
+        and "accept" in str(context.get("message", ""))
     )
+
+
+class ClarionServer(uvicorn.Server):
+    """uvicorn's server with :class:`AcceptErrorLog` on its loop, calling ``on_exit`` as soon
+    as shutdown starts (Clarion ends its event streams then; otherwise every open stream would
+    hold the graceful shutdown for its whole grace period)."""
+
+    def __init__(
+        self, config: uvicorn.Config, *, on_exit: Callable[[], None] = lambda: None
+    ) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        AcceptErrorLog().install(asyncio.get_running_loop())
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+
+
+def _open_file_limit() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def served_limit(limit_concurrency: int, open_files: int | None = None) -> int:
+    """The connections served at once: ``limit_concurrency``, lowered (to at least 1) so that
+    they, the reserve and :data:`RESERVED_FILES` fit the open-file limit (``open_files``;
+    default: the process's soft limit)."""
+    files = _open_file_limit() if open_files is None else open_files
+    if files is None:
+        return limit_concurrency
+    return max(1, min(limit_concurrency, files - RESERVED_FILES - HEALTH_RESERVE))
 
 
 def ensure_open_files(limit_concurrency: int) -> str:
     """Raise the process's soft open-file limit (up to its hard limit) so that
-    ``limit_concurrency`` connections fit; returns a warning when they still do not, else ""."""
-    needed = limit_concurrency + RESERVED_FILES
+    ``limit_concurrency`` connections and the reserve fit; returns a warning when they still
+    do not, else ""."""
+    needed = limit_concurrency + HEALTH_RESERVE + RESERVED_FILES
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < needed:
         target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
@@ -104,9 +496,33 @@ def ensure_open_files(limit_concurrency: int) -> str:
     if soft != resource.RLIM_INFINITY and soft < needed:
         return (
             f"the open-file limit ({soft}) is below CLARION_LIMIT_CONCURRENCY + "
-            f"{RESERVED_FILES} ({needed}): lower the limit or raise `ulimit -n`"
+            f"{HEALTH_RESERVE + RESERVED_FILES} ({needed}): serving at most "
+            f"{served_limit(limit_concurrency, soft)} connections at once; lower the limit or "
+            "raise `ulimit -n`"
         )
     return ""
+
+
+def gate_policy(settings: Settings) -> GatePolicy:
+    """The connection gate's policy for ``settings`` (the limit as :func:`served_limit`)."""
+    limit = served_limit(settings.limit_concurrency)
+    per_client = settings.max_connections_per_client
+    return GatePolicy(
+        book=ConnectionBook(limit=limit, per_client=per_client),
+        header_timeout_s=settings.header_timeout_s,
+        busy_response=refusal(
+            503,
+            "Service Unavailable",
+            f"server busy: the limit of {limit} open connections is reached "
+            "(CLARION_LIMIT_CONCURRENCY)",
+        ),
+        client_limit_response=refusal(
+            429,
+            "Too Many Requests",
+            f"too many connections from your address: the limit is {per_client} "
+            "(CLARION_MAX_CONNECTIONS_PER_CLIENT)",
+        ),
+    )
 
 
 def uvicorn_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
@@ -115,13 +531,11 @@ def uvicorn_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "http": guarded_protocol(
-            header_timeout_s=settings.header_timeout_s,
-            keep_alive_timeout_s=settings.keep_alive_timeout_s,
-        ),
-        "limit_concurrency": settings.limit_concurrency,
+        "http": gate_class(gate_policy(settings)),
+        "ws": "none",
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
         "log_config": None,
         "access_log": False,
         "lifespan": "on",
     }
-    return uvicorn.Config(app, **{**options, **extra})
+    return uvicorn.Config(RequestEvents(app), **{**options, **extra})

@@ -101,12 +101,16 @@ class Settings:
     # processes on one PostgreSQL), or "auto" = postgres on a PostgreSQL database, else memory.
     live_delivery: LiveDelivery = "auto"
     allowed_hosts: tuple[str, ...] = ()  # extra Host names served besides loopback
-    # Connections (clarion.app.root.serving): beyond limit_concurrency open connections or running
-    # requests uvicorn answers 503; a connection waiting for a request head longer than
-    # header_timeout_s, or idle between requests longer than keep_alive_timeout_s, is closed.
+    # Connections (clarion.app.root.serving): beyond limit_concurrency open connections, or
+    # max_connections_per_client from one remote address, a new connection gets 503 (429) —
+    # /healthz excepted; a connection waiting for a request head longer than header_timeout_s,
+    # idle between requests longer than keep_alive_timeout_s, or whose request body is not in
+    # body_timeout_s after its head (408), is closed.
     limit_concurrency: int = 1000
+    max_connections_per_client: int = 100
     header_timeout_s: float = 10.0
     keep_alive_timeout_s: float = 5.0
+    body_timeout_s: float = 10.0
     agent_workspace: str = ""  # where /mcp/agent creates tasks; "" = each caller's "Agents"
     # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
     limits: Limits = attrs.field(factory=Limits)
@@ -212,6 +216,12 @@ class Settings:
             values["allowed_hosts"] = tuple(h.strip() for h in allowed.split(",") if h.strip())
         if limit := env.get("CLARION_LIMIT_CONCURRENCY"):
             values["limit_concurrency"] = parse_positive_int(limit, "CLARION_LIMIT_CONCURRENCY")
+        if per_client := env.get("CLARION_MAX_CONNECTIONS_PER_CLIENT"):
+            values["max_connections_per_client"] = parse_positive_int(
+                per_client, "CLARION_MAX_CONNECTIONS_PER_CLIENT"
+            )
+        if body := env.get("CLARION_BODY_TIMEOUT_S"):
+            values["body_timeout_s"] = parse_positive_float(body, "CLARION_BODY_TIMEOUT_S")
         if header := env.get("CLARION_HEADER_TIMEOUT_S"):
             values["header_timeout_s"] = parse_positive_float(header, "CLARION_HEADER_TIMEOUT_S")
         if keep_alive := env.get("CLARION_KEEP_ALIVE_TIMEOUT_S"):

@@ -144,3 +144,86 @@ async def test_serve_ends_blocked_asks_at_shutdown_and_their_bundles_stay_answer
     stored = json.loads(metadata)
     assert stored["status"] == "pending"  # still answerable: an answer resumes the agent
     assert stored["agent_disconnected"] is True
+
+
+def test_serve_answers_a_stalled_body_408_and_limits_connections_per_address(
+    tmp_path: Path,
+) -> None:
+    """#29 S1 through the real command and its flags: a head with 1 of 100 body bytes is
+    answered 408 and closed at ``--body-timeout``; one address holds at most
+    ``--max-connections-per-client`` connections, and its probe of /healthz is answered."""
+    import socket
+
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "clarion",
+            "serve",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'serve.db'}",
+            "--port",
+            str(port),
+            "--log-format",
+            "json",
+            "--body-timeout",
+            "0.5",
+            "--max-connections-per-client",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def connect(source: str) -> socket.socket:
+        connection = socket.create_connection(
+            ("127.0.0.1", port), timeout=20, source_address=(source, 0)
+        )
+        connection.settimeout(20)
+        return connection
+
+    def read_all(connection: socket.socket) -> bytes:
+        received = b""
+        while chunk := connection.recv(4096):
+            received += chunk
+        return received
+
+    def get(path: str, source: str) -> bytes:
+        with connect(source) as connection:
+            connection.sendall(
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+            )
+            return read_all(connection)
+
+    held: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx2.TransportError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.1)  # polling a process we started; there is no event to wait on
+        with connect("127.0.0.1") as stalled:
+            stalled.sendall(
+                b"POST /api/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+            )
+            answer = read_all(stalled)  # to the end: the server closes the connection
+        assert answer.startswith(b"HTTP/1.1 408")
+        assert b"CLARION_BODY_TIMEOUT_S" in answer
+        held = [connect("127.0.0.2") for _ in range(2)]
+        assert get("/healthz", "127.0.0.1").startswith(b"HTTP/1.1 200")  # both were accepted
+        refused = get("/api/v1/tasks", "127.0.0.2")
+        assert refused.startswith(b"HTTP/1.1 429")
+        assert b"CLARION_MAX_CONNECTIONS_PER_CLIENT" in refused
+        assert get("/healthz", "127.0.0.2").startswith(b"HTTP/1.1 200")
+        assert get("/api/v1/tasks", "127.0.0.1").startswith(b"HTTP/1.1 200")
+    finally:
+        for connection in held:
+            connection.close()
+        server.kill()
+        server.wait(10)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from types import FrameType
 
 from clarion.app.root.cli.common import database_flag, settings_of
 from clarion.app.root.logging_setup import configure_logging
@@ -57,13 +56,23 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve.add_argument(
         "--limit-concurrency",
-        help="open connections and running requests before new requests get 503 "
+        help="open connections before new requests get 503, /healthz excepted "
         "(env CLARION_LIMIT_CONCURRENCY; default 1000)",
     )
     serve.add_argument(
         "--header-timeout",
         help="seconds a connection may take to send a request head, from when it opens or "
         "its last response ended (env CLARION_HEADER_TIMEOUT_S; default 10)",
+    )
+    serve.add_argument(
+        "--max-connections-per-client",
+        help="open connections one remote address may hold before its new ones get 429 "
+        "(env CLARION_MAX_CONNECTIONS_PER_CLIENT; default 100)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        help="seconds a request body may take to arrive whole, from its head; then 408 "
+        "(env CLARION_BODY_TIMEOUT_S; default 10)",
     )
     serve.add_argument(
         "--keep-alive-timeout",
@@ -80,23 +89,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    class _Server(uvicorn.Server):
-        """uvicorn that ends Clarion's event streams as soon as shutdown starts; otherwise
-        every open stream would hold the graceful shutdown for its whole grace period."""
-
-        def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
-            super().__init__(config)
-            self._on_exit = on_exit
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            self._on_exit()
-            super().handle_exit(sig, frame)
-
     from clarion.adapters.resume import is_plain_http_to_another_host
     from clarion.app.root.compose import build_clarion
-    from clarion.app.root.serving import ensure_open_files, uvicorn_config
+    from clarion.app.root.serving import ClarionServer, ensure_open_files, uvicorn_config
 
     def option(name: str, parse: Callable[[str, str], object]) -> object:
         """``--name`` parsed, or None when it was not given (the setting's own value holds)."""
@@ -118,6 +113,8 @@ def serve_command(args: argparse.Namespace) -> int:
         limit_concurrency=option("limit-concurrency", parse_positive_int),
         header_timeout_s=option("header-timeout", parse_positive_float),
         keep_alive_timeout_s=option("keep-alive-timeout", parse_positive_float),
+        max_connections_per_client=option("max-connections-per-client", parse_positive_int),
+        body_timeout_s=option("body-timeout", parse_positive_float),
     )
     configure_logging(settings.log_format)
     clarion = build_clarion(settings)
@@ -146,7 +143,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"clarion: warning: {warning}", file=sys.stderr, flush=True)
     config = uvicorn_config(clarion.asgi_app, settings, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     try:
-        _Server(config, on_exit=clarion.begin_shutdown).run()
+        ClarionServer(config, on_exit=clarion.begin_shutdown).run()
     finally:
         clarion.close()
     return 0
