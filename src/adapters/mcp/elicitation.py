@@ -49,7 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from clarion.adapters.mcp.arguments import AskArguments
 from clarion.adapters.mcp.form import form_message, form_outcome, form_schema
 from clarion.adapters.mcp.server import ToolCall
-from clarion.app.usecases.ask import Asking, AskResult, ProgressCallback
+from clarion.app.usecases.ask import Alongside, Asking, AskResult, ProgressCallback
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import NOT_FOUND_MESSAGE, ClarionError, NotFound
 from clarion.domain.model import Question, Resolution
@@ -128,15 +128,16 @@ class Elicitation:
 
     # -- 2025-11-25: a server-to-client request racing the wait ---------------------------
 
-    async def _legacy(
-        self,
-        call: ToolCall,
-        args: AskArguments,
-        on_progress: ProgressCallback,
-        progress_interval: float,
-    ) -> AskResult:
+    def alongside(self, call: ToolCall, args: AskArguments) -> Alongside | None:
+        """The 2025-11-25 form for :meth:`Asking.ask`'s ``alongside``: ``elicitation/create`` on
+        the call's own stream, racing every other surface. None when this call gets no form
+        that way (the client declared none, or the 2026-07-28 era, whose form is a round of
+        its own: :meth:`ask`)."""
         context = call.context
-        assert context is not None
+        if context is None or not self.applies(call):
+            return None
+        if context.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
 
         async def offer(pending_id: str, questions: tuple[Question, ...]) -> Resolution | None:
             try:
@@ -152,6 +153,15 @@ class Elicitation:
                 return None
             return await self._answer(call, pending_id, questions, response)
 
+        return offer
+
+    async def _legacy(
+        self,
+        call: ToolCall,
+        args: AskArguments,
+        on_progress: ProgressCallback,
+        progress_interval: float,
+    ) -> AskResult:
         return await self._asking.ask(
             call.caller.identity,
             call.caller.session_id,
@@ -160,7 +170,7 @@ class Elicitation:
             context_paragraphs=args.context_paragraphs,
             on_progress=on_progress,
             progress_interval=progress_interval,
-            alongside=offer,
+            alongside=self.alongside(call, args),
         )
 
     # -- 2026-07-28: an input_required round, answered by the client's retry ---------------

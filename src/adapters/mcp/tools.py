@@ -211,14 +211,22 @@ def ask_handler(
                     )
             _log.info("mcp_task_created", pending_id=record.pending_id)
             return tasks.created_result(record, ttl_ms=task_ttl_ms)
+        # The 2025-11-25 form races the wait; the 2026-07-28 form is a round of its own.
+        form = elicitation.alongside(call, args) if elicitation is not None else None
+        form_round = elicitation is not None and elicitation.applies(call) and form is None
         try:
             if record is not None:
                 result = await agent_asks.attach(
-                    asker, record, on_progress=on_progress, progress_interval=progress_interval
+                    asker,
+                    record,
+                    on_progress=on_progress,
+                    progress_interval=progress_interval,
+                    alongside=form,
                 )
             else:
                 async with session_scope(call, args) as session_id:
-                    if elicitation is not None and elicitation.applies(call):
+                    if form_round:
+                        assert elicitation is not None
                         result = await elicitation.ask(
                             call, args, on_progress=on_progress, progress_interval=progress_interval
                         )
@@ -232,6 +240,7 @@ def ask_handler(
                             context_paragraphs=args.context_paragraphs,
                             on_progress=on_progress,
                             progress_interval=progress_interval,
+                            alongside=form,
                         )
         except WaitEnded as exc:
             return wait_ended_result(exc, tool=tool)

@@ -8,7 +8,10 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from mcp.types import RequestParamsMeta
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import ElicitRequestParams, ElicitResult, RequestParamsMeta
 
 from clarion.adapters.mcp.errors import WAIT_ENDED_MESSAGE
 from tests.integration.mcp.harness import (
@@ -307,3 +310,36 @@ async def test_a_blocking_call_with_an_idempotency_key_returns_the_stored_outcom
         results.append(structured(await client.call_tool(ASK, arguments, meta=meta)))
     assert results == [answered(1), answered(1)]
     assert await pending(world, alice) == []
+
+
+async def test_a_legacy_form_client_whose_wait_ended_gets_the_late_answer_by_retrying(
+    sqlite_url: str,
+) -> None:
+    """#28 item 3 with the 2025-11-25 form: the ask that offered a form is recorded like any
+    other, so the retry after its wait ended returns the answer given meanwhile."""
+    build = McpWorld.build(sqlite_url, progress_interval=0.05, ask_timeout=0.5)
+    async with serving(build) as world:
+        alice = world.person("alice")
+        agent = await world.agent(alice)
+        url = world.session_url(agent.session.id)
+        arguments = {"questions": question_args(1)}
+        forms: list[str] = []
+
+        async def decline(
+            context: ClientRequestContext, params: ElicitRequestParams
+        ) -> ElicitResult:
+            forms.append(params.message)
+            return ElicitResult(action="decline")
+
+        async with (
+            http_client(agent.token) as http,
+            Client(
+                streamable_http_client(url, http_client=http),
+                mode="legacy",
+                elicitation_callback=decline,
+            ) as client,
+        ):
+            _, details = tool_error(await client.call_tool(ASK, arguments))
+            await answer_over_rest(world, alice, details["pending_id"], option=2)
+            assert structured(await client.call_tool(ASK, arguments)) == answered(2)
+        assert forms  # the first call did offer the form
