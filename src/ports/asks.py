@@ -14,8 +14,7 @@ class AskRecords(Protocol):
     - :meth:`reserve` is atomic per ``(owner, scope, retry_key)`` among *open* records: of any
       number of concurrent reservations of one key — in several processes — exactly one
       inserts; every other returns that record.
-    - A record is read back unchanged by :meth:`get` until :meth:`move` changes its state or
-      :meth:`repoint` its bundle.
+    - A record is read back unchanged by :meth:`get` until :meth:`move` changes its state.
     - :meth:`move` is a compare-and-set: it changes the state only from one of ``from_states``.
     """
 
@@ -36,10 +35,6 @@ class AskRecords(Protocol):
     def waiting(self, owner: str, scope: str, limit: int) -> tuple[AskRecord, ...]:
         """Up to ``limit`` open records of ``owner`` in ``scope`` that were not made as tasks,
         oldest first (the asks whose outcome the agent has not received)."""
-        ...
-
-    def repoint(self, ask_id: str, pending_id: str, session_id: str) -> None:
-        """Point the record at another bundle (the ask reused an identical live one)."""
         ...
 
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:

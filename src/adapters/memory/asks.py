@@ -70,14 +70,6 @@ class InMemoryAskRecords:
         found.sort(key=lambda record: (record.created_at, record.id))
         return tuple(found[:limit])
 
-    def repoint(self, ask_id: str, pending_id: str, session_id: str) -> None:
-        with self._lock:
-            record = self._records.get(ask_id)
-            if record is not None:
-                self._records[ask_id] = attrs.evolve(
-                    record, pending_id=pending_id, session_id=session_id
-                )
-
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         with self._lock:
             record = self._records.get(ask_id)

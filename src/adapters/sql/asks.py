@@ -114,14 +114,6 @@ class SqlAskRecords:
         with read_transaction(self._engine) as connection:
             return tuple(_record(row) for row in connection.execute(query).mappings())
 
-    def repoint(self, ask_id: str, pending_id: str, session_id: str) -> None:
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.update(agent_asks)
-                .where(_t.id == ask_id)
-                .values(pending_id=pending_id, session_id=session_id)
-            )
-
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         with self._writes.begin() as connection:
             result = connection.execute(

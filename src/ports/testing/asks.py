@@ -5,8 +5,6 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
-import attrs
-
 from clarion.domain.asks import AskRecord, AskState, retry_key
 from clarion.ports.asks import AskRecords
 
@@ -94,13 +92,6 @@ class AskRecordsContract:
         waiting = records.waiting("alice\ncred", "agent", 10)
         assert [record.id for record in waiting] == ["early", "late"]
         assert [record.id for record in records.waiting("alice\ncred", "agent", 1)] == ["early"]
-
-    def test_repoint_moves_the_record_to_another_bundle(self, records: AskRecords) -> None:
-        records.reserve(ask_record("a1"))
-        records.repoint("a1", "pending-x", "session-x")
-        assert records.get("a1") == attrs.evolve(
-            ask_record("a1"), pending_id="pending-x", session_id="session-x"
-        )
 
     def test_concurrent_reservations_of_one_key_find_one_record(self, records: AskRecords) -> None:
         """Eight threads reserve one key at once: every one gets the same record back."""
