@@ -115,11 +115,12 @@ def _task(
     }
 
 
-def created_result(record: AskRecord, *, ttl_ms: int | None) -> dict[str, Any]:
-    """The ``CreateTaskResult`` of an ask answered as a task."""
+def created_result(record: AskRecord) -> dict[str, Any]:
+    """The ``CreateTaskResult`` of an ask answered as a task (kept as long as its record:
+    ``ttlMs`` null)."""
     return {
         "resultType": "task",
-        **_task(record, "working", ttl_ms=ttl_ms),
+        **_task(record, "working", ttl_ms=None),
         "statusMessage": WORKING_MESSAGE,
     }
 

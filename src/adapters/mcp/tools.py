@@ -164,7 +164,6 @@ def ask_handler(
     elicitation: Elicitation | None = None,
     agent_asks: AgentAsks | None = None,
     ask_scope: Callable[[ToolCall], str] | None = None,
-    task_ttl_ms: int | None = None,
 ) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
@@ -176,7 +175,7 @@ def ask_handler(
 
     With ``agent_asks`` every ask is recorded under ``ask_scope(call)`` (issue #28): a retry
     of the same ask attaches to it, a client that declared the tasks extension gets a task
-    (:mod:`clarion.adapters.mcp.tasks`, kept ``task_ttl_ms``), and a result carries the
+    (:mod:`clarion.adapters.mcp.tasks`), and a result carries the
     outcomes of the caller's earlier asks whose calls ended first (``earlier_answers``).
     """
 
@@ -210,7 +209,7 @@ def ask_handler(
                         context_paragraphs=args.context_paragraphs,
                     )
             _log.info("mcp_task_created", pending_id=record.pending_id)
-            return tasks.created_result(record, ttl_ms=task_ttl_ms)
+            return tasks.created_result(record)
         # The 2025-11-25 form races the wait; the 2026-07-28 form is a round of its own.
         form = elicitation.alongside(call, args) if elicitation is not None else None
         form_round = elicitation is not None and elicitation.applies(call) and form is None
