@@ -1,8 +1,8 @@
-"""Issue #28: a real ``clarion serve`` killed with SIGKILL right after a live delivery to a
-waiting agent committed (``CLARION_TEST_CRASH_AFTER=finalize``): the agent's call got a
-connection error and never saw the answer. Its retry of the same ask on a restarted server
-returns that answer — not "already answered", not a second question — on SQLite and
-PostgreSQL."""
+"""Issue #28 with real ``clarion serve`` processes killed with SIGKILL, on SQLite and
+PostgreSQL: killed right after a live delivery to a waiting agent committed
+(``CLARION_TEST_CRASH_AFTER=finalize``), the agent's call got a connection error and never saw
+the answer — its retry of the same ask on a restarted server returns that answer (not "already
+answered", not a second question); and an MCP task outlives the process that created it."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from tests.integration.crash.serving import (
     start_serve,
     wait_ready,
 )
-from tests.integration.mcp.harness import ASK, mcp_client, structured
+from tests.integration.mcp.harness import ASK, http_client, mcp_client, structured
+from tests.integration.mcp.rpc import call_ask, task_method
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -81,3 +82,31 @@ async def test_a_retry_after_a_kill_right_after_a_live_delivery_returns_the_answ
             assert pending_ids(http, server.base_url) == set()
     assert result["go"]["selected_options"] == ["q1_opt2"]
     assert result["rejected"] is False
+
+
+async def test_a_task_survives_a_kill_and_tasks_get_returns_the_answer_given_after_it(
+    tmp_path: Path, database_url: str
+) -> None:
+    """#28 item 1: a task created, the server killed with SIGKILL and restarted, the answer
+    given over REST: ``tasks/get`` on the new process returns it."""
+    first = start_serve(database_url, "first", tmp_path)
+    try:
+        wait_ready(first)
+        async with http_client() as http:
+            created = await call_ask(http, f"{first.base_url}/mcp/agent", ASK, ARGUMENTS)
+        assert created["resultType"] == "task"
+        first.process.send_signal(signal.SIGKILL)
+        assert await anyio.to_thread.run_sync(first.process.wait, 60) == -signal.SIGKILL
+    finally:
+        first.kill()
+    pending_id = created["_meta"]["dev.clarion/pending-id"]
+    with serving(database_url, "second", tmp_path) as second:
+        with httpx2.Client(timeout=60) as http:
+            respond = f"{second.base_url}/api/v1/clarification/{pending_id}/respond"
+            assert http.post(respond, json=answer_body(1)).status_code == 200
+        async with http_client() as http:
+            done = await task_method(
+                http, f"{second.base_url}/mcp/agent", "tasks/get", created["taskId"]
+            )
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"]["go"]["selected_options"] == ["q1_opt1"]
