@@ -11,38 +11,22 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql import SqlHostRepository, create_engine, upgrade_database
-from clarion.adapters.sql.engine import write_transaction
-from clarion.adapters.sql.migrate import alembic_config
+from clarion.adapters.sql import SqlHostRepository, upgrade_database
 from clarion.adapters.sql.types import Key, UtcDateTime
 from clarion.adapters.system import UuidIds
 from clarion.ports.testing import ManualClock
+from tests.integration.sql.revisions import BACKENDS, engine_at_revision
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(
-    name="old_engine", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(name="old_engine", params=BACKENDS)
 def fixture_old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """An empty database migrated to the revision before ``0015_agents_workspace``."""
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}"
-        if request.param == "sqlite"
-        else str(request.getfixturevalue("postgres_database_url"))
-    )
-    engine = create_engine(url)
-    config = alembic_config()
-    try:
-        with write_transaction(engine) as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, "0014_route_secrets")
+    with engine_at_revision(request, tmp_path, "0014_route_secrets") as engine:
         yield engine
-    finally:
-        engine.dispose()
 
 
 def test_the_oldest_agents_workspace_of_each_owner_becomes_its_key(old_engine: Engine) -> None:

@@ -10,39 +10,24 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql import SqlNotificationStore, create_engine, upgrade_database
+from clarion.adapters.sql import SqlNotificationStore, upgrade_database
 from clarion.adapters.sql.engine import write_transaction
-from clarion.adapters.sql.migrate import alembic_config
 from clarion.adapters.sql.schema import JsonDocument
 from clarion.adapters.sql.types import Key, UtcDateTime
 from clarion.adapters.system import UuidIds
 from clarion.ports.testing import ManualClock
+from tests.integration.sql.revisions import BACKENDS, engine_at_revision
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(
-    name="old_engine", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(name="old_engine", params=BACKENDS)
 def fixture_old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """A database migrated to ``0013_delivery_process``, the revision before."""
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}"
-        if request.param == "sqlite"
-        else str(request.getfixturevalue("postgres_database_url"))
-    )
-    engine = create_engine(url)
-    try:
-        config = alembic_config()
-        with write_transaction(engine) as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, "0013_delivery_process")
+    with engine_at_revision(request, tmp_path, "0013_delivery_process") as engine:
         yield engine
-    finally:
-        engine.dispose()
 
 
 def test_webhook_routes_stored_before_get_a_secret_each(old_engine: Engine) -> None:

@@ -11,18 +11,16 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql import SqlTokenStore, create_engine, head_revision, upgrade_database
-from clarion.adapters.sql.engine import write_transaction
-from clarion.adapters.sql.migrate import alembic_config
+from clarion.adapters.sql import SqlTokenStore, head_revision, upgrade_database
 from clarion.adapters.sql.types import Key, UtcDateTime
 from clarion.adapters.system import UuidIds
 from clarion.app.usecases.auth import Authentication, hash_credential
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN
 from clarion.domain.model import Identity
 from clarion.ports.testing import ManualClock
+from tests.integration.sql.revisions import BACKENDS, engine_at_revision
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 PAT = "clarion_pat_0123abcd_" + "A" * 43
@@ -30,29 +28,11 @@ ODD_PAT = "clarion_pat_4567cdef_" + "B" * 43  # a token whose *name* is session:
 SESSION = "clarion_ses_89abcdef_" + "C" * 43
 
 
-def _at_revision(engine: Engine, revision: str) -> None:
-    config = alembic_config()
-    with write_transaction(engine) as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
-
-
-@pytest.fixture(
-    name="old_engine", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-)
+@pytest.fixture(name="old_engine", params=BACKENDS)
 def fixture_old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """An empty database migrated to ``0001_initial`` only."""
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}"
-        if request.param == "sqlite"
-        else str(request.getfixturevalue("postgres_database_url"))
-    )
-    engine = create_engine(url)
-    try:
-        _at_revision(engine, "0001_initial")
+    with engine_at_revision(request, tmp_path, "0001_initial") as engine:
         yield engine
-    finally:
-        engine.dispose()
 
 
 def _seed_0001_rows(engine: Engine) -> None:
