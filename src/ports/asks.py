@@ -37,6 +37,12 @@ class AskRecords(Protocol):
         oldest first (the asks whose outcome the agent has not received)."""
         ...
 
+    def returned(self, ask_id: str) -> int | None:
+        """Move an open record to RETURNED and say how many *other* open records not made as
+        tasks its owner still has in its scope (what :meth:`waiting` would list besides it),
+        in one transaction; None when the record was not open."""
+        ...
+
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         """Set the state to ``to`` if it is one of ``from_states``; True when it changed."""
         ...

@@ -20,7 +20,7 @@ from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.errors import WAIT_ENDED_MESSAGE, tool_error
 from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.adapters.wire import models
-from clarion.app.usecases.agent_asks import AgentAsks, Asker, AskStatus
+from clarion.app.usecases.agent_asks import AgentAsks, Answered, Asker, AskStatus
 from clarion.app.usecases.ask import Asking, AskResult
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
@@ -213,9 +213,10 @@ def ask_handler(
         # The 2025-11-25 form races the wait; the 2026-07-28 form is a round of its own.
         form = elicitation.alongside(call, args) if elicitation is not None else None
         form_round = elicitation is not None and elicitation.applies(call) and form is None
+        answered: Answered | AskResult | InputRequiredResult
         try:
             if record is not None:
-                result = await agent_asks.attach(
+                answered = await agent_asks.attach(
                     asker,
                     record,
                     on_progress=on_progress,
@@ -226,11 +227,11 @@ def ask_handler(
                 async with session_scope(call, args) as session_id:
                     if form_round:
                         assert elicitation is not None
-                        result = await elicitation.ask(
+                        answered = await elicitation.ask(
                             call, args, on_progress=on_progress, progress_interval=progress_interval
                         )
                     else:
-                        result = await agent_asks.ask(
+                        answered = await agent_asks.ask(
                             asker,
                             key,
                             session_id,
@@ -243,13 +244,14 @@ def ask_handler(
                         )
         except WaitEnded as exc:
             return wait_ended_result(exc, tool=tool)
-        if isinstance(result, InputRequiredResult):
-            return result
-        data = ask_result_json(result)
-        earlier = await agent_asks.take_earlier(asker, besides=result.pending_id)
-        if not earlier:
+        if isinstance(answered, InputRequiredResult):
+            return answered
+        if isinstance(answered, AskResult):  # the 2026-07-28 form round's retry: not recorded
+            return json_result(ask_result_json(answered))
+        data = ask_result_json(answered.result)
+        if not answered.earlier:
             return json_result(data)
-        entries = _earlier_json(earlier)
+        entries = _earlier_json(answered.earlier)
         outcome = json_result(data | {EARLIER_KEY: entries})
         outcome.content.append(TextContent(type="text", text=_earlier_text(entries)))
         return outcome

@@ -70,6 +70,20 @@ class InMemoryAskRecords:
         found.sort(key=lambda record: (record.created_at, record.id))
         return tuple(found[:limit])
 
+    def returned(self, ask_id: str) -> int | None:
+        with self._lock:
+            record = self._records.get(ask_id)
+            if record is None or record.state is not AskState.OPEN:
+                return None
+            self._records[ask_id] = attrs.evolve(record, state=AskState.RETURNED)
+            return sum(
+                1
+                for other in self._records.values()
+                if (other.owner, other.scope) == (record.owner, record.scope)
+                and other.state is AskState.OPEN
+                and not other.as_task
+            )
+
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         with self._lock:
             record = self._records.get(ask_id)

@@ -114,6 +114,28 @@ class SqlAskRecords:
         with read_transaction(self._engine) as connection:
             return tuple(_record(row) for row in connection.execute(query).mappings())
 
+    def returned(self, ask_id: str) -> int | None:
+        with self._writes.begin() as connection:
+            moved = connection.execute(
+                sa.update(agent_asks)
+                .where(_t.id == ask_id, _t.state == AskState.OPEN.value)
+                .values(state=AskState.RETURNED.value)
+                .returning(_t.owner, _t.scope)
+            ).first()
+            if moved is None:
+                return None
+            count = connection.execute(
+                sa.select(sa.func.count())
+                .select_from(agent_asks)
+                .where(
+                    _t.owner == moved.owner,
+                    _t.scope == moved.scope,
+                    _t.state == AskState.OPEN.value,
+                    _t.as_task.is_(False),
+                )
+            ).scalar_one()
+        return int(count)
+
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         with self._writes.begin() as connection:
             result = connection.execute(

@@ -87,6 +87,15 @@ class AskStatus:
 
 
 @attrs.frozen
+class Answered:
+    """What a recorded ask's call returns: its own outcome, and the settled outcomes of the
+    asker's earlier asks whose calls ended before them (each handed over once)."""
+
+    result: AskResult
+    earlier: tuple[AskStatus, ...] = ()
+
+
+@attrs.frozen
 class Asker:
     """Who asks and where: the owner and scope of the records a call reads and writes."""
 
@@ -177,7 +186,7 @@ class AgentAsks:
         on_progress: ProgressCallback | None = None,
         progress_interval: float,
         alongside: Alongside | None = None,
-    ) -> AskResult:
+    ) -> Answered:
         """:meth:`Asking.ask`, recorded under ``key`` — or, when a concurrent call recorded the
         same ask first, :meth:`attach` to it. Raises what :meth:`Asking.ask` raises."""
         reserved: list[AskRecord] = []
@@ -197,8 +206,7 @@ class AgentAsks:
             return await self.attach(
                 asker, retried.record, on_progress=on_progress, progress_interval=progress_interval
             )
-        await self._move(reserved[0], AskState.RETURNED)
-        return result
+        return await self._hand_over(asker, reserved[0].id, result)
 
     async def attach(
         self,
@@ -208,7 +216,7 @@ class AgentAsks:
         on_progress: ProgressCallback | None = None,
         progress_interval: float,
         alongside: Alongside | None = None,
-    ) -> AskResult:
+    ) -> Answered:
         """A retry of ``record``: its stored outcome at once, or its wait joined again.
 
         Raises:
@@ -231,11 +239,10 @@ class AgentAsks:
                 progress_interval=progress_interval,
                 alongside=alongside,
             )
-            await self._move(record, AskState.RETURNED)
-            return result
-        await self._move(record, AskState.RETURNED)
+            return await self._hand_over(asker, record.id, result)
         if status.result is not None:
-            return status.result
+            return await self._hand_over(asker, record.id, status.result)
+        await self._move(record, AskState.RETURNED)
         assert status.ended is not None
         raise status.ended
 
@@ -361,6 +368,15 @@ class AgentAsks:
         if record.pending_id in active:
             return AskStatus(record, Progress.WAITING, questions, context)
         return AskStatus(record, Progress.ENDED, questions, context, ended=_ended(record))
+
+    async def _hand_over(self, asker: Asker, ask_id: str, result: AskResult) -> Answered:
+        """The call is about to return ``result``: its record is returned (one statement that
+        also counts the asker's other open asks) and, only when there are some, the settled
+        outcomes among them go with it (:meth:`take_earlier`)."""
+        remaining = await self._run.guarded(RECORD_FAILED, self._records.returned, ask_id)
+        if not remaining:
+            return Answered(result)
+        return Answered(result, await self.take_earlier(asker, besides=result.pending_id))
 
     async def _move(
         self, record: AskRecord, to: AskState, *, also_from: tuple[AskState, ...] = ()

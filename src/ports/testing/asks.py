@@ -67,6 +67,22 @@ class AskRecordsContract:
         assert stored.state is AskState.RETURNED
         assert records.move("a1", (AskState.OPEN, AskState.RETURNED), AskState.CANCELLED)
 
+    def test_returned_marks_the_record_and_counts_the_owners_other_open_asks(
+        self, records: AskRecords
+    ) -> None:
+        records.reserve(ask_record("mine", key=retry_key("", {"n": 1})))
+        assert records.returned("mine") == 0
+        assert records.returned("mine") is None  # not open any more
+        assert records.returned("missing") is None
+        records.reserve(ask_record("a", key=retry_key("", {"n": 2})))
+        records.reserve(ask_record("b", key=retry_key("", {"n": 3})))
+        records.reserve(ask_record("task", key=retry_key("", {"n": 4}), as_task=True))
+        records.reserve(ask_record("elsewhere", key=retry_key("", {"n": 5}), scope="x"))
+        assert records.returned("a") == 1  # b; not the task, not another scope
+        stored = records.get("a")
+        assert stored is not None
+        assert stored.state is AskState.RETURNED
+
     def test_a_returned_key_is_free_again_unless_it_is_an_idempotency_key(
         self, records: AskRecords
     ) -> None:
