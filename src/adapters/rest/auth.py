@@ -126,6 +126,7 @@ def require_identity(connection: HTTPConnection) -> Identity:
     return identity
 
 
+EVENTS_PATH: Final = "/api/v1/events"  # the event stream (clarion.adapters.rest.events)
 SURFACE_HEADER: Final = "X-Clarion-Surface"
 _LABELLED_SURFACES: Final = frozenset({Surface.CLI.value, Surface.INBOX.value})
 
@@ -177,8 +178,8 @@ class AuthMiddleware:
         self._authentication = authentication
         self._limiter = limiter
         self._public = frozenset(public_paths)
-        # Reads that may run on (a /wait, an event stream) end when their credential stops
-        # working (issue #29 S8); writes are short and were checked on arrival.
+        # Reads that may run on (a /wait) end when their credential stops working (issue #29
+        # S8); writes are short and were checked on arrival; the event stream has its own watch.
         self._revocation = revocation if revocation is not None else RevocationWatch()
         # Outside /api/ but served to an identity (e.g. /metrics, admin only): authenticated
         # here like /api/, and the route itself refuses a caller without one.
@@ -213,7 +214,9 @@ class AuthMiddleware:
         scope[AUTH_SCOPE_KEY] = context
         credential = context.credential
         with identity_bound(context.identity):
-            if credential is None or scope.get("method") != "GET":
+            # The event stream watches its own credential (and ends itself cleanly, between
+            # events); a second watch here would cut it mid-frame.
+            if credential is None or scope.get("method") != "GET" or path == EVENTS_PATH:
                 await self.app(scope, receive, send)
                 return
 

@@ -51,7 +51,6 @@ from clarion.ports.events import Event, EventSource
 
 log = structlog.get_logger(__name__)
 
-EVENTS_PATH: Final = "/api/v1/events"
 CanSee = Callable[[Identity, str], Awaitable[bool]]
 _BUFFER: Final = 256
 DEFAULT_MAX_STREAMS: Final = 16
