@@ -178,8 +178,8 @@ class AuthMiddleware:
         self._authentication = authentication
         self._limiter = limiter
         self._public = frozenset(public_paths)
-        # Reads that may run on (a /wait) end when their credential stops working (issue #29
-        # S8); writes are short and were checked on arrival; the event stream has its own watch.
+        # #29 S8: reads that may run on (a /wait) end when their credential stops working;
+        # writes are short and were checked on arrival; the event stream has its own watch.
         self._revocation = revocation if revocation is not None else RevocationWatch()
         # Outside /api/ but served to an identity (e.g. /metrics, admin only): authenticated
         # here like /api/, and the route itself refuses a caller without one.

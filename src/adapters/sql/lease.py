@@ -26,7 +26,7 @@ from typing import Final
 import sqlalchemy as sa
 import structlog
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 log = structlog.get_logger(__name__)
@@ -44,6 +44,7 @@ KEEPALIVES: Final = {
 _ATTEMPTS: Final = 8  # random keys tried before giving up (each collides with odds ~n/2^31)
 
 _TAKE = sa.text("SELECT pg_try_advisory_lock(CAST(:class_id AS integer), CAST(:key AS integer))")
+_UNLOCK = sa.text("SELECT pg_advisory_unlock(CAST(:class_id AS integer), CAST(:key AS integer))")
 _CHECK = sa.text("SELECT 1")
 _HELD = sa.text(
     "SELECT objid::bigint FROM pg_locks"
@@ -128,6 +129,13 @@ class PostgresLease:
     def release(self) -> None:
         """End the lease: its deliveries become recoverable at once by other replicas."""
         with self._lock:
+            # Unlocked before the connection closes: a closed socket's backend exits (and frees
+            # the lock) only a moment later, and other replicas must see the lease gone at once.
+            if self._connection is not None and self._key is not None:
+                try:
+                    self._connection.execute(_UNLOCK, {"class_id": LEASE_CLASS, "key": self._key})
+                except SQLAlchemyError as exc:  # a lost connection: the session is gone anyway
+                    log.debug("lease.unlock_failed", error=type(exc).__qualname__)
             self._drop()
             self._holder.dispose()
 
