@@ -26,6 +26,7 @@ class Surface(enum.StrEnum):
     INBOX = "inbox"  # the web inbox (REST respond authenticated by the inbox's cookie session)
     CLI = "cli"  # REST respond sent by ``clarion questions answer`` (a label, see docs)
     AGENT_CLIENT = "agent_client"  # MCP elicitation: the asking agent's own client
+    MCP_APP = "mcp_app"  # the MCP App card shown by the asking agent's host (issue #31)
     EMAIL = "email"  # an answer link in an e-mail
     SLACK = "slack"
     DEADLINE = "deadline"  # a deadline's default answer (system identity)

@@ -66,6 +66,7 @@ def test_the_wheel_ships_the_layers_typing_marker_migrations_and_inbox_assets(
         "clarion/adapters/sql/migrations/env.py",
         "clarion/adapters/sql/migrations/versions/0001_initial.py",
         "clarion/adapters/web/static/index.html",
+        "clarion/adapters/mcp/static/question-card.html",
         "clarion/app/root/cli/__init__.py",
         "clarion/__main__.py",
     ):

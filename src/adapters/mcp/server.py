@@ -121,6 +121,18 @@ class RegisteredTool:
     handler: ToolHandler
 
 
+@attrs.frozen
+class NegotiatedTools:
+    """Tools only a client that negotiated an extension sees and may call (the MCP App card,
+    issue #31). For a request where ``applies(ctx)`` holds, the listing is every tool passed
+    through ``decorate`` followed by ``tools``, and ``tools`` may be called; for any other the
+    listing is the plain one, unchanged, and ``tools`` are unknown tools."""
+
+    applies: Callable[[ServerRequestContext[Any, Any]], bool]
+    tools: Sequence[RegisteredTool]
+    decorate: Callable[[Tool], Tool]
+
+
 def json_result(data: Mapping[str, Any]) -> CallToolResult:
     """A success: structured content plus the same JSON as text (keys sorted, 2-space indent,
     like upstream's ``json.MarshalIndent`` of a map)."""
@@ -152,9 +164,11 @@ def build_server(
     disconnect_poll: float = DISCONNECT_POLL_S,
     metrics: Metrics | None = None,
     tracer: Tracer | None = None,
+    negotiated: NegotiatedTools | None = None,
 ) -> Server[Any]:
     """A low-level server that lists ``tools`` and dispatches calls to their handlers, each
-    call timed by ``metrics`` (issue #20) under its tool name.
+    call timed by ``metrics`` (issue #20) under its tool name. ``negotiated`` adds the tools
+    (and listing) of a negotiated extension, for the clients that negotiated it only.
 
     A call that reaches a handler without a :class:`Caller` on its request (a transport that
     bypassed :class:`AuthGate`) is refused as unauthenticated rather than run as anyone. Over
@@ -164,16 +178,28 @@ def build_server(
     timings = metrics if metrics is not None else NoMetrics()
     spans = tracer if tracer is not None else NoTracer()
     listing = ListToolsResult(tools=[entry.tool for entry in tools])
+    extra = {entry.tool.name: entry for entry in negotiated.tools} if negotiated else {}
+    extended = ListToolsResult(
+        tools=[negotiated.decorate(entry.tool) for entry in tools]
+        + [entry.tool for entry in extra.values()]
+        if negotiated
+        else []
+    )
+
+    def extension_applies(ctx: ServerRequestContext[Any, Any]) -> bool:
+        return negotiated is not None and negotiated.applies(ctx)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return listing
+        return extended if extension_applies(ctx) else listing
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> ToolOutcome:
         entry = by_name.get(params.name)
+        if entry is None and extension_applies(ctx):
+            entry = extra.get(params.name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool: {params.name}")
         caller = caller_of(ctx)
@@ -221,7 +247,7 @@ def build_server(
         return error_result("CANCELLED", CLIENT_GONE) if result is DISCONNECTED else result
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
-        entry = by_name.get(tool_name)
+        entry = by_name.get(tool_name) or extra.get(tool_name)
         return entry.tool.input_schema if entry is not None else None
 
     return Server(

@@ -49,6 +49,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tasks, tools
 from clarion.adapters.mcp.agent import AgentBinding
+from clarion.adapters.mcp.app_card import AppCard
 from clarion.adapters.mcp.elicitation import Elicitation
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
 from clarion.adapters.mcp.server import (
@@ -119,10 +120,12 @@ def _asking_tools(
     *,
     ask_scope: Callable[[ToolCall], str],
     elicitation: Elicitation | None = None,
+    card: AppCard | None = None,
 ) -> list[RegisteredTool]:
     """The tools of an agent's surfaces: ask the user (in the session ``session_scope``
     picks, offering a form through ``elicitation`` when given; recorded under
-    ``ask_scope(call)`` when the services keep agents' asks), list tasks."""
+    ``ask_scope(call)`` when the services keep agents' asks; an answered ask tells ``card``'s
+    clients its bundle id), list tasks."""
     handlers = {
         names.ask: tools.ask_handler(
             services.asking,
@@ -132,10 +135,21 @@ def _asking_tools(
             elicitation=elicitation,
             agent_asks=services.agent_asks,
             ask_scope=ask_scope,
+            result_meta=card.result_meta if card is not None else None,
         ),
         names.list_tasks: tools.list_tasks_handler(services.host),
     }
     return _register(session_tools(names), handlers)
+
+
+def _app_card(
+    services: Services, names: ToolNames, ask_scope: Callable[[ToolCall], str]
+) -> AppCard | None:
+    """The MCP App card (issue #31) of an agent surface; it finds an ask's bundle through the
+    recorded asks, so there is none without them."""
+    if services.agent_asks is None:
+        return None
+    return AppCard(services.resolver, services.agent_asks, names=names, ask_scope=ask_scope)
 
 
 def _agent_server(
@@ -145,16 +159,21 @@ def _agent_server(
     names: ToolNames,
     *,
     forms: bool,
+    card: AppCard | None = None,
 ) -> Server[Any]:
     """An agent surface's server; with the services keeping agents' asks it also serves the
-    tasks extension (:mod:`clarion.adapters.mcp.tasks`)."""
+    tasks extension (:mod:`clarion.adapters.mcp.tasks`) and the MCP App card (``card``,
+    :mod:`clarion.adapters.mcp.app_card`)."""
     server = build_server(
         name,
         SERVER_VERSION,
         registered,
         metrics=services.metrics,
         tracer=services.tracer,
+        negotiated=card.negotiated_tools() if card is not None else None,
     )
+    if card is not None:
+        card.install(server)
     if services.agent_asks is not None:
         tasks.TaskMethods(
             services.agent_asks,
@@ -188,14 +207,22 @@ def session_server(
         else None
     )
     names = names or ToolNames()
+
+    def ask_scope(call: ToolCall) -> str:
+        return session_scope(call.caller.session_id)
+
+    card = _app_card(services, names, ask_scope)
     registered = _asking_tools(
         services,
         names,
         progress_interval,
-        ask_scope=lambda call: session_scope(call.caller.session_id),
+        ask_scope=ask_scope,
         elicitation=offer,
+        card=card,
     )
-    return _agent_server("clarion-session", services, registered, names, forms=elicitation)
+    return _agent_server(
+        "clarion-session", services, registered, names, forms=elicitation, card=card
+    )
 
 
 def agent_server(
@@ -208,14 +235,20 @@ def agent_server(
     """The agent surface's server: the in-session surface's tools, each ask in the session
     ``binding`` picks for it (one per MCP session, or one per call without one)."""
     names = names or ToolNames()
+
+    def ask_scope(call: ToolCall) -> str:
+        return AGENT_SCOPE
+
+    card = _app_card(services, names, ask_scope)
     registered = _asking_tools(
         services,
         names,
         progress_interval,
         binding.session_scope,
-        ask_scope=lambda call: AGENT_SCOPE,
+        ask_scope=ask_scope,
+        card=card,
     )
-    return _agent_server("clarion-agent", services, registered, names, forms=False)
+    return _agent_server("clarion-agent", services, registered, names, forms=False, card=card)
 
 
 def _session_id(scope: Scope) -> str:

@@ -164,6 +164,7 @@ def ask_handler(
     elicitation: Elicitation | None = None,
     agent_asks: AgentAsks | None = None,
     ask_scope: Callable[[ToolCall], str] | None = None,
+    result_meta: Callable[[ToolCall, str], dict[str, Any] | None] | None = None,
 ) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
@@ -177,7 +178,17 @@ def ask_handler(
     of the same ask attaches to it, a client that declared the tasks extension gets a task
     (:mod:`clarion.adapters.mcp.tasks`), and a result carries the
     outcomes of the caller's earlier asks whose calls ended first (``earlier_answers``).
+
+    ``result_meta(call, pending_id)``, when given and not None, becomes an answered call's
+    result ``_meta`` (the MCP App card's hook, :mod:`clarion.adapters.mcp.app_card`).
     """
+
+    def answered_result(call: ToolCall, data: Mapping[str, Any], pending_id: str) -> CallToolResult:
+        outcome = json_result(data)
+        meta = result_meta(call, pending_id) if result_meta is not None else None
+        if meta is not None:
+            outcome.meta = meta
+        return outcome
 
     async def handle(call: ToolCall) -> ToolOutcome:
         args = arguments.parse_ask(call.arguments)
@@ -192,7 +203,7 @@ def ask_handler(
             return (
                 result
                 if isinstance(result, InputRequiredResult)
-                else json_result(ask_result_json(result))
+                else answered_result(call, ask_result_json(result), result.pending_id)
             )
         asker = Asker.of(call.caller.identity, call.caller.credential, ask_scope(call))
         key = retry_key(tasks.idempotency_key(call), call.arguments)
@@ -247,12 +258,13 @@ def ask_handler(
         if isinstance(answered, InputRequiredResult):
             return answered
         if isinstance(answered, AskResult):  # the 2026-07-28 form round's retry: not recorded
-            return json_result(ask_result_json(answered))
+            return answered_result(call, ask_result_json(answered), answered.pending_id)
         data = ask_result_json(answered.result)
+        pending_id = answered.result.pending_id
         if not answered.earlier:
-            return json_result(data)
+            return answered_result(call, data, pending_id)
         entries = _earlier_json(answered.earlier)
-        outcome = json_result(data | {EARLIER_KEY: entries})
+        outcome = answered_result(call, data | {EARLIER_KEY: entries}, pending_id)
         outcome.content.append(TextContent(type="text", text=_earlier_text(entries)))
         return outcome
 

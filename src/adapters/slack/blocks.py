@@ -73,6 +73,7 @@ _SURFACES: Final[Mapping[str, str]] = {
     "inbox": "the web inbox",
     "cli": "the CLI",
     "agent_client": "the agent's own client",
+    "mcp_app": "the question card in the agent's app",
     "email": "an e-mail answer link",
     "slack": "Slack",
     "deadline": "the deadline's default",

@@ -189,7 +189,16 @@ class PendingPage:
 
 ResolverKind = Literal["user", "agent", "system", "unknown"]
 ResolverSurface = Literal[
-    "rest", "mcp", "inbox", "cli", "agent_client", "email", "slack", "deadline", "unknown"
+    "rest",
+    "mcp",
+    "inbox",
+    "cli",
+    "agent_client",
+    "mcp_app",
+    "email",
+    "slack",
+    "deadline",
+    "unknown",
 ]
 
 

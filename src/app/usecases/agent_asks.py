@@ -39,10 +39,12 @@ from clarion.app.usecases.ask import Alongside, Asking, AskResult, ProgressCallb
 from clarion.app.usecases.publishing import BUNDLE_CANCELLED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.asks import AskRecord, AskState, owner_key
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound
 from clarion.domain.model import Identity, Question, Resolution
 from clarion.domain.questions import QuestionDraft
 from clarion.domain.replay import replay_winner
+from clarion.domain.resolved_by import ResolvedBy
+from clarion.domain.rows import order_rows
 from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -84,6 +86,19 @@ class AskStatus:
     @property
     def cancelled(self) -> bool:
         return self.record.state is AskState.CANCELLED
+
+
+@attrs.frozen
+class BundleView:
+    """A bundle as the asking agent's app card shows it (issue #31): what was asked, where it
+    stands and, once settled, the winner's resolution and who gave it, where."""
+
+    pending_id: str
+    progress: Progress
+    questions: tuple[Question, ...]
+    context: str
+    resolution: Resolution | None = None  # RESOLVED: the winner's (claimed=False, a replay)
+    resolved_by: ResolvedBy | None = None  # RESOLVED
 
 
 @attrs.frozen
@@ -337,6 +352,49 @@ class AgentAsks:
             if await self._move(record, AskState.RETURNED):
                 taken.append(status)
         return tuple(taken)
+
+    # -- the app card's view (issue #31) ---------------------------------------------------
+
+    async def view(self, asker: Asker, *, key: str = "", pending_id: str = "") -> BundleView:
+        """The bundle ``pending_id``, or else the one of the asker's open ask recorded under
+        ``key`` (a card knows the ask's arguments, not its id). Read only: nothing is handed
+        over or moved. Either way ``asker``'s identity must be allowed to see the bundle.
+
+        Raises:
+            NotFound: no open ask under ``key``, or a bundle that is unknown or not visible to
+                the identity (one error for each, A3).
+            ClaimError: the store failed.
+        """
+        if not pending_id:
+            record = await self._run.guarded(
+                RECORD_FAILED, self._records.find, asker.owner, asker.scope, key
+            )
+            if record is None:
+                raise NotFound(NOT_FOUND_MESSAGE)
+            pending_id = record.pending_id
+        bundle = await authorize_bundle(
+            self._run, self._claims, self._authorizer, asker.identity, pending_id
+        )
+        questions, context = bundle.questions, bundle.context
+        delivering = any(row.delivery_pending for row in bundle.rows)
+        winner = None if delivering else replay_winner(pending_id, bundle.rows)
+        if winner is not None:
+            first = next(row for row in order_rows(bundle.rows) if row.is_resolved)
+            return BundleView(
+                pending_id,
+                Progress.RESOLVED,
+                questions,
+                context,
+                resolution=winner,
+                resolved_by=first.resolved_by,
+            )
+        if not delivering:
+            active = await self._run.guarded(
+                RECORD_FAILED, self._claims.active_pending_ids, bundle.session_id
+            )
+            if pending_id not in active:
+                return BundleView(pending_id, Progress.ENDED, questions, context)
+        return BundleView(pending_id, Progress.WAITING, questions, context)
 
     # -- helpers ---------------------------------------------------------------------------
 

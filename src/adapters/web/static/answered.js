@@ -14,6 +14,7 @@ const SURFACES = {
   cli: "the command line",
   mcp: "MCP",
   agent_client: "the agent's own client",
+  mcp_app: "the question card in the agent's app",
   email: "e-mail",
   slack: "Slack",
   deadline: "a deadline",
