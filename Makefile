@@ -71,7 +71,8 @@ quick: lint
 # Rewrites docs/screenshots/*.png from a real server (the test run writes them to a temporary
 # directory otherwise).
 screenshots: $(TEST_STAMP) chromium
-	CLARION_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_screenshots.py tests/e2e/test_app_card.py
+	CLARION_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_screenshots.py tests/e2e/test_answered.py \
+		tests/e2e/test_app_card.py
 
 # Speed and memory figures (printed, never asserted); PostgreSQL parts use
 # CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.

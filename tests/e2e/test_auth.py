@@ -59,7 +59,7 @@ def test_a_person_signs_in_with_a_token_answers_over_the_cookie_session_and_sign
     assert mine not in alice.pending_ids()
 
     page.reload()
-    expect(page.get_by_text("Signed in")).to_be_visible()
+    expect(page.locator("#account-name")).to_have_text("Signed in as alice")
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     expect(page.get_by_role("status")).to_have_text("Signed out.")

@@ -271,6 +271,7 @@ def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
     assert identity is not None
     return models.Me(
         user_id=identity.user_id or "",
+        display_name=identity.display_name,
         is_admin=identity.is_admin,
         auth_enabled=auth_enabled,
         authenticated_by=context.via,
@@ -308,6 +309,7 @@ def auth_routes(
         me = _me(context, auth_enabled=auth_enabled)
         logged_in = models.LoggedIn(
             user_id=me.user_id,
+            display_name=me.display_name,
             is_admin=me.is_admin,
             auth_enabled=me.auth_enabled,
             authenticated_by="session",

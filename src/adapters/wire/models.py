@@ -403,9 +403,11 @@ class ResumeList:
 
 @attrs.frozen
 class Me:
-    """Who the caller is, and the CSRF token of a cookie session."""
+    """Who the caller is — ``display_name`` is the user's name (what the inbox's header
+    shows) — and the CSRF token of a cookie session."""
 
     user_id: str
+    display_name: str
     is_admin: bool
     auth_enabled: bool
     authenticated_by: Literal["disabled", "token", "session", "none"]
@@ -417,6 +419,7 @@ class LoggedIn:
     """The login answer: the caller as a cookie session, and when that session expires."""
 
     user_id: str
+    display_name: str
     is_admin: bool
     auth_enabled: bool
     authenticated_by: Literal["session"]

@@ -91,6 +91,7 @@ def test_a_token_is_stored_hashed_and_its_use_is_recorded(
     me = ok(client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {issued.token}"}))
     assert me == {
         "user_id": user.id,
+        "display_name": "dave",
         "is_admin": False,
         "auth_enabled": True,
         "authenticated_by": "token",
@@ -118,6 +119,7 @@ def test_login_sets_an_httponly_strict_cookie_and_cookie_writes_need_the_csrf_to
     assert "SameSite=strict" in csrf_cookie
     csrf = response.json()["csrf_token"]
     assert response.json()["user_id"] == user_id
+    assert response.json()["display_name"] == "erin"
     assert f"clarion_csrf={csrf}" in csrf_cookie
 
     # Reads need only the cookie; /me hands the page its CSRF token.
@@ -204,6 +206,7 @@ def test_auth_disabled_gives_every_request_the_synthetic_unscoped_identity() -> 
             me = ok(client.get("/api/v1/auth/me", headers=headers))
             assert me == {
                 "user_id": "clarion:synthetic",
+                "display_name": "anonymous (auth disabled)",
                 "is_admin": True,
                 "auth_enabled": False,
                 "authenticated_by": "disabled",

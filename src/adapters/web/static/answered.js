@@ -51,11 +51,27 @@ function answerLines(bundle) {
   });
 }
 
-function entry(bundle) {
+/** Where the question came from: its task (the id when the title is unknown) and session,
+ * named like the pending list's headings. */
+function origin(bundle, tasks) {
+  const title = tasks.title(bundle.task_id);
+  const session = bundle.session_id;
+  return h(
+    "p",
+    { class: "answered-origin meta" },
+    title ? "Task: " : "Task ",
+    title || bundle.task_id,
+    " · Session ",
+    h("span", { title: session, text: session.slice(0, 8) }),
+  );
+}
+
+function entry(bundle, tasks) {
   const rejected = bundle.status === "rejected";
   return h(
     "li",
     { class: "answered-item", dataset: { pendingId: bundle.pending_id } },
+    origin(bundle, tasks),
     h(
       "p",
       { class: "answered-who" },
@@ -74,7 +90,7 @@ function entry(bundle) {
 }
 
 export class AnsweredView extends Reloading {
-  /** @param ui {list, empty, announce(text), onUnauthorized()} */
+  /** @param ui {list, empty, tasks (a TaskTitles), announce(text), onUnauthorized()} */
   constructor(ui) {
     super();
     this.ui = ui;
@@ -91,7 +107,12 @@ export class AnsweredView extends Reloading {
     const body = listing(result, this.ui, "bundles", "Could not load the answered questions");
     if (!body) return;
     const bundles = body.bundles;
-    this.ui.list.replaceChildren(...bundles.map(entry));
+    await this.ui.tasks.learn(
+      bundles.map((b) => b.task_id),
+      () => this.stopped,
+    );
+    if (this.stopped) return;
+    this.ui.list.replaceChildren(...bundles.map((b) => entry(b, this.ui.tasks)));
     this.ui.empty.hidden = bundles.length > 0;
   }
 }

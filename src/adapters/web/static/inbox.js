@@ -7,7 +7,24 @@ import { domId, h, setText } from "./dom.js";
 import { listing, Reloading } from "./reload.js";
 
 const MAX_PAGES = 10; // pages of up to 200 bundles and CLARION_MAX_LIST_BYTES: more than a person works through
-const MAX_TASK_PAGES = 40; // task titles: 40 pages of 50 (the default page size)
+
+/** "1 question", "3 questions". */
+function questions(n) {
+  return `${n} question${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * What is waiting, counted in questions — a card (one request from an agent) can hold several —
+ * and, when that differs, in requests: "1 question waiting", "3 questions waiting in
+ * 2 requests".
+ */
+function waitingText(questionCount, requestCount) {
+  const requests =
+    requestCount === questionCount
+      ? ""
+      : ` in ${requestCount} request${requestCount === 1 ? "" : "s"}`;
+  return `${questions(questionCount)} waiting${requests}`;
+}
 
 /** A sortable form of an RFC 3339 UTC time: the server trims trailing fractional zeros
  * ("…:05Z", "…:05.25Z"), so the raw strings do not sort; microseconds are kept (Date is ms). */
@@ -35,12 +52,14 @@ function placeChildren(container, nodes) {
 }
 
 export class Inbox extends Reloading {
-  /** @param ui {groups, empty, summary, announce(text), onUnauthorized()} */
+  /**
+   * @param ui {groups, empty, summary, tasks (a TaskTitles), announce(text), onUnauthorized(),
+   *   onWaiting(questions) — told the number of questions waiting after every change}
+   */
   constructor(ui) {
     super();
     this.ui = ui;
     this.cards = new Map();
-    this.taskTitles = new Map();
     this.taskGroups = new Map();
     this.loaded = false;
     this.clock = setInterval(() => this.cards.forEach((c) => c.tick()), 30_000);
@@ -98,38 +117,17 @@ export class Inbox extends Reloading {
       cursor = body.next_cursor;
       if (!cursor) break;
     }
-    await this.learnTaskTitles(bundles);
+    await this.ui.tasks.learn(
+      bundles.map((b) => b.task_id),
+      () => this.stopped,
+    );
     if (this.stopped) return;
     this.reconcile(bundles);
   }
 
-  /** Task titles make the groups readable; the ids are shown when titles are unavailable. */
-  async learnTaskTitles(bundles) {
-    const known = () => bundles.every((b) => this.taskTitles.has(b.task_id));
-    // The task list is paged: follow its cursor until every bundle's task is known.
-    let cursor = "";
-    for (let page = 0; page < MAX_TASK_PAGES && !known(); page += 1) {
-      const result = await api("GET", paths.tasks(cursor));
-      if (this.stopped) return;
-      const tasks =
-        result.ok && result.body && Array.isArray(result.body.tasks) ? result.body.tasks : [];
-      for (const task of tasks) {
-        if (task && typeof task.id === "string") this.taskTitles.set(task.id, task.title || "");
-      }
-      cursor = result.ok && result.body && typeof result.body.next_cursor === "string"
-        ? result.body.next_cursor
-        : "";
-      if (!cursor) break;
-    }
-    // A host without the tasks route (or a task it does not list) shows the id instead;
-    // remember that, so the next refresh does not ask again.
-    for (const b of bundles)
-      if (!this.taskTitles.has(b.task_id)) this.taskTitles.set(b.task_id, "");
-  }
-
   reconcile(bundles) {
     const listed = new Set();
-    let added = 0;
+    let added = 0; // questions, not cards: a card can hold several
     for (const bundle of bundles) {
       listed.add(bundle.pending_id);
       const card = this.cards.get(bundle.pending_id);
@@ -145,14 +143,14 @@ export class Inbox extends Reloading {
             onDismiss: (c) => this.remove(c),
           }),
         );
-        added += 1;
+        added += bundle.questions.length;
       }
     }
     let left = 0;
     for (const [pendingId, card] of this.cards) {
       if (!listed.has(pendingId) && card.leftListing()) {
         this.cards.delete(pendingId);
-        left += 1;
+        left += card.bundle.questions.length;
       }
     }
     this.layout();
@@ -160,7 +158,7 @@ export class Inbox extends Reloading {
     if (this.loaded) {
       const news = [];
       if (added) news.push(`${added} new question${added === 1 ? "" : "s"} arrived.`);
-      if (left) news.push(`${left} question${left === 1 ? " was" : "s were"} settled elsewhere.`);
+      if (left) news.push(`${questions(left)} ${left === 1 ? "was" : "were"} settled elsewhere.`);
       if (news.length) this.ui.announce(news.join(" "));
     }
     this.loaded = true;
@@ -194,7 +192,7 @@ export class Inbox extends Reloading {
       group = { el, heading, sessions, sessionGroups: new Map() };
       this.taskGroups.set(taskId, group);
     }
-    const title = this.taskTitles.get(taskId);
+    const title = this.ui.tasks.title(taskId);
     if (title) setText(group.heading, "Task: ", title);
     else setText(group.heading, "Task ", taskId || "(unknown)");
     return group;
@@ -255,10 +253,14 @@ export class Inbox extends Reloading {
     placeChildren(this.ui.groups, taskEls);
     for (const id of [...this.taskGroups.keys()]) if (!tasks.has(id)) this.taskGroups.delete(id);
 
-    const waiting = ordered.filter((c) => c.state !== "closed").length;
-    this.ui.summary.textContent = waiting
-      ? `${waiting} question${waiting === 1 ? "" : "s"} waiting, oldest first.`
+    // Waiting: still listed and not settled here (a card closed here, or one that left the
+    // listing while someone was typing in it, is not).
+    const waiting = ordered.filter((c) => c.state === "open");
+    const count = waiting.reduce((sum, c) => sum + c.bundle.questions.length, 0);
+    this.ui.summary.textContent = count
+      ? `${waitingText(count, waiting.length)}, oldest first.`
       : "";
     this.ui.empty.hidden = ordered.length > 0;
+    this.ui.onWaiting(count);
   }
 }

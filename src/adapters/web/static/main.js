@@ -2,12 +2,15 @@
 
 import { api, errorText, paths, setCsrfToken } from "./api.js";
 import { AnsweredView } from "./answered.js";
+import { h, setText } from "./dom.js";
 import { Inbox } from "./inbox.js";
 import { connectLive } from "./live.js";
+import { TaskTitles } from "./tasks.js";
 
 const $ = (id) => document.getElementById(id);
 
 const views = ["loading", "signin", "inbox", "fatal"];
+const TITLE = document.title;
 let inbox = null;
 let answered = null;
 let live = null;
@@ -45,6 +48,11 @@ function setConnection(state) {
       : "The live connection dropped; Clarion is reconnecting.";
 }
 
+/** The tab's title counts the questions waiting, so a background tab shows them. */
+function setWaiting(questions) {
+  document.title = questions ? `(${questions}) ${TITLE}` : TITLE;
+}
+
 function stopInbox() {
   if (live) live.stop();
   if (inbox) inbox.stop();
@@ -53,39 +61,63 @@ function stopInbox() {
   inbox = null;
   answered = null;
   $("connection").hidden = true;
+  setWaiting(0);
 }
 
-function showSignIn(message) {
+/** The sign-in form; `notice` says why it is shown (signed out, session ended): information,
+ * not an error — errors are what the form itself reports. */
+function showSignIn(notice) {
   stopInbox();
   setCsrfToken("");
   $("account").hidden = true;
   show("signin");
-  $("signin-error").textContent = message ?? "";
+  $("signin-note").textContent = notice ?? "";
+  $("signin-error").textContent = "";
   $("signin-token").focus();
+}
+
+/** Who is signed in — the user's name, their id on hover — or that nobody needs to be. */
+function showAccount(me) {
+  const authEnabled = Boolean(me && me.auth_enabled);
+  const name = $("account-name");
+  // Auth disabled: everyone is the same unscoped caller, so there is nothing to sign out of.
+  $("sign-out").hidden = !authEnabled;
+  if (!authEnabled) {
+    setText(name, "Authentication off — everyone sees everything");
+    name.title = "CLARION_AUTH=disabled: keep this server on loopback.";
+  } else {
+    const userId = typeof me.user_id === "string" ? me.user_id : "";
+    const who = h("strong", { title: userId ? `User id ${userId}` : undefined });
+    setText(who, (typeof me.display_name === "string" && me.display_name) || userId);
+    name.removeAttribute("title");
+    setText(name, "Signed in as ", who);
+  }
+  $("account").hidden = false;
 }
 
 function startInbox(me) {
   stopInbox();
-  const authEnabled = Boolean(me && me.auth_enabled);
   setCsrfToken(me && me.csrf_token);
-  // Auth disabled: everyone is the same unscoped caller, so there is nothing to sign out of.
-  $("account").hidden = !authEnabled;
-  $("account-name").textContent = authEnabled ? "Signed in" : "";
+  showAccount(me);
   show("inbox");
   const heading = $("inbox-title");
   heading.tabIndex = -1;
+  const tasks = new TaskTitles();
   inbox = new Inbox({
     groups: $("groups"),
     empty: $("empty"),
     summary: $("summary"),
+    tasks,
     heading,
     announce,
     onUnauthorized: () => showSignIn("Your session has ended. Sign in again."),
+    onWaiting: setWaiting,
   });
   inbox.refresh();
   answered = new AnsweredView({
     list: $("answered-list"),
     empty: $("answered-empty"),
+    tasks,
     announce,
     onUnauthorized: () => showSignIn("Your session has ended. Sign in again."),
   });
@@ -126,11 +158,13 @@ $("signin-form").addEventListener("submit", async (event) => {
   const error = $("signin-error");
   const token = input.value.trim();
   if (!token) {
+    $("signin-note").textContent = "";
     error.textContent = "Enter a personal access token.";
     input.focus();
     return;
   }
   error.textContent = "";
+  $("signin-note").textContent = "";
   const result = await api("POST", paths.login, { token });
   // The token is exchanged for an HttpOnly cookie once; the page keeps no copy.
   input.value = "";
@@ -153,5 +187,12 @@ $("sign-out").addEventListener("click", async () => {
 });
 
 $("retry").addEventListener("click", () => boot());
+
+// The header stays at the top; scrolling a control into view (Tab, a deep link) keeps it
+// below the header (inbox.css: scroll-padding-top).
+const masthead = document.querySelector(".masthead");
+new ResizeObserver(() => {
+  document.documentElement.style.setProperty("--masthead-height", `${masthead.offsetHeight}px`);
+}).observe(masthead);
 
 boot();
