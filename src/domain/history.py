@@ -57,6 +57,13 @@ EXPIRED_REASON = EXPIRED  # a deadline (or an operator's expire) ended it
 CANCELLED_REASON = CANCELLED  # an operator cancelled it (A9)
 CLOSED_REASONS = (SUPERSEDED, SESSION_ENDED, EXPIRED_REASON, CANCELLED_REASON)
 CLOSED = "closed"  # the history status of a bundle closed without an answer
+# What each reason means to a person (the CLI's and the inbox's wording, docs/web-inbox.md).
+CLOSED_WHY = {
+    SUPERSEDED: "the agent moved on to a newer turn",
+    SESSION_ENDED: "the session ended",
+    EXPIRED_REASON: "it expired",
+    CANCELLED_REASON: "it was cancelled",
+}
 
 
 @attrs.frozen
@@ -275,6 +282,7 @@ __all__ = [
     "CANCELLED_REASON",
     "CLOSED",
     "CLOSED_REASONS",
+    "CLOSED_WHY",
     "EXPIRED_REASON",
     "SESSION_ENDED",
     "SUPERSEDED",

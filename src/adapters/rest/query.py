@@ -45,7 +45,7 @@ def include_closed(request: Request) -> bool:
         InvalidArgument: ``include`` is neither absent nor ``closed``.
     """
     raw = _one(request, "include")
-    if raw is None or raw == "":
+    if raw is None:
         return False
     if raw != "closed":
         raise InvalidArgument("include: must be closed", field="include")
