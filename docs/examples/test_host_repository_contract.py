@@ -45,6 +45,7 @@ from clarion.ports import (
     ClaimResult,
     LiveDelivery,
     ReconcileReport,
+    Reread,
     ResumeRecord,
 )
 from clarion.ports.testing import (
@@ -97,6 +98,9 @@ class AuditedClaimRepository:
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
         return self._inner.load_bundle(pending_id)
+
+    def reread_bundle(self, pending_id: str) -> Reread:
+        return self._inner.reread_bundle(pending_id)
 
     def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
         return self._inner.load_visible_bundle(pending_id, visibility)

@@ -76,7 +76,16 @@ class NotFound(ClarionError):
 
 
 class NotActive(ClarionError):
-    """The bundle exists but is no longer active and has no winner (R2 second branch)."""
+    """The bundle exists but is no longer active and has no winner (R2 second branch).
+
+    ``closed_reason`` (issue #30) says why, when the one re-read could tell — ``superseded``,
+    ``session_ended``, ``expired`` or ``cancelled`` — and is "" otherwise; the message stays
+    the one the spec pins (R10, R11), surfaces convey the reason beside it.
+    """
+
+    def __init__(self, message: str, *, closed_reason: str = "") -> None:
+        super().__init__(message)
+        self.closed_reason = closed_reason
 
 
 class ValidationError(ClarionError):

@@ -7,6 +7,11 @@ restored to pending, so it is not history yet). Its resolution time is the newes
 (resolution time, pending id) descending, keyset-paged with the same opaque cursor shape and
 limit rules as the pending list (L9, L10, L13). Visibility is the pending list's (L1c, M5a):
 foreign and absent are the same.
+
+Issue #30: with ``include_closed`` the list also holds the bundles that left the pending list
+without an answer — *closed* (:class:`ClosedBundle`), with a reason and the time they closed,
+both derived when read from durable state (:func:`closed_reason`): nothing is written when a
+bundle is superseded (facts §4.4, D4), so the history reads the turns instead.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from clarion.domain.listing import (
     questions_bytes,
     text_bytes,
 )
-from clarion.domain.model import Resolution
+from clarion.domain.model import CANCELLED, EXPIRED, Resolution
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import ClarificationRow, order_rows
@@ -42,6 +47,113 @@ class ResolvedQuery:
     limit: int = DEFAULT_LIMIT
     before: tuple[datetime, str] | None = None
     resolved_since: datetime | None = None
+    include_closed: bool = False  # issue #30: also the bundles closed without an answer
+
+
+# Issue #30: why a bundle left the pending list without an answer.
+SUPERSEDED = "superseded"  # a newer turn of its session started (no write, facts §4.4)
+SESSION_ENDED = "session_ended"  # its session reached a terminal state
+EXPIRED_REASON = EXPIRED  # a deadline (or an operator's expire) ended it
+CANCELLED_REASON = CANCELLED  # an operator cancelled it (A9)
+CLOSED_REASONS = (SUPERSEDED, SESSION_ENDED, EXPIRED_REASON, CANCELLED_REASON)
+CLOSED = "closed"  # the history status of a bundle closed without an answer
+# What each reason means to a person (the CLI's and the inbox's wording, docs/web-inbox.md).
+CLOSED_WHY = {
+    SUPERSEDED: "the agent moved on to a newer turn",
+    SESSION_ENDED: "the session ended",
+    EXPIRED_REASON: "it expired",
+    CANCELLED_REASON: "it was cancelled",
+}
+
+
+@attrs.frozen
+class SessionFacts:
+    """What deciding a bundle's closing reads besides its rows: whether its session is in a
+    terminal state and since when (the session's ``updated_at``), and — when the bundle's turn
+    is no longer the current one — when the turn after it started (None otherwise)."""
+
+    terminal: bool
+    state_changed_at: datetime | None
+    next_turn_started_at: datetime | None
+
+
+def closed_reason(
+    rows: Sequence[ClarificationRow], facts: SessionFacts
+) -> tuple[str, datetime] | None:
+    """Why and when a bundle whose rows are ``rows`` closed without an answer; None when it
+    did not (it is still active, was answered or rejected, or is being delivered).
+
+    - rows ``cancelled`` (A9): ``cancelled``, at their write;
+    - rows ``expired``: ``session_ended`` when the session is terminal and entered that state
+      no later than the expiry (the lifecycle expires a terminal session's bundles, facts
+      §4.3), otherwise ``expired`` (a deadline); at the expiry's write;
+    - pending rows on a turn that is no longer current: ``superseded``, when the next turn
+      started (nothing was written: D4, facts §4.4);
+    - pending rows on the current turn of a terminal session: ``session_ended``, when the
+      session entered that state.
+    """
+    if not rows or any(row.is_resolved or row.delivery_pending for row in rows):
+        return None
+    ended = [row for row in rows if row.status in (EXPIRED, CANCELLED)]
+    if ended:
+        latest = max(ended, key=lambda row: row.updated_at)
+        if latest.status == CANCELLED:
+            return CANCELLED_REASON, latest.updated_at
+        changed = facts.state_changed_at
+        if facts.terminal and changed is not None and changed <= latest.updated_at:
+            return SESSION_ENDED, latest.updated_at
+        return EXPIRED_REASON, latest.updated_at
+    if not any(row.is_pending for row in rows):
+        return None  # a status this version does not know: neither pending nor closed
+    if facts.next_turn_started_at is not None:
+        return SUPERSEDED, facts.next_turn_started_at
+    if facts.terminal and facts.state_changed_at is not None:
+        return SESSION_ENDED, facts.state_changed_at
+    return None
+
+
+@attrs.frozen
+class ClosedBundle:
+    """One bundle closed without an answer (issue #30): what was asked, why it closed
+    (one of :data:`CLOSED_REASONS`) and when. It sits in the history at ``closed_at``."""
+
+    pending_id: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+    context: str
+    questions: tuple[ListedQuestion, ...]
+    reason: str
+    closed_at: datetime
+
+    @property
+    def resolved_at(self) -> datetime:
+        """The history's position (named as the resolved entries' for one keyset order)."""
+        return self.closed_at
+
+    @property
+    def cursor(self) -> str:
+        return encode_cursor(self.closed_at, self.pending_id)
+
+
+def closed_bundle(
+    pending_id: str, task_id: str, rows: Sequence[ClarificationRow], facts: SessionFacts
+) -> ClosedBundle | None:
+    """The history view of a bundle closed without an answer; None when it is not closed."""
+    closed = closed_reason(rows, facts)
+    if closed is None:
+        return None
+    listed = listed_bundle(pending_id, task_id, order_rows(rows))
+    return ClosedBundle(
+        pending_id=pending_id,
+        task_id=task_id,
+        session_id=listed.session_id,
+        created_at=listed.created_at,
+        context=listed.context,
+        questions=listed.questions,
+        reason=closed[0],
+        closed_at=closed[1],
+    )
 
 
 @attrs.frozen
@@ -67,12 +179,15 @@ class ResolvedBundle:
         return encode_cursor(self.resolved_at, self.pending_id)
 
 
+HistoryEntry = ResolvedBundle | ClosedBundle
+
+
 @attrs.frozen
 class ResolvedPage:
     """A page in (resolution time, pending id) descending order; ``has_more`` when older
     resolved bundles exist."""
 
-    bundles: tuple[ResolvedBundle, ...]
+    bundles: tuple[HistoryEntry, ...]
     has_more: bool
 
     @property
@@ -84,10 +199,19 @@ class ResolvedPage:
 RESOLUTION_OVERHEAD = 320
 
 
-def resolved_bundle_bytes(bundle: ResolvedBundle) -> int:
+def resolved_bundle_bytes(bundle: HistoryEntry) -> int:
     """About how many bytes ``bundle`` takes in the resolved list's JSON (#29 F8's budget):
     as :func:`~clarion.domain.listing.listed_bundle_bytes`, plus the answers (selected
-    option ids, free text), the rejection reason and who resolved it."""
+    option ids, free text), the rejection reason and who resolved it (a closed bundle: its
+    reason in place of them)."""
+    if isinstance(bundle, ClosedBundle):
+        texts = [bundle.pending_id, bundle.task_id, bundle.session_id, bundle.context]
+        return (
+            BUNDLE_OVERHEAD
+            + RESOLUTION_OVERHEAD
+            + sum(text_bytes(t) for t in texts)
+            + questions_bytes(bundle.questions)
+        )
     resolution, by = bundle.resolution, bundle.resolved_by
     texts = [
         bundle.pending_id,
@@ -147,7 +271,7 @@ def resolved_bundle(
     )
 
 
-def before_position(bundle: ResolvedBundle, query: ResolvedQuery) -> bool:
+def before_position(bundle: HistoryEntry, query: ResolvedQuery) -> bool:
     """Strictly older than the cursor and at/after ``resolved_since``."""
     if query.resolved_since is not None and bundle.resolved_at < query.resolved_since:
         return False
@@ -155,10 +279,22 @@ def before_position(bundle: ResolvedBundle, query: ResolvedQuery) -> bool:
 
 
 __all__ = [
+    "CANCELLED_REASON",
+    "CLOSED",
+    "CLOSED_REASONS",
+    "CLOSED_WHY",
+    "EXPIRED_REASON",
+    "SESSION_ENDED",
+    "SUPERSEDED",
+    "ClosedBundle",
+    "HistoryEntry",
     "ResolvedBundle",
     "ResolvedPage",
     "ResolvedQuery",
+    "SessionFacts",
     "before_position",
+    "closed_bundle",
+    "closed_reason",
     "is_settled",
     "resolution_key",
     "resolved_bundle",

@@ -29,19 +29,30 @@ ANSWERABLE: Final = "answerable"
 RESOLVED: Final = "resolved"
 EXPIRED_EVENT: Final = "expired"
 CANCELLED_EVENT: Final = "cancelled"
+# Issue #30: a newer turn closed the bundle without an answer (recorded with the turn: its
+# rows are not written, facts §4.4).
+SUPERSEDED_EVENT: Final = "superseded"
 # Scheduled work, created when an ``answerable`` event fans out.
 REMINDER: Final = "reminder"
 ESCALATION: Final = "escalation"
 DEADLINE: Final = "deadline"
 
-RECORDED_EVENTS: Final = (ANSWERABLE, RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT)
-ROUTE_EVENTS: Final = (ANSWERABLE, REMINDER, ESCALATION, RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT)
+RECORDED_EVENTS: Final = (ANSWERABLE, RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT, SUPERSEDED_EVENT)
+ROUTE_EVENTS: Final = (
+    ANSWERABLE,
+    REMINDER,
+    ESCALATION,
+    RESOLVED,
+    EXPIRED_EVENT,
+    CANCELLED_EVENT,
+    SUPERSEDED_EVENT,
+)
 # Events that ask a person to act: dropped once the bundle is no longer answerable.
 ASKING_EVENTS: Final = frozenset({ANSWERABLE, REMINDER, ESCALATION})
 
 CHANNEL_KINDS: Final = ("email", "webhook", "apprise", "slack")
 # Events after which a bundle is settled: a channel that posted messages updates them in place.
-TERMINAL_EVENTS: Final = frozenset({RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT})
+TERMINAL_EVENTS: Final = frozenset({RESOLVED, EXPIRED_EVENT, CANCELLED_EVENT, SUPERSEDED_EVENT})
 ON_DEADLINE_KEEP: Final = "keep"
 ON_DEADLINE_EXPIRE: Final = "expire"
 DEFAULT_PREFIX: Final = "default:"
@@ -226,7 +237,8 @@ class OutboxEntry(NewEntry):
 
 def event_key(event: str, pending_id: str, at: datetime) -> str:
     """The idempotency key of a recorded event: one per occurrence, whoever records it and
-    however often. A bundle becomes answerable, expires or is cancelled at most once; it is
+    however often. A bundle becomes answerable, expires, is cancelled or superseded at most
+    once; it is
     resolved once per winning claim, told apart by the claim's own time ``at`` (fixed-width and
     without colons: the worker finds a delivery's origin event as the key that, followed by a
     colon, begins the delivery's key, so no occurrence's key may begin that way another's)."""
@@ -276,6 +288,7 @@ __all__ = [
     "REMINDER",
     "RESOLVED",
     "ROUTE_EVENTS",
+    "SUPERSEDED_EVENT",
     "TERMINAL_EVENTS",
     "Channel",
     "NewEntry",

@@ -10,6 +10,7 @@ from clarion.ports.claims import (
     LiveDelivery,
     ProcessLease,
     ReconcileReport,
+    Reread,
     ResumeRecord,
 )
 from clarion.ports.events import Event, EventPublisher, EventSource
@@ -38,6 +39,7 @@ __all__ = [
     "LiveDelivery",
     "ProcessLease",
     "ReconcileReport",
+    "Reread",
     "ResumeDispatcher",
     "ResumeRecord",
     "ResumeRefused",

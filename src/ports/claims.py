@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from clarion.domain.history import ResolvedPage, ResolvedQuery
+from clarion.domain.history import ResolvedPage, ResolvedQuery, SessionFacts, closed_reason
 from clarion.domain.host import Session
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
 from clarion.domain.model import RESUME, Answer, Question
@@ -83,6 +83,23 @@ class ResumeRecord:
         )
 
 
+@attrs.frozen
+class Reread:
+    """R2's one re-read (issue #30): the bundle as :meth:`ClaimRepository.load_bundle` reads
+    it, and its session's facts as they stood in the same read (None without the bundle)."""
+
+    bundle: Bundle | None
+    facts: SessionFacts | None = None
+
+    @property
+    def closed(self) -> tuple[str, datetime] | None:
+        """Why and when the bundle closed without an answer
+        (:func:`clarion.domain.history.closed_reason`); None when it did not."""
+        if self.bundle is None or self.facts is None:
+            return None
+        return closed_reason(self.bundle.rows, self.facts)
+
+
 class ProcessLease(Protocol):
     """A serving process's liveness lease (issue #28): recovery rolls back at once the
     deliveries of a process that is gone, and keeps its grace period for live ones.
@@ -149,6 +166,13 @@ class ClaimRepository(Protocol):
     def load_bundle(self, pending_id: str) -> Bundle | None:
         """The bundle's clarification rows (any session, turn or status) in D2 order, with its
         session's task id; None when no clarification row carries ``pending_id``."""
+        ...
+
+    def reread_bundle(self, pending_id: str) -> Reread:
+        """A loser's one re-read (R2, R2a; issue #30): ``load_bundle`` and, in the same read,
+        the facts of the bundle's session (terminal state and since when, the start of the
+        turn after the bundle's) from which :attr:`Reread.closed` tells why a bundle nobody
+        answered is no longer active."""
         ...
 
     def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:

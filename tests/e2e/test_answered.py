@@ -59,3 +59,36 @@ def test_a_question_answered_over_mcp_appears_in_answered_with_who_where_and_whe
     )
     folder.mkdir(parents=True, exist_ok=True)
     page.locator("#answered").screenshot(path=folder / "answered-history.png")
+
+
+def test_a_question_closed_without_an_answer_appears_in_answered_with_why(
+    open_page: PageFactory, fresh_clarion: ServedClarion
+) -> None:
+    """#30: answering one question while no agent waits resumes the agent on a new turn,
+    which closes the session's other question; the Answered view shows it and why."""
+    rest = Rest(fresh_clarion.base_url)
+    session = rest.agent_session("Tidy the release notes")
+    answered = rest.create_bundle(
+        session, [question("Keep the changelog?", [("Yes", "keep it"), ("No", "drop it")])]
+    )
+    other = rest.create_bundle(
+        session,
+        [question("Which tone?", [("Formal", "for customers"), ("Casual", "for the team")])],
+    )
+    page = open_page(fresh_clarion, viewport=WIDE)
+    expect(page.locator("#connection")).to_have_text("Live")
+    expect(bundle_card(page, other)).to_be_visible()
+
+    answers = [{"question_id": "q1", "selected_options": ["q1_opt1"], "custom_text": ""}]
+    assert answer_over_mcp(fresh_clarion.base_url, answered, answers)["claimed"] is True
+
+    item = page.locator(f'.answered-item[data-pending-id="{other}"]')
+    expect(item).to_be_visible()
+    expect(item.locator("strong")).to_have_text("Closed without an answer")
+    expect(item.locator(".answered-reason")).to_have_text("the agent moved on to a newer turn")
+    expect(item).to_contain_text("Which tone?")
+    expect(item.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-.+Z$"))
+    expect(bundle_card(page, other)).to_be_hidden()
+    expect(page.locator(f'.answered-item[data-pending-id="{answered}"]')).to_contain_text(
+        "Answered"
+    )

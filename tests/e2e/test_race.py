@@ -57,7 +57,8 @@ def test_a_page_that_loses_to_an_mcp_answer_shows_the_winners_answers_never_its_
 def test_a_page_answering_a_superseded_bundle_closes_it_as_no_longer_active(
     page: Page, rest: Rest, agent_session: AgentSession
 ) -> None:
-    """W2: the 409 (not active, nobody won) closes the bundle and records nothing."""
+    """W2: the 409 (not active, nobody won) closes the bundle and records nothing; #30: the
+    card says why (the 409's Clarion-Closed-Reason)."""
     pending_id = rest.create_bundle(agent_session, [DEPLOY])
     card = bundle_card(page, pending_id)
     card.get_by_label("Tonight").check()
@@ -67,7 +68,8 @@ def test_a_page_answering_a_superseded_bundle_closes_it_as_no_longer_active(
     card.get_by_role("button", name="Submit answer").click()
 
     expect(card.get_by_role("region", name="Outcome")).to_contain_text(
-        "This question is no longer active"
+        "This question was closed without an answer: the agent moved on to a newer turn. "
+        "Nothing was recorded."
     )
     expect(card.get_by_role("button", name="Submit answer")).to_have_count(0)
 

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import structlog
 
-from clarion.adapters.memory.history import list_resolved_bundles
+from clarion.adapters.memory.history import list_resolved_bundles, session_facts
 from clarion.adapters.memory.listing import list_active_bundles
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
 from clarion.domain import transitions
@@ -67,6 +67,7 @@ from clarion.ports.claims import (
     LiveDelivery,
     ProcessLease,
     ReconcileReport,
+    Reread,
     ResumeRecord,
 )
 from clarion.ports.system import Clock, IdGenerator
@@ -116,6 +117,14 @@ class InMemoryClaimRepository:
             if not rows:
                 return None
             return make_bundle(pending_id, rows, self._store.session_task_id(rows[0].session_id))
+
+    def reread_bundle(self, pending_id: str) -> Reread:
+        with self._store.lock:
+            bundle = self.load_bundle(pending_id)
+            if bundle is None:
+                return Reread(bundle=None)
+            first = bundle.rows[0]
+            return Reread(bundle, session_facts(self._store, first.session_id, first.turn_id))
 
     def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
         with self._store.lock:
@@ -280,7 +289,10 @@ class InMemoryClaimRepository:
             session = self._store.sessions.get(resume.session_id)
             if session is None:
                 raise NotFound(resource=Resource.SESSION, key=resume.session_id)
+            superseded = self._store.active_on_current_turn(session.id)
             turn_id = self._start_turn(session.id)
+            if self._notifications:  # issue #30: the new turn closes them (no row written)
+                self._store.record_superseded(superseded, self._store.turns[turn_id])
             now = self._clock.now()
             message = resume.message(session.task_id, turn_id, self._ids.new_id(), now)
             self._store.put_message(

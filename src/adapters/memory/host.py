@@ -164,7 +164,10 @@ class InMemoryHostRepository:
         with self._store.lock:
             if session_id not in self._store.sessions:
                 raise NotFound(resource=Resource.SESSION, key=session_id)
-            return self._new_turn(session_id)
+            superseded = self._store.active_on_current_turn(session_id)
+            turn = self._new_turn(session_id)
+            self._store.record_superseded(superseded, turn)
+            return turn
 
     def _new_turn(self, session_id: str) -> Turn:
         now = self._clock.now()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import uuid
 from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
 from types import MappingProxyType
@@ -18,8 +19,13 @@ import attrs
 from clarion.domain.activeness import bundle_is_well_formed, current_turn_id, row_is_active
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
 from clarion.domain.model import CLARIFICATION_REQUEST
-from clarion.domain.notifications import OutboxEntry, Route, event_entry
-from clarion.domain.rows import ClarificationRow, MessageRecord, parse_row
+from clarion.domain.notifications import SUPERSEDED_EVENT, OutboxEntry, Route, event_entry
+from clarion.domain.rows import (
+    ClarificationRow,
+    MessageRecord,
+    parse_row,
+    pending_ids_in_creation_order,
+)
 from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
@@ -88,6 +94,29 @@ class InMemoryStore:
         if entry.idempotency_key not in self.recorded_events:
             self.recorded_events[entry.idempotency_key] = entry_id
             self.notification_outbox[entry_id] = entry
+
+    def active_on_current_turn(self, session_id: str) -> tuple[str, ...]:
+        """The pending ids with a pending row on the session's current turn (the workflow
+        guard's reading; hold ``lock``)."""
+        session = self.sessions.get(session_id)
+        current = self.current_turn_id(session_id)
+        rows = (
+            parse_row(record)
+            for record in self.session_messages(session_id)
+            if record.type == CLARIFICATION_REQUEST
+        )
+        active = (
+            row for row in rows if row_is_active(row, session, current, require_live_session=False)
+        )
+        return pending_ids_in_creation_order(active)
+
+    def record_superseded(self, pending_ids: Collection[str], turn: Turn) -> None:
+        """Issue #30, with the new ``turn`` (the caller holds ``lock``): a ``superseded``
+        notification event, at the turn's start, for each of ``pending_ids`` (the bundles
+        active on the turn before it) — recorded with the turn, since their rows are not
+        written (facts §4.4)."""
+        for pending_id in pending_ids:
+            self.record_event(uuid.uuid4().hex, pending_id, SUPERSEDED_EVENT, turn.started_at)
 
     def put_turn(self, turn: Turn) -> None:
         self.turns[turn.id] = turn

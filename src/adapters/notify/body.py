@@ -63,6 +63,7 @@ def subject(notification: Notification) -> str:
         "resolved": "Answered",
         "expired": "Expired",
         "cancelled": "Cancelled",
+        "superseded": "Closed without an answer (the agent moved on)",
     }.get(notification.event, notification.event)
     return f"[Clarion] {lead}: {topic}{suffix}"
 

@@ -30,7 +30,7 @@ from clarion.adapters.disconnect import DISCONNECTED, disconnect_message, until_
 from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.errors import failure
-from clarion.adapters.rest.query import page_parameters, query_value
+from clarion.adapters.rest.query import include_closed, page_parameters, query_value
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.adapters.wire.history import resolved_page_json
@@ -97,7 +97,12 @@ def clarification_routes(
 
     async def resolved(request: Request) -> Response:
         cursor, limit = page_parameters(request)
-        page = await listing.list_resolved(require_identity(request), cursor=cursor, limit=limit)
+        page = await listing.list_resolved(
+            require_identity(request),
+            cursor=cursor,
+            limit=limit,
+            include_closed=include_closed(request),
+        )
         return JSONResponse(resolved_page_json(page))
 
     async def get_request(request: Request) -> Response:

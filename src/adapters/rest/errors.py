@@ -7,7 +7,8 @@ answers. The table::
                                a thing the caller may not see gets the same bytes as a missing
                                one (A3, A5, A5a)
     NotActive             409  its message: "clarification request is no longer active" (R2,
-                               R11), or why a session takes no new bundle
+                               R11), or why a session takes no new bundle; a bundle closed
+                               without an answer adds the header Clarion-Closed-Reason (#30)
     ValidationError       400  its own message, which names the offending field (R10, N8d)
     PayloadTooLarge       413  its message: "request body too large: the limit is N bytes
                                (CLARION_MAX_BODY_BYTES)"
@@ -58,6 +59,9 @@ INVALID_TOKEN: Final = "invalid or expired token"
 CSRF_FAILED: Final = "CSRF token missing or invalid"
 BODY_TOO_LARGE: Final = "request body too large"
 INTERNAL_ERROR: Final = "internal server error"
+CLOSED_REASON_HEADER: Final = "Clarion-Closed-Reason"
+"""On a 409 for a bundle closed without an answer (issue #30): ``superseded``,
+``session_ended``, ``expired`` or ``cancelled``."""
 
 
 _WAIT_TEXT: Final = {
@@ -89,7 +93,9 @@ async def clarion_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, NotFound):
         return failure(404, exc.resource.value)
     if isinstance(exc, NotActive):
-        return failure(409, exc.message or NOT_ACTIVE_MESSAGE)
+        # Issue #30: why, beside the body R10/R11 pin byte for byte.
+        reason = {CLOSED_REASON_HEADER: exc.closed_reason} if exc.closed_reason else None
+        return failure(409, exc.message or NOT_ACTIVE_MESSAGE, headers=reason)
     if isinstance(exc, ValidationError):
         return failure(400, exc.message)
     if isinstance(exc, PayloadTooLarge):

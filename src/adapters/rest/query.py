@@ -37,6 +37,21 @@ def query_limit(request: Request) -> int | None:
     return int(raw)
 
 
+def include_closed(request: Request) -> bool:
+    """The resolved list's ``include``: absent, or ``closed`` for the bundles closed without
+    an answer too (issue #30); anything else is a 400 naming it.
+
+    Raises:
+        InvalidArgument: ``include`` is neither absent nor ``closed``.
+    """
+    raw = _one(request, "include")
+    if raw is None:
+        return False
+    if raw != "closed":
+        raise InvalidArgument("include: must be closed", field="include")
+    return True
+
+
 def page_parameters(request: Request) -> tuple[str, int | None]:
     """``cursor`` ("" when absent) and ``limit`` of a paged list."""
     return query_value(request, "cursor"), query_limit(request)

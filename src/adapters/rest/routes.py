@@ -122,6 +122,12 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
             _query_parameter(
                 "limit", {"type": "integer"}, "Page size: default 50, clamped to 1-200"
             ),
+            _query_parameter(
+                "include",
+                {"type": "string", "enum": ["closed"]},
+                "closed: also the bundles closed without an answer (status closed, with "
+                "closed_reason), in the same order (issue #30)",
+            ),
         ),
     ),
     RouteSpec(

@@ -43,7 +43,12 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from clarion.domain.model import MAX_TEXT_CODE_POINTS, REJECTED, Answer, Question, Resolution
-from clarion.domain.notifications import CANCELLED_EVENT, EXPIRED_EVENT, RESOLVED
+from clarion.domain.notifications import (
+    CANCELLED_EVENT,
+    EXPIRED_EVENT,
+    RESOLVED,
+    SUPERSEDED_EVENT,
+)
 from clarion.domain.resolved_by import ResolvedBy
 
 OPTION_ACTION: Final = "clarion_option"  # + "_<j>": answer with option j of the only question
@@ -66,6 +71,7 @@ _LEADS: Final[Mapping[str, str]] = {
     RESOLVED: "Answered",
     EXPIRED_EVENT: "Expired",
     CANCELLED_EVENT: "Cancelled",
+    SUPERSEDED_EVENT: "Closed without an answer",
 }
 _SURFACES: Final[Mapping[str, str]] = {
     "rest": "the REST API",
@@ -247,6 +253,8 @@ def final_blocks(
         by = f"{'Skipped' if rejected else 'Answered'} by {escape(who(resolved_by))}"
     elif event == EXPIRED_EVENT:
         by = "Nobody answered before the question expired."
+    elif event == SUPERSEDED_EVENT:  # issue #30
+        by = "The agent moved on to a newer turn before anyone answered."
     else:
         by = "The question was cancelled; nothing was answered."
     blocks.append(

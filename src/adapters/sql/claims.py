@@ -26,10 +26,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql import changes, statements
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
-from clarion.adapters.sql.history import list_resolved_bundles
+from clarion.adapters.sql.history import list_resolved_bundles, session_facts
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
-from clarion.adapters.sql.outbox import event_bits
+from clarion.adapters.sql.outbox import event_bits, record_superseded
 from clarion.adapters.sql.records import (
     insert_messages,
     insert_turn,
@@ -74,6 +74,7 @@ from clarion.ports.claims import (
     LiveDelivery,
     ProcessLease,
     ReconcileReport,
+    Reread,
     ResumeRecord,
 )
 from clarion.ports.system import Clock, IdGenerator
@@ -177,28 +178,18 @@ class SqlClaimRepository:
         read: the statement's verdict covers any of its sessions, M5 names the D2-first row's."""
         if not pending_id:
             return None
-        seen = Seen.of(visibility)
-        params = {"pending_id": pending_id, **Seen.parameters(visibility)}
         with read_transaction(self._engine) as connection:
-            found = connection.execute(
-                statements.visible_bundle_with_sessions(seen), params
-            ).mappings()
-            session_tasks = {}
-            records = []
-            for row in found:
-                record = message_record(row)
-                records.append(record)
-                session_tasks[record.session_id] = row["session_task_id"]
-            rows = order_rows(parse_row(record) for record in records)
-            if not rows:
-                return None
-            bundle = make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
-            if seen.scoped and len(session_tasks) > 1 and not any(r.task_id for r in rows):
-                params = {"task_id": bundle.task_id, **Seen.parameters(visibility)}
-                verdict = connection.execute(task_visibility(seen), params).scalar()
-                if not verdict:
-                    return None
-        return bundle
+            return _load_visible(connection, pending_id, visibility)
+
+    def reread_bundle(self, pending_id: str) -> Reread:
+        if not pending_id:
+            return Reread(bundle=None)
+        with read_transaction(self._engine) as connection:
+            bundle = _load_visible(connection, pending_id, _EVERYTHING)
+            if bundle is None:
+                return Reread(bundle=None)
+            first = bundle.rows[0]
+            return Reread(bundle, session_facts(connection, first.session_id, first.turn_id))
 
     def active_pending_ids(self, session_id: str) -> tuple[str, ...]:
         with read_transaction(self._engine) as connection:
@@ -434,8 +425,11 @@ class SqlClaimRepository:
                 session = load_session(connection, resume.session_id)
                 if session is None:
                     raise NotFound(resource=Resource.SESSION, key=resume.session_id)
+                superseded = active_on_current_turn(connection, session.id)
                 now = self._clock.now()
                 turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
+                if self._notifications:  # issue #30: the new turn closes them (no row written)
+                    record_superseded(connection, superseded, turn.started_at)
                 message = resume.message(session.task_id, turn.id, self._ids.new_id(), now)
                 insert_messages(connection, [message])
                 # updated_at stays the claim's, so winner and loser report one responded_at.
@@ -585,3 +579,33 @@ class SqlClaimRepository:
 
 
 __all__ = ["SqlClaimRepository"]
+
+
+def _load_visible(connection: Connection, pending_id: str, visibility: Visibility) -> Bundle | None:
+    """:meth:`SqlClaimRepository.load_visible_bundle` on ``connection``."""
+    seen = Seen.of(visibility)
+    params = {"pending_id": pending_id, **Seen.parameters(visibility)}
+    found = connection.execute(statements.visible_bundle_with_sessions(seen), params).mappings()
+    session_tasks = {}
+    records = []
+    for row in found:
+        record = message_record(row)
+        records.append(record)
+        session_tasks[record.session_id] = row["session_task_id"]
+    rows = order_rows(parse_row(record) for record in records)
+    if not rows:
+        return None
+    bundle = make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
+    if seen.scoped and len(session_tasks) > 1 and not any(r.task_id for r in rows):
+        params = {"task_id": bundle.task_id, **Seen.parameters(visibility)}
+        verdict = connection.execute(task_visibility(seen), params).scalar()
+        if not verdict:
+            return None
+    return bundle
+
+
+def active_on_current_turn(connection: Connection, session_id: str) -> tuple[str, ...]:
+    """The pending ids with a pending row on the session's current turn (the workflow
+    guard's reading), read in the caller's transaction."""
+    records = _select(connection, "session_active", {"session_id": session_id})
+    return pending_ids_in_creation_order(_rows(records))

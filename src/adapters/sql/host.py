@@ -13,6 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
+from clarion.adapters.sql.claims import active_on_current_turn
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
@@ -20,6 +21,7 @@ from clarion.adapters.sql.engine import (
     read_with_parent,
 )
 from clarion.adapters.sql.locks import lock_sessions
+from clarion.adapters.sql.outbox import record_superseded
 from clarion.adapters.sql.predicates import is_clarification
 from clarion.adapters.sql.records import (
     MESSAGE_COLUMNS,
@@ -353,8 +355,12 @@ class SqlHostRepository:
             session = load_session(connection, session_id)
             if session is None:
                 raise NotFound(resource=Resource.SESSION, key=session_id)
+            superseded = active_on_current_turn(connection, session_id)
             now = self._clock.now()
-            return insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
+            turn = insert_turn(connection, turn_id=self._ids.new_id(), session=session, now=now)
+            # Issue #30: the turn closes them; their rows are not written (facts §4.4).
+            record_superseded(connection, superseded, turn.started_at)
+            return turn
 
     def current_turn(self, session_id: str) -> Turn | None:
         with read_transaction(self._engine) as connection:

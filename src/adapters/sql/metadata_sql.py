@@ -26,7 +26,14 @@ from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 from sqlalchemy.types import TypeEngine
 
-from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST, PENDING, REJECTED
+from clarion.domain.model import (
+    ANSWERED,
+    CANCELLED,
+    CLARIFICATION_REQUEST,
+    EXPIRED,
+    PENDING,
+    REJECTED,
+)
 
 # The columns these readers need; any table or alias of ``task_session_messages`` has them.
 MessageFrom = sa.FromClause
@@ -180,6 +187,11 @@ def is_pendingish(m: MessageFrom) -> ColumnElement[bool]:
 def is_resolved(m: MessageFrom) -> ColumnElement[bool]:
     """D3: the row's status is "answered" or "rejected" (the claim's terminal outcomes)."""
     return status_of(m).in_([const(ANSWERED), const(REJECTED)])
+
+
+def is_ended(m: MessageFrom) -> ColumnElement[bool]:
+    """The row was expired or cancelled (issue #30: closed without an answer)."""
+    return status_of(m).in_([const(EXPIRED), const(CANCELLED)])
 
 
 def is_truthy_at(m: MessageFrom, key: str) -> ColumnElement[bool]:

@@ -43,6 +43,7 @@ from clarion.domain.notifications import (
     DUE,
     EXPIRED_EVENT,
     RESOLVED,
+    SUPERSEDED_EVENT,
     NewEntry,
     OutboxEntry,
     event_entry,
@@ -111,6 +112,15 @@ def insert_entries(connection: Connection, rows: Sequence[dict[str, Any]]) -> No
         raise ValueError(f"unsupported database {dialect}")
     statement = statement.on_conflict_do_nothing(index_elements=["idempotency_key"])
     connection.execute(statement, sorted(rows, key=lambda row: str(row["idempotency_key"])))
+
+
+def record_superseded(connection: Connection, pending_ids: Iterable[str], at: datetime) -> None:
+    """Issue #30: a ``superseded`` event for each of ``pending_ids``, in the caller's
+    transaction — the one starting the turn that closes them. Their rows are not written
+    (facts §4.4), so the event goes straight into the outbox (one ``INSERT``, only when a turn
+    closes anything)."""
+    entries = [event_entry(uuid.uuid4().hex, p, SUPERSEDED_EVENT, at) for p in pending_ids]
+    insert_entries(connection, [entry_values(e, e.id, e.created_at) for e in entries])
 
 
 # -- taking the events the transitions left on their rows ----------------------------------
@@ -184,5 +194,6 @@ __all__ = [
     "has_marked_rows",
     "insert_entries",
     "marked",
+    "record_superseded",
     "take_events",
 ]

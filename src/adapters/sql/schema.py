@@ -14,13 +14,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
 from clarion.adapters.sql.metadata_sql import (
+    const,
     is_clarification,
     is_delivery_pending,
+    is_ended,
     is_pendingish,
     is_resolved,
     pending_id_of,
 )
 from clarion.adapters.sql.types import EMPTY, PAT_KIND_DEFAULT, Key, UtcDateTime
+from clarion.domain.model import SessionState
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -82,6 +85,23 @@ task_sessions = sa.Table(
     sa.Index("ix_task_sessions_task_id", "task_id"),
 )
 
+
+# Issue #30: the history walks the sessions that ended, newest state change first (their
+# unexpired bundles closed then), and the turns by start (each one closes the pending
+# bundles of the turn before it, with no write: facts §4.4).
+def session_has_ended(session: sa.FromClause) -> sa.ColumnElement[bool]:
+    """The session's state is COMPLETED, FAILED or CANCELLED (constants inline, so the partial
+    index below applies)."""
+    return session.c.state.in_([const(state) for state in sorted(SessionState.TERMINAL)])
+
+
+sa.Index(
+    "ix_task_sessions_ended",
+    task_sessions.c.updated_at,
+    sqlite_where=session_has_ended(task_sessions),
+    postgresql_where=session_has_ended(task_sessions),
+)
+
 task_session_turns = sa.Table(
     "task_session_turns",
     metadata,
@@ -105,6 +125,7 @@ task_session_turns = sa.Table(
         "created_at",
         "id",
     ),
+    sa.Index("ix_task_session_turns_started", "started_at"),
 )
 
 task_session_messages = sa.Table(
@@ -217,6 +238,17 @@ sa.Index(
     messages.c.bundle_pending_id,
     sqlite_where=sa.and_(is_clarification(messages), is_resolved(messages)),
     postgresql_where=sa.and_(is_clarification(messages), is_resolved(messages)),
+)
+
+# Issue #30: the history's closed bundles — expired and cancelled clarification rows walked
+# backwards by (closing time, pending id), as the resolved ones above; an ended row's
+# ``updated_at`` is its expiry's or cancellation's (nothing writes an ended row again).
+sa.Index(
+    "ix_task_session_messages_ended_order",
+    messages.c.updated_at,
+    messages.c.bundle_pending_id,
+    sqlite_where=sa.and_(is_clarification(messages), is_ended(messages)),
+    postgresql_where=sa.and_(is_clarification(messages), is_ended(messages)),
 )
 
 # The notification store finds the marked rows here, by bundle (adapters.sql.outbox).

@@ -358,8 +358,8 @@ def outcome_title(page: LinkPage, *, submitted: bool) -> str:
         else:
             lead = "Already answered."
         return f"{lead} The question was skipped." if rejected else f"{lead} This was recorded:"
-    if page.state is LinkState.FAILED:
-        return page.message
+    if page.state is LinkState.FAILED or (page.state is LinkState.CLOSED and page.message):
+        return page.message  # a CLOSED page's message says why it closed (issue #30)
     return _MESSAGES.get(page.state, "")
 
 

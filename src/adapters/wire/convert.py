@@ -21,6 +21,7 @@ from cattrs.errors import IterableValidationNote
 from cattrs.gen import make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter
 
+from clarion.adapters.wire import models
 from clarion.adapters.wire.models import OMIT_EMPTY
 from clarion.domain.errors import ValidationError
 from clarion.domain.timestamps import parse_rfc3339
@@ -64,7 +65,16 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(bool, _strict(bool, "a boolean"))
     converter.register_structure_hook(int, _strict(int, "an integer"))
     converter.register_structure_hook(datetime, _structure_timestamp)
+    converter.register_structure_hook(type(None), _strict(type(None), "null"))
     converter.register_unstructure_hook(datetime, format_timestamp)
+
+    def history_entry(value: Any, _: Any) -> Any:
+        # Issue #30: the resolved list's entries tell their kind by ``status``.
+        closed = isinstance(value, dict) and value.get("status") == "closed"
+        kind = models.ClosedBundle if closed else models.ResolvedBundle
+        return converter.structure(value, kind)
+
+    converter.register_structure_hook(models.ResolvedBundle | models.ClosedBundle, history_entry)
 
     def list_hook(kind: Any) -> Any:
         base = list_structure_factory(kind, converter)

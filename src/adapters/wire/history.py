@@ -1,12 +1,14 @@
-"""The resolved list's wire form (issue #20): one page of :class:`ResolvedBundle` and the
-audit export's JSON Lines record, both built from the same models."""
+"""The resolved list's wire form (issue #20): one page of :class:`ResolvedBundle` (and, issue
+#30, :class:`ClosedBundle`) and the audit export's JSON Lines record, both built from the same
+models."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from clarion.adapters.wire import models, option_models, response_model, unstructure
-from clarion.domain.history import ResolvedBundle, ResolvedPage
+from clarion.domain.history import ClosedBundle, HistoryEntry, ResolvedBundle, ResolvedPage
+from clarion.domain.listing import ListedQuestion
 from clarion.domain.resolved_by import ResolvedBy
 
 
@@ -19,6 +21,42 @@ def resolver_model(resolved_by: ResolvedBy) -> models.Resolver:
     )
 
 
+def _questions(questions: tuple[ListedQuestion, ...]) -> list[models.ListedQuestion]:
+    return [
+        models.ListedQuestion(
+            question_id=question.question_id,
+            title=question.title,
+            prompt=question.prompt,
+            status=question.status,
+            options=option_models(question.options),
+        )
+        for question in questions
+    ]
+
+
+def closed_bundle_model(bundle: ClosedBundle) -> models.ClosedBundle:
+    return models.ClosedBundle(
+        pending_id=bundle.pending_id,
+        task_id=bundle.task_id,
+        session_id=bundle.session_id,
+        created_at=bundle.created_at,
+        context=bundle.context,
+        questions=_questions(bundle.questions),
+        status="closed",
+        closed_reason=bundle.reason,  # type: ignore[arg-type]
+        closed_at=bundle.closed_at,
+        response=None,
+        resolved_by=None,
+        resolved_at=bundle.closed_at,
+    )
+
+
+def history_model(bundle: HistoryEntry) -> models.ResolvedBundle | models.ClosedBundle:
+    if isinstance(bundle, ClosedBundle):
+        return closed_bundle_model(bundle)
+    return resolved_bundle_model(bundle)
+
+
 def resolved_bundle_model(bundle: ResolvedBundle) -> models.ResolvedBundle:
     return models.ResolvedBundle(
         pending_id=bundle.pending_id,
@@ -26,16 +64,7 @@ def resolved_bundle_model(bundle: ResolvedBundle) -> models.ResolvedBundle:
         session_id=bundle.session_id,
         created_at=bundle.created_at,
         context=bundle.context,
-        questions=[
-            models.ListedQuestion(
-                question_id=question.question_id,
-                title=question.title,
-                prompt=question.prompt,
-                status=question.status,
-                options=option_models(question.options),
-            )
-            for question in bundle.questions
-        ],
+        questions=_questions(bundle.questions),
         status=bundle.resolution.status,  # type: ignore[arg-type]
         response=response_model(bundle.resolution),
         resolved_by=resolver_model(bundle.resolved_by),
@@ -43,14 +72,14 @@ def resolved_bundle_model(bundle: ResolvedBundle) -> models.ResolvedBundle:
     )
 
 
-def resolved_bundle_json(bundle: ResolvedBundle) -> dict[str, Any]:
-    """One resolved bundle as the list and the audit export (one JSON line each) write it."""
-    return unstructure(resolved_bundle_model(bundle))
+def resolved_bundle_json(bundle: HistoryEntry) -> dict[str, Any]:
+    """One history entry as the list and the audit export (one JSON line each) write it."""
+    return unstructure(history_model(bundle))
 
 
 def resolved_page_json(page: ResolvedPage) -> dict[str, Any]:
-    bundles = [resolved_bundle_model(bundle) for bundle in page.bundles]
+    bundles = [history_model(bundle) for bundle in page.bundles]
     return unstructure(models.ResolvedPage(bundles, len(bundles), page.next_cursor))
 
 
-__all__ = ["resolved_bundle_json", "resolved_page_json", "resolver_model"]
+__all__ = ["history_model", "resolved_bundle_json", "resolved_page_json", "resolver_model"]

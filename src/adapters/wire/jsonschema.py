@@ -2,7 +2,7 @@
 
 A field's type gives its schema (``str`` a string, ``datetime`` a ``date-time`` string, ``int``
 an integer, ``bool`` a boolean, ``list[X]`` an array of X,
-``dict[str, Any]`` any object, ``X | None`` a nullable X, a
+``dict[str, Any]`` any object, ``X | None`` a nullable X, ``A | B`` of models ``oneOf`` them, a
 ``Literal`` an ``enum`` (``const`` for one value), a model a nested object); its
 ``metadata["schema"]`` adds keywords or replaces the whole (see :mod:`.models`): the keywords
 for every dialect (``"*"``) first, then the dialect's own over them. Keys come in one order
@@ -87,6 +87,8 @@ def _of_type(kind: Any, dialect: Dialect) -> Schema:
         return {"type": "array", "items": _of_type(arguments[0], dialect)}
     if origin in (types.UnionType, typing.Union):
         present = [argument for argument in arguments if argument is not type(None)]
+        if len(present) == len(arguments) > 1 and all(attrs.has(a) for a in present):
+            return {"oneOf": [_of_type(argument, dialect) for argument in present]}
         if len(present) != 1 or len(arguments) != 2:
             raise TypeError(f"no JSON Schema for the union {kind!r}")
         inner = _of_type(present[0], dialect)

@@ -230,11 +230,36 @@ class ResolvedBundle:
     resolved_at: datetime
 
 
+ClosedReason = Literal["superseded", "session_ended", "expired", "cancelled"]
+_NULL: Final = replaced({"type": "null"})
+
+
+@attrs.frozen
+class ClosedBundle:
+    """Issue #30 (``?include=closed``): a bundle that left the pending list without an
+    answer — ``closed_reason`` says why, ``closed_at`` when; ``response`` and ``resolved_by``
+    are null, and ``resolved_at`` equals ``closed_at`` (the list's one order)."""
+
+    pending_id: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+    context: str
+    questions: list[ListedQuestion]
+    status: Literal["closed"]
+    closed_reason: ClosedReason
+    closed_at: datetime
+    response: None = attrs.field(metadata=_NULL)
+    resolved_by: None = attrs.field(metadata=_NULL)
+    resolved_at: datetime
+
+
 @attrs.frozen
 class ResolvedPage:
-    """``{"bundles", "count", "next_cursor"}`` like the pending list, newest first."""
+    """``{"bundles", "count", "next_cursor"}`` like the pending list, newest first; closed
+    bundles only when asked for (issue #30)."""
 
-    bundles: list[ResolvedBundle]
+    bundles: list[ResolvedBundle | ClosedBundle]
     count: int = attrs.field(metadata=_COUNT)
     next_cursor: str
 
@@ -792,6 +817,7 @@ SHAPES: Final[tuple[type[Any], ...]] = (
     PendingPage,
     Resolver,
     ResolvedBundle,
+    ClosedBundle,
     ResolvedPage,
     Task,
     TaskList,

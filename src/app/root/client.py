@@ -16,9 +16,10 @@ class ClientError(Exception):
 
     ``status`` is the HTTP status of a refusal, 0 when the server was not reached."""
 
-    def __init__(self, message: str, *, status: int = 0) -> None:
+    def __init__(self, message: str, *, status: int = 0, closed_reason: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.closed_reason = closed_reason  # issue #30: a 409's Clarion-Closed-Reason
 
 
 class ClarionClient:
@@ -51,6 +52,7 @@ class ClarionClient:
             raise ClientError(
                 f"{response.status_code} from {self._base}: {_error_text(response)}",
                 status=response.status_code,
+                closed_reason=response.headers.get("Clarion-Closed-Reason", ""),
             )
         try:
             return json.loads(response.content or b"null")
@@ -77,13 +79,16 @@ class ClarionClient:
         """The pending bundle with this id, or None when it is not pending (or not visible)."""
         return next((b for b in self.pending() if b["pending_id"] == pending_id), None)
 
-    def resolved(self, *, at_most: int) -> list[dict[str, Any]]:
-        """Up to ``at_most`` resolved bundles the caller may see, newest first, following
-        ``next_cursor`` as far as needed."""
+    def resolved(self, *, at_most: int, closed: bool = True) -> list[dict[str, Any]]:
+        """Up to ``at_most`` resolved bundles the caller may see — with ``closed``, the ones
+        closed without an answer too (issue #30) — newest first, following ``next_cursor`` as
+        far as needed."""
         bundles: list[dict[str, Any]] = []
         cursor = ""
         while len(bundles) < at_most:
             query = {"limit": str(min(200, at_most - len(bundles)))}
+            if closed:
+                query["include"] = "closed"
             if cursor:
                 query["cursor"] = cursor
             page = self._request("GET", "/api/v1/clarification/resolved", params=query)

@@ -50,6 +50,7 @@ from clarion.domain.errors import (
     NotFound,
     failure_fields,
 )
+from clarion.domain.history import CLOSED_WHY
 from clarion.domain.model import Identity, Outcome, Question, Resolution
 from clarion.domain.outcome import validate_outcome
 from clarion.domain.replay import replay_winner
@@ -338,9 +339,12 @@ class AnswerLinks:
         except NotFound:
             await self._release(target)
             return attrs.evolve(base, state=LinkState.UNAVAILABLE)
-        except NotActive:
+        except NotActive as exc:
             await self._release(target)
-            return attrs.evolve(base, state=LinkState.CLOSED)
+            why = CLOSED_WHY.get(exc.closed_reason, "")
+            # Issue #30: why it closed, when the resolver's one re-read could tell.
+            message = f"This question was closed without an answer: {why}. Nothing was recorded."
+            return attrs.evolve(base, state=LinkState.CLOSED, message=message if why else "")
         except DeliveryError as exc:
             if exc.retryable:
                 await self._release(target)

@@ -22,6 +22,7 @@ from clarion.app.usecases.publishing import (
     TURN_STARTED,
     publish,
     publish_bundles,
+    publish_superseded,
     session_event,
 )
 from clarion.app.usecases.runner import Runner
@@ -93,8 +94,20 @@ class Lifecycle:
             ClaimError: the store failed.
         """
         session = await self._session(identity, session_id)
+        # Issue #30: which bundles the new turn closes, to say so (the store records their
+        # notification events with the turn itself).
+        superseded = await self._run.guarded(
+            LIFECYCLE_FAILED, self._claims.active_pending_ids, session.id
+        )
         turn = await self._run.guarded(LIFECYCLE_FAILED, self._host.start_turn, session.id)
         self._waiters.cancel_session(session.id)
+        publish_superseded(
+            self._events,
+            superseded,
+            task_id=session.task_id,
+            session_id=session.id,
+            turn_id=turn.id,
+        )
         publish(
             self._events,
             Event(

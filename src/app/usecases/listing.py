@@ -12,7 +12,7 @@ from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
 from clarion.domain.errors import NotFound
 from clarion.domain.history import (
-    ResolvedBundle,
+    HistoryEntry,
     ResolvedPage,
     ResolvedQuery,
     resolved_bundle_bytes,
@@ -94,10 +94,13 @@ class Listing:
         cursor: str = "",
         limit: int | None = None,
         resolved_since: datetime | None = None,
+        include_closed: bool = False,
     ) -> ResolvedPage:
         """A page of settled bundles visible to ``identity`` — the pending list's visibility
         (foreign ≡ absent) — newest resolution first, with outcome and who resolved (issue
-        #20). ``cursor`` and ``limit`` follow the pending list's rules (L9, L10, L13).
+        #20); with ``include_closed`` the bundles closed without an answer too, with their
+        reason (issue #30). ``cursor`` and ``limit`` follow the pending list's rules (L9,
+        L10, L13).
 
         Raises:
             InvalidArgument: ``cursor`` is unparseable (``field`` names it).
@@ -111,6 +114,7 @@ class Listing:
             before,
             clamp_limit(limit, self.max_page_size),
             resolved_since,
+            include_closed,
         )
 
     def _resolved(
@@ -119,17 +123,17 @@ class Listing:
         before: tuple[datetime, str] | None,
         limit: int,
         resolved_since: datetime | None,
+        include_closed: bool,
     ) -> ResolvedPage:
         visibility = self._authorizer.visibility(identity)
 
-        def read(
-            count: int, last: ResolvedBundle | None
-        ) -> tuple[tuple[ResolvedBundle, ...], bool]:
+        def read(count: int, last: HistoryEntry | None) -> tuple[tuple[HistoryEntry, ...], bool]:
             query = ResolvedQuery(
                 visibility=visibility,
                 limit=count,
                 before=(last.resolved_at, last.pending_id) if last is not None else before,
                 resolved_since=resolved_since,
+                include_closed=include_closed,
             )
             page = self._claims.list_resolved_bundles(query)
             return page.bundles, page.has_more

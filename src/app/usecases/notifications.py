@@ -51,7 +51,7 @@ import structlog
 
 from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, NotFound, failure_fields
-from clarion.domain.model import CANCELLED, EXPIRED, Answer, Identity, Outcome
+from clarion.domain.model import CANCELLED, EXPIRED, Answer, Identity, Outcome, Resolution
 from clarion.domain.notifications import (
     ANSWERABLE,
     ASKING_EVENTS,
@@ -66,6 +66,7 @@ from clarion.domain.notifications import (
     ON_DEADLINE_EXPIRE,
     REMINDER,
     RESOLVED,
+    SUPERSEDED_EVENT,
     NewEntry,
     OutboxEntry,
     Route,
@@ -419,7 +420,7 @@ class NotificationWorker:
             pending_id=bundle.pending_id,
             task_id=bundle.task_id,
             workspace_id=await self._workspace_of(bundle),
-            status=bundle.rows[0].display_status if winner is None else winner.status,
+            status=_status(entry.event, bundle, winner),
             context=bundle.context,
             questions=bundle.questions,
             link=deep_link(self._public_url, bundle.pending_id),
@@ -532,6 +533,17 @@ class NotificationWorker:
                 await self._finish(entry, FAILED, type(exc).__name__)
                 return
         await self._finish(entry, DONE, policy)
+
+
+def _status(event: str, bundle: Bundle, winner: Resolution | None) -> str:
+    """The bundle's status as a notification reports it: the winner's, ``superseded`` for a
+    bundle a newer turn closed (its rows still read pending: nothing is written, #30), else
+    its first row's."""
+    if winner is not None:
+        return winner.status
+    if event == SUPERSEDED_EVENT:
+        return SUPERSEDED_EVENT
+    return bundle.rows[0].display_status
 
 
 def default_outcome(bundle: Bundle, option_id: str) -> Outcome | None:

@@ -28,6 +28,7 @@ from clarion.app.usecases.publishing import (
     BUNDLE_RESTORED,
     publish,
     publish_bundles,
+    publish_superseded,
     session_event,
 )
 from clarion.app.usecases.runner import Runner, StoreFailure
@@ -170,13 +171,20 @@ class Resolver:
         return resolution
 
     async def _replay(self, pending_id: str) -> Resolution:
-        """R2/R2a: one re-read, never retried; whatever it shows is what the loser is told."""
-        bundle = await self._run.guarded(
-            StoreFailure(REREAD_FAILED, pending_id=pending_id), self._claims.load_bundle, pending_id
+        """R2/R2a: one re-read, never retried; whatever it shows is what the loser is told —
+        with no winner, why the bundle closed as that same read shows it (issue #30)."""
+        reread = await self._run.guarded(
+            StoreFailure(REREAD_FAILED, pending_id=pending_id),
+            self._claims.reread_bundle,
+            pending_id,
         )
+        bundle = reread.bundle
         winner = replay_winner(pending_id, bundle.rows if bundle is not None else ())
         if winner is None:
-            raise NotActive(NOT_ACTIVE_MESSAGE)
+            closed = reread.closed
+            reason = closed[0] if closed is not None else ""
+            log.info("clarification.late_answer", pending_id=pending_id, closed_reason=reason)
+            raise NotActive(NOT_ACTIVE_MESSAGE, closed_reason=reason)
         return winner
 
     async def _deliver(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
@@ -234,6 +242,14 @@ class Resolver:
             claimed_ids=result.claimed_ids,
             claimed_at=resolution.responded_at,
         )
+        # Issue #30: a resume starts a new turn, which closes the session's other active
+        # bundles; read them first to say so (the store records their notification events
+        # with the turn itself).
+        others = await self._run.guarded(
+            StoreFailure(CLAIM_FAILED, pending_id=bundle.pending_id),
+            self._claims.active_pending_ids,
+            bundle.session_id,
+        )
         try:
             with anyio.fail_after(self._resume_timeout):
                 finalized = await self._dispatcher.dispatch(request)
@@ -246,8 +262,15 @@ class Resolver:
         log.info("clarification.resume_accepted", pending_id=bundle.pending_id)
         self._metrics.resume_dispatched("accepted")
         if finalized is not None:
-            # The dispatcher finalized the claim together with its resume record (the outbox).
+            # The dispatcher finalized the claim together with its resume record (the outbox)
+            # on a new turn, which superseded the session's other active bundles.
             publish_bundles(self._events, BUNDLE_RESOLVED, finalized, bundle.task_id)
+            publish_superseded(
+                self._events,
+                [pending_id for pending_id in others if pending_id != bundle.pending_id],
+                task_id=bundle.task_id,
+                session_id=bundle.session_id,
+            )
             return
         await self._finalize_or_raise(bundle, result, resolution, RESUME_UNFINALIZED)
 

@@ -23,7 +23,11 @@ from clarion.domain.model import (
 from clarion.domain.replay import replay_winner
 from clarion.domain.rows import ASKED_BY_ASK, ASKED_BY_REQUEST, Asker, Bundle, question_json
 from clarion.ports.claims import ClaimResult
-from clarion.ports.testing.history import PendingSummaryContract, ResolvedListContract
+from clarion.ports.testing.history import (
+    ClosedHistoryContract,
+    PendingSummaryContract,
+    ResolvedListContract,
+)
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
 from clarion.ports.testing.resolved import ResolvedByContract
@@ -557,10 +561,12 @@ class ClaimRepositoryContract(
     ListActiveBundlesContract,
     ResolvedByContract,
     ResolvedListContract,
+    ClosedHistoryContract,
     PendingSummaryContract,
 ):
     """The whole :class:`clarion.ports.ClaimRepository` contract: the claim, the lifecycle
-    around it, the list query, the record of who resolved, and the resolved list."""
+    around it, the list query, the record of who resolved, and the resolved list with its
+    closed bundles."""
 
 
 __all__ = ["ClaimRepositoryContract", "ClaimTransitionsContract", "race_claims"]

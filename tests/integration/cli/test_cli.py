@@ -389,3 +389,47 @@ def test_audit_export_writes_every_resolution_as_json_lines_from_the_database(
     ]
     assert main(["audit", "export", "--database-url", database_url, "--since", "yesterday"]) == 1
     assert "--since" in capsys.readouterr().err
+
+
+def test_a_question_closed_without_an_answer_is_in_the_history_and_a_late_answer_says_why(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#30: a bundle a newer turn superseded is listed with why, and answering it is one
+    clear line; the audit export adds it only when asked."""
+    import json
+
+    import httpx2
+
+    with _serve(database_url, auth_enabled=True) as (url, clarion):
+        auth = clarion.authentication
+        alice = auth.issue_token(auth.create_user("Alice").id).token
+        headers = {"Authorization": f"Bearer {alice}"}
+        pending_id = _one_question_bundle(url, headers)
+        bundle = httpx2.get(f"{url}/api/v1/clarification/pending", headers=headers).json()
+        session_id = bundle["bundles"][0]["session_id"]
+        turn = httpx2.post(f"{url}/api/v1/sessions/{session_id}/turns", headers=headers)
+        assert turn.status_code == 201
+        monkeypatch.setenv("CLARION_TOKEN", alice)
+        capsys.readouterr()
+        assert main(["questions", "history", "--url", url]) == 0
+        out = capsys.readouterr().out
+        assert f"{pending_id}  closed without an answer: the agent moved on to a newer turn" in out
+        assert "q1: Ship it?" in out
+        assert main(["questions", "history", "--url", url, "--answered-only"]) == 0
+        assert "No resolved questions." in capsys.readouterr().out
+        late = ["questions", "answer", pending_id, "--url", url, "--select", "q1=q1_opt1"]
+        assert main(late) == 1
+        err = capsys.readouterr().err
+        assert err == (
+            f"clarion: error: {pending_id} was closed without an answer (the agent moved on to "
+            "a newer turn); nothing was recorded\n"
+        )
+    assert main(["audit", "export", "--database-url", database_url]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["audit", "export", "--database-url", database_url, "--include-closed"]) == 0
+    [line] = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert (line["pending_id"], line["status"], line["closed_reason"]) == (
+        pending_id,
+        "closed",
+        "superseded",
+    )

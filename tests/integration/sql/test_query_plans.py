@@ -361,3 +361,32 @@ def test_the_resolved_list_walks_the_resolved_order_index_and_sorts_no_history(
     ]
     assert [n["Alias"] for n in walks] == ["head"]
     assert [n for n in under_limit if n["Node Type"] == "Sort"] == []
+
+
+def test_the_history_with_closed_bundles_never_scans_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """#30: with the closed bundles the history merges four walks — resolved and ended rows
+    by their indexes, superseded bundles through the turns, ended sessions through theirs —
+    each reading only partial indexes or probes, never the whole message history."""
+    for n in range(3):
+        bundle = world.bundle_in_new_session(f"gone-{n}")
+        world.host.start_turn(bundle.session_id)
+    query = ResolvedQuery(visibility=Visibility.owned_by("alice"), limit=3, include_closed=True)
+    statements = _captured(engine, lambda: world.claims.list_resolved_bundles(query))
+    walked = ("ix_task_session_messages_resolved_order", "ix_task_session_messages_ended_order")
+    # Walking those two newest first, stopped by the page's LIMIT, is the point of them.
+    scans = [s for s in _full_scans(engine, statements) if not any(i in s for i in walked)]
+    assert scans == []
+    sql, parameters = statements[-1]
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            plan = "\n".join(
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            )
+        else:
+            plan = str(connection.exec_driver_sql(f"EXPLAIN {sql}", parameters).all())
+            connection.rollback()
+    for index in walked:
+        assert index in plan, plan

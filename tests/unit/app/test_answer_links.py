@@ -244,7 +244,11 @@ async def test_a_bundle_that_ended_unanswered_shows_closed(world: World) -> None
         world.alice, world.session_id, "COMPLETED"
     )
     assert (await world.links.view(token)).state is LinkState.CLOSED
-    assert (await world.links.answer(token, choose("q1_opt1"))).state is LinkState.CLOSED
+    late = await world.links.answer(token, choose("q1_opt1"))
+    assert late.state is LinkState.CLOSED
+    assert late.message == (  # #30: told why
+        "This question was closed without an answer: the session ended. Nothing was recorded."
+    )
     assert (await world.links.view(token)).state is LinkState.CLOSED  # released: nothing used
 
 

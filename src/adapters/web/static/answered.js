@@ -1,8 +1,10 @@
 // The "Answered" view (issue #20): the settled bundles this person may see, newest first —
-// what was asked, what was answered, who answered, where and when — re-read from
-// GET /api/v1/clarification/resolved whenever the live stream says something changed.
+// what was asked, what was answered, who answered, where and when — and (issue #30) the ones
+// closed without an answer, with why — re-read from GET /api/v1/clarification/resolved
+// whenever the live stream says something changed.
 
 import { api, paths } from "./api.js";
+import { closedWhy } from "./closed.js";
 import { h, joined } from "./dom.js";
 import { listing, Reloading } from "./reload.js";
 
@@ -66,7 +68,27 @@ function origin(bundle, tasks) {
   );
 }
 
+/** Issue #30: a question that left the inbox without an answer, and why. */
+function closedEntry(bundle, tasks) {
+  return h(
+    "li",
+    { class: "answered-item answered-closed", dataset: { pendingId: bundle.pending_id } },
+    origin(bundle, tasks),
+    h(
+      "p",
+      { class: "answered-who" },
+      h("strong", { text: "Closed without an answer" }),
+      " — ",
+      h("span", { class: "answered-reason", text: closedWhy(bundle.closed_reason) }),
+      ", ",
+      h("time", { datetime: bundle.closed_at, text: when(bundle.closed_at) }),
+    ),
+    h("p", { class: "meta", text: bundle.questions.map((q) => q.prompt).join(" · ") }),
+  );
+}
+
 function entry(bundle, tasks) {
+  if (bundle.status === "closed") return closedEntry(bundle, tasks);
   const rejected = bundle.status === "rejected";
   return h(
     "li",

@@ -24,8 +24,9 @@ function csrfToken() {
 }
 
 /**
- * Send one JSON request. Never throws: resolves to `{status, ok, body}` where `status` is 0
- * when the server could not be reached and `body` is the parsed JSON (or null).
+ * Send one JSON request. Never throws: resolves to `{status, ok, body, closedReason}` where
+ * `status` is 0 when the server could not be reached, `body` is the parsed JSON (or null) and
+ * `closedReason` the Clarion-Closed-Reason header ("" without one).
  */
 export async function api(method, path, body) {
   // A label for the record of who resolved; with a cookie session the server knows anyway.
@@ -52,7 +53,9 @@ export async function api(method, path, body) {
   } catch {
     data = null;
   }
-  return { status: response.status, ok: response.ok, body: data };
+  // Issue #30: a 409 for a question closed without an answer says why in this header.
+  const closedReason = response.headers.get("Clarion-Closed-Reason") ?? "";
+  return { status: response.status, ok: response.ok, body: data, closedReason };
 }
 
 /** "<what failed>: <why>." — the server's `error` text, or what is known about the failure. */
@@ -81,6 +84,7 @@ export const paths = {
     if (cursor) query.set("cursor", cursor);
     return `api/v1/clarification/pending?${query}`;
   },
-  resolved: (limit) => `api/v1/clarification/resolved?limit=${limit}`,
+  // With the questions closed without an answer (issue #30).
+  resolved: (limit) => `api/v1/clarification/resolved?limit=${limit}&include=closed`,
   respond: (pendingId) => `api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
 };

@@ -2,6 +2,7 @@
 
 import { api, errorText, paths } from "./api.js";
 import { ago, domId, h, joined } from "./dom.js";
+import { closedWhy } from "./closed.js";
 import { limitedText } from "./text.js";
 
 const SEND_FAILED = "Your answer was not recorded";
@@ -369,7 +370,7 @@ export class BundleCard {
     }
     switch (result.status) {
       case 409:
-        this.close("inactive");
+        this.close("inactive", undefined, undefined, result.closedReason);
         return;
       case 404:
         this.close("gone");
@@ -442,12 +443,17 @@ export class BundleCard {
   }
 
   /** Replace the form with the outcome; the card stays until dismissed. */
-  close(outcome, status, response) {
+  close(outcome, status, response, closedReason = "") {
     const hadFocus = this.el.contains(document.activeElement);
     this.state = "closed";
     const rejected = status === "rejected" || (response && response.rejected === true);
     const [answeredTitle, rejectedTitle] = OUTCOMES[outcome];
-    const title = rejected ? rejectedTitle : answeredTitle;
+    // Issue #30: a late answer is told why the question closed.
+    const title = closedReason
+      ? `This question was closed without an answer: ${closedWhy(closedReason)}. Nothing was recorded.`
+      : rejected
+        ? rejectedTitle
+        : answeredTitle;
 
     const list = h("dl", { class: "recorded" });
     if (response && !rejected) {

@@ -11,6 +11,7 @@ const KINDS = [
   "bundle.expired",
   "bundle.restored",
   "bundle.cancelled",
+  "bundle.superseded",
   "session.updated",
   "turn.started",
 ];

@@ -6,6 +6,10 @@ applies no per-user visibility — it is the operator's view, not a user's (user
 ``clarion questions history``). It only reads; it serves nothing and may run next to the
 serving process. Lines are written newest resolution first, one page (200 bundles) at a
 time, so memory stays flat however long the history is.
+
+It exports resolutions — who decided what — and so, by default, not the bundles closed
+without an answer (nobody decided them); ``--include-closed`` adds them, each a line with
+``status`` "closed" and its ``closed_reason`` (issue #30), in the same order.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     export.add_argument(
         "--format", choices=["jsonl"], default="jsonl", help="output format (jsonl)"
     )
+    export.add_argument(
+        "--include-closed",
+        action="store_true",
+        help="also the questions closed without an answer (status closed, with closed_reason)",
+    )
     database_flag(export)
     export.set_defaults(handler=_export)
 
@@ -59,7 +68,11 @@ def _export(args: argparse.Namespace) -> int:
         before: tuple[datetime, str] | None = None
         while True:
             query = ResolvedQuery(
-                visibility=Visibility.everything(), limit=PAGE, before=before, resolved_since=since
+                visibility=Visibility.everything(),
+                limit=PAGE,
+                before=before,
+                resolved_since=since,
+                include_closed=args.include_closed,
             )
             page = claims.list_resolved_bundles(query)
             for bundle in page.bundles:

@@ -13,6 +13,7 @@ from typing import Any
 
 from clarion.app.root.cli.common import DEFAULT_URL, CliError, server_flags
 from clarion.app.root.client import ClarionClient, ClientError
+from clarion.domain.history import CLOSED_WHY
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,12 +50,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     server_flags(answer)
     answer.set_defaults(handler=_questions_answer)
     history = question_commands.add_parser(
-        "history", help="the resolved questions you may see, newest first, with who answered"
+        "history",
+        help="the resolved questions you may see, newest first, with who answered, and those "
+        "closed without an answer, with why",
     )
     history.add_argument(
         "--limit", type=int, default=20, help="show at most this many bundles (default 20)"
     )
     history.add_argument("--json", action="store_true", help="print the raw JSON bundles")
+    history.add_argument(
+        "--answered-only",
+        action="store_true",
+        help="leave out the questions closed without an answer (superseded, session ended, "
+        "expired, cancelled)",
+    )
     server_flags(history)
     history.set_defaults(handler=_questions_history)
 
@@ -162,6 +171,12 @@ def _questions_answer(args: argparse.Namespace) -> int:
     try:
         result = client.respond(args.pending_id, body)
     except ClientError as exc:
+        if exc.status == 409 and exc.closed_reason:
+            # Issue #30: one line saying why, not a bare 409.
+            why = CLOSED_WHY.get(exc.closed_reason, exc.closed_reason)
+            raise CliError(
+                f"{args.pending_id} was closed without an answer ({why}); nothing was recorded"
+            ) from exc
         if not found and not args.reject and exc.status == 400:
             # Labels and the question list come from the pending list; a settled (or
             # invisible) bundle is not in it, so nothing could be filled in.
@@ -191,7 +206,7 @@ def _questions_answer(args: argparse.Namespace) -> int:
 def _questions_history(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise CliError("--limit must be at least 1")
-    bundles = _client(args).resolved(at_most=args.limit)
+    bundles = _client(args).resolved(at_most=args.limit, closed=not args.answered_only)
     if args.json:
         print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
         return 0
@@ -199,6 +214,12 @@ def _questions_history(args: argparse.Namespace) -> int:
         print("No resolved questions.")
         return 0
     for bundle in bundles:
+        if bundle["status"] == "closed":  # issue #30
+            why = CLOSED_WHY.get(bundle["closed_reason"], bundle["closed_reason"])
+            print(f"{bundle['closed_at']}  {bundle['pending_id']}  closed without an answer: {why}")
+            for question in bundle["questions"]:
+                print(f"  {question['question_id']}: {question['prompt']}")
+            continue
         who = bundle["resolved_by"]
         name = who["display_name"] or who["identity_id"] or "unknown"
         print(
