@@ -262,6 +262,35 @@ class AgentAsks:
         Raises:
             what :meth:`Asking.offer` raises.
         """
+        return await self.offer(
+            asker,
+            key,
+            session_id,
+            drafts,
+            context,
+            context_paragraphs=context_paragraphs,
+            as_task=True,
+        )
+
+    async def offer(
+        self,
+        asker: Asker,
+        key: str,
+        session_id: str,
+        drafts: Sequence[QuestionDraft],
+        context: str,
+        *,
+        context_paragraphs: Sequence[str] = (),
+        as_task: bool = False,
+    ) -> AskRecord:
+        """The recorded first round of an ask answered in a later call (an MCP task, or the
+        2026-07-28 ``input_required`` round of a question offered in the asking client, issue
+        #31): create the bundle detached (:meth:`Asking.offer`) and return its record; a
+        retry returns the ask already recorded (its later call attaches with :meth:`attach`).
+
+        Raises:
+            what :meth:`Asking.offer` raises.
+        """
         reserved: list[AskRecord] = []
         try:
             await self._asking.offer(
@@ -270,7 +299,7 @@ class AgentAsks:
                 drafts,
                 context,
                 context_paragraphs=context_paragraphs,
-                on_bundle=self._reservation(asker, key, reserved, as_task=True),
+                on_bundle=self._reservation(asker, key, reserved, as_task=as_task),
             )
         except _Retried as retried:
             return retried.record
