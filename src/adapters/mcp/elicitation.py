@@ -32,7 +32,8 @@ The two protocol eras:
 
 **Not shown** (issue #31 item 2). A decline or cancel that comes back faster than a person can
 act (``min_human_s``, ``CLARION_ELICITATION_MIN_HUMAN_MS``), an elicitation the client failed,
-and a 2026-07-28 retry without a response are a host that could not show the question, not a
+an accepted form with nothing in it (a renderer that could not show the fields) and a
+2026-07-28 retry without a response are a host that could not show the question, not a
 person saying no: the question stays open everywhere, the agent keeps waiting, nothing is
 recorded on the bundle, and ``elicitation.not_shown`` is logged. A person's slower answer is
 judged by :func:`judge`: a declined *form* (whose fields offered "skip") is the person's
@@ -133,6 +134,11 @@ def judge(offer: Offer, action: str, elapsed_s: float, min_human_s: float) -> Ve
     if action == "decline" and offer is Offer.FORM:
         return Verdict.REJECT
     return Verdict.DISMISSED
+
+
+def is_empty_form(content: Mapping[str, object] | None) -> bool:
+    """Whether an accepted form carries nothing at all: no option, no text, no skip."""
+    return not any(value not in (None, "", [], False) for value in (content or {}).values())
 
 
 def declared_offers(call: ToolCall) -> frozenset[Offer]:
@@ -449,6 +455,11 @@ class Elicitation:
         """Act on the client's response (:func:`judge`): an accepted form or a person's decline
         goes through the one resolver as the caller; anything else leaves the bundle pending."""
         verdict = judge(offer, response.action, elapsed_s, self._min_human_s)
+        if verdict is Verdict.ANSWER and is_empty_form(response.content):
+            # A renderer that could not show the fields offers a bare "accept" (Codex does
+            # for multi-selects): nothing chosen is not an answer.
+            self.not_shown(call, pending_id, offer, "accept_empty", elapsed_s)
+            return None
         if verdict is Verdict.NOT_SHOWN:
             self.not_shown(call, pending_id, offer, response.action, elapsed_s)
             return None

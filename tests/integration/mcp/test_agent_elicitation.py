@@ -190,19 +190,22 @@ async def test_modern_rest_wins_while_the_form_is_open_and_the_retry_returns_its
 # -- "not shown" and a person's decline -----------------------------------------------------
 
 
-@pytest.mark.parametrize("action", ["decline", "cancel"])
+@pytest.mark.parametrize("action", ["decline", "cancel", "accept_empty"])
 async def test_an_instant_decline_is_not_shown_the_question_stays_open_and_rest_answers_it(
     world: McpWorld, alice: Person, mode: str, action: str
 ) -> None:
     """#31 item 2: a decline 20 ms after the form was offered (VS Code's Claude Code extension
-    declines in 15-75 ms) is a host that could not show it: nothing is recorded, the question
-    stays listed, the agent keeps waiting, and a REST answer reaches it."""
+    declines in 15-75 ms), or an accept with nothing in it, is a host that could not show it:
+    nothing is recorded, the question stays listed, the agent keeps waiting, and a REST answer
+    reaches it."""
     declined = anyio.Event()
     asked: list[dict[str, Any]] = []
 
     async def host_declines(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         await anyio.sleep(0.02)
         declined.set()
+        if action == "accept_empty":  # a renderer that could not show the fields (Codex)
+            return ElicitResult(action="accept", content={})
         return ElicitResult(action=action)  # type: ignore[arg-type]
 
     async def ask() -> None:

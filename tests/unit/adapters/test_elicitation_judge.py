@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clarion.adapters.mcp.elicitation import Offer, Verdict, judge
+from clarion.adapters.mcp.elicitation import Offer, Verdict, is_empty_form, judge
 
 HUMAN_S = 0.25
 
@@ -35,3 +35,13 @@ def test_an_accept_is_always_the_persons_however_fast() -> None:
 
 def test_a_zero_threshold_takes_every_decline_as_a_persons() -> None:
     assert judge(Offer.FORM, "decline", 0.0, 0.0) is Verdict.REJECT
+
+
+def test_an_accepted_form_with_nothing_in_it_is_empty() -> None:
+    """Codex renders a multi-select as a bare approval and accepts with ``{}``."""
+    assert is_empty_form(None)
+    assert is_empty_form({})
+    assert is_empty_form({"q1_choice": [], "q1_text": "", "skip": False, "skip_reason": None})
+    assert not is_empty_form({"q1_choice": ["q1_opt1"]})
+    assert not is_empty_form({"q1_text": "x"})
+    assert not is_empty_form({"skip": True})
