@@ -234,7 +234,7 @@ def ask_handler(
                 )
                 return json_result(ask_result_json(result))
             return _answered(
-                await agent_asks.attach(
+                await agent_asks.rejoin(
                     asker,
                     record,
                     on_progress=on_progress,

@@ -246,6 +246,34 @@ class AgentAsks:
         assert status.ended is not None
         raise status.ended
 
+    async def rejoin(
+        self,
+        asker: Asker,
+        record: AskRecord,
+        *,
+        on_progress: ProgressCallback | None = None,
+        progress_interval: float,
+        alongside: Alongside | None = None,
+    ) -> Answered:
+        """The later call of a recorded round (:meth:`offer`), carrying the person's response:
+        wait on the bundle again at once (:meth:`Asking.rejoin`, which returns a settled
+        bundle's winner itself) and hand the outcome over. Unlike :meth:`attach` it reads no
+        status first, so a response that arrives while another answer is being claimed still
+        waits for that claim's outcome.
+
+        Raises:
+            WaitEnded, NotFound, ClaimError: as :meth:`Asking.rejoin` (the record stays open).
+        """
+        result = await self._asking.rejoin(
+            asker.identity,
+            record.session_id,
+            record.pending_id,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            alongside=alongside,
+        )
+        return await self._hand_over(asker, record.id, result)
+
     async def start_task(
         self,
         asker: Asker,
