@@ -53,6 +53,12 @@ class Metrics(Protocol):
         """One MCP tool call, by tool name."""
         ...
 
+    def elicitation_response(self, mode: str, result: str) -> None:
+        """The asking client's response to a question offered in it (issue #31): ``mode``
+        "form" or "url", ``result`` "answered", "declined", "opened", "dismissed",
+        "not_shown" or "refused"."""
+        ...
+
 
 class NoMetrics:
     """Counts nothing: the default when no metrics adapter is wired."""
@@ -79,6 +85,9 @@ class NoMetrics:
         pass
 
     def tool_call(self, tool: str, seconds: float) -> None:
+        pass
+
+    def elicitation_response(self, mode: str, result: str) -> None:
         pass
 
 

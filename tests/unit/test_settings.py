@@ -120,6 +120,23 @@ def test_elicitation_is_auto_by_default_and_off_when_asked() -> None:
     assert caught.value.field == "CLARION_ELICITATION"
 
 
+@pytest.mark.parametrize("mode", ["auto", "form", "url", "off"])
+def test_every_elicitation_mode_is_read(mode: str) -> None:
+    """Issue #31: forms only, links preferred, or a form else a link (auto)."""
+    assert Settings.from_env({"CLARION_ELICITATION": mode}).elicitation == mode
+
+
+def test_the_not_shown_threshold_is_250_ms_by_default_and_a_bad_value_names_the_variable() -> None:
+    assert Settings.from_env({}).elicitation_min_human_ms == 250
+    read = Settings.from_env({"CLARION_ELICITATION_MIN_HUMAN_MS": "0"})
+    assert read.elicitation_min_human_ms == 0
+    for bad in ("-1", "0.5", "soon"):
+        with pytest.raises(ValidationError) as caught:
+            Settings.from_env({"CLARION_ELICITATION_MIN_HUMAN_MS": bad})
+        assert caught.value.field == "CLARION_ELICITATION_MIN_HUMAN_MS"
+        assert "CLARION_ELICITATION_MIN_HUMAN_MS must be a whole number" in str(caught.value)
+
+
 def test_the_elicitation_key_ring_is_read_from_base64_and_a_short_key_names_the_variable() -> None:
     first, second = bytes(range(32)), bytes(range(1, 41))
     ring = ",".join([base64.b64encode(first).decode(), base64.urlsafe_b64encode(second).decode()])

@@ -26,7 +26,8 @@ SKIP: Final = "skip"
 SKIP_REASON: Final = "skip_reason"
 FOOTER: Final = (
     "Answer here or anywhere else Clarion shows this question; the first answer counts. "
-    "Leave the form without answering to keep it open for others."
+    'Declining the form, like ticking "Skip these questions", tells the agent you will not '
+    "answer; closing it without a choice keeps the question open for others."
 )
 
 
@@ -50,6 +51,30 @@ def form_message(questions: Sequence[Question], context: str) -> str:
     if context.strip():
         parts.append(context.strip())
     parts.append(FOOTER)
+    return "\n\n".join(parts)
+
+
+LINK_FOOTER: Final = (
+    "Open the link to answer on Clarion's answer page (sign in as yourself if it asks); the "
+    "first answer from anywhere counts. Leave it unopened to keep the question open for others."
+)
+
+
+def link_message(questions: Sequence[Question], context: str) -> str:
+    """What a client shows with a URL-mode link: the questions' titles and prompts (so the
+    person knows what the page asks), the shared context, then how answering works."""
+    count = len(questions)
+    lead = (
+        "The agent asks you one question." if count == 1 else f"The agent asks {count} questions."
+    )
+    parts = [lead]
+    if context.strip():
+        parts.append(context.strip())
+    parts.extend(
+        f"{_question_title(position, question)}: {question.prompt}"
+        for position, question in enumerate(questions, start=1)
+    )
+    parts.append(LINK_FOOTER)
     return "\n\n".join(parts)
 
 

@@ -50,7 +50,12 @@ from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tasks, tools
 from clarion.adapters.mcp.agent import AgentBinding
 from clarion.adapters.mcp.app_card import AppCard
-from clarion.adapters.mcp.elicitation import Elicitation
+from clarion.adapters.mcp.elicitation import (
+    DEFAULT_MIN_HUMAN_S,
+    AgentLink,
+    Elicitation,
+    Setting,
+)
 from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
 from clarion.adapters.mcp.server import (
     Authenticator,
@@ -185,27 +190,41 @@ def _agent_server(
     return server
 
 
+def build_elicitation(
+    services: Services,
+    setting: Setting,
+    *,
+    keys: tuple[bytes, ...] = (),
+    min_human_s: float = DEFAULT_MIN_HUMAN_S,
+    agent_link: AgentLink | None = None,
+) -> Elicitation | None:
+    """The one elicitation both agent endpoints offer their questions with (issue #31), or
+    None when ``setting`` is off: ``keys`` seal its 2026-07-28 request state (random per
+    process when empty), ``min_human_s`` is the "not shown" threshold and ``agent_link``
+    makes URL-mode links (None: forms only)."""
+    if setting is Setting.OFF:
+        return None
+    return Elicitation(
+        services.resolver,
+        services.clock,
+        state_ttl=services.asking.ask_timeout,
+        keys=keys,
+        setting=setting,
+        min_human_s=min_human_s,
+        agent_link=agent_link,
+        metrics=services.metrics,
+    )
+
+
 def session_server(
     services: Services,
     *,
     names: ToolNames | None = None,
     progress_interval: float = PROGRESS_INTERVAL_S,
-    elicitation: bool = True,
-    elicitation_keys: tuple[bytes, ...] = (),
+    elicitation: Elicitation | None = None,
 ) -> Server[Any]:
     """The in-session surface's server: ask the user, list tasks (S2). With ``elicitation``
-    the ask tool also offers its bundle as a form to clients that declared form elicitation;
-    ``elicitation_keys`` seal its 2026-07-28 request state (random per process when empty)."""
-    offer = (
-        Elicitation(
-            services.asking,
-            services.resolver,
-            state_ttl=services.asking.ask_timeout,
-            keys=elicitation_keys,
-        )
-        if elicitation
-        else None
-    )
+    the ask tool also offers its bundle in the calling client (:func:`build_elicitation`)."""
     names = names or ToolNames()
 
     def ask_scope(call: ToolCall) -> str:
@@ -217,11 +236,16 @@ def session_server(
         names,
         progress_interval,
         ask_scope=ask_scope,
-        elicitation=offer,
+        elicitation=elicitation,
         card=card,
     )
     return _agent_server(
-        "clarion-session", services, registered, names, forms=elicitation, card=card
+        "clarion-session",
+        services,
+        registered,
+        names,
+        forms=elicitation is not None,
+        card=card,
     )
 
 
@@ -231,9 +255,12 @@ def agent_server(
     *,
     names: ToolNames | None = None,
     progress_interval: float = PROGRESS_INTERVAL_S,
+    elicitation: Elicitation | None = None,
 ) -> Server[Any]:
     """The agent surface's server: the in-session surface's tools, each ask in the session
-    ``binding`` picks for it (one per MCP session, or one per call without one)."""
+    ``binding`` picks for it (one per MCP session, or one per call without one), offering
+    its bundle in the calling client through ``elicitation`` exactly as the in-session
+    surface does."""
     names = names or ToolNames()
 
     def ask_scope(call: ToolCall) -> str:
@@ -246,9 +273,12 @@ def agent_server(
         progress_interval,
         binding.session_scope,
         ask_scope=ask_scope,
+        elicitation=elicitation,
         card=card,
     )
-    return _agent_server("clarion-agent", services, registered, names, forms=False, card=card)
+    return _agent_server(
+        "clarion-agent", services, registered, names, forms=elicitation is not None, card=card
+    )
 
 
 def _session_id(scope: Scope) -> str:
@@ -436,8 +466,10 @@ def build_mcp(
     agent_workspace: str = "",
     legacy_sessions: bool = True,
     limits: Limits | None = None,
-    elicitation: bool = True,
+    elicitation: Setting = Setting.AUTO,
     elicitation_keys: tuple[bytes, ...] = (),
+    elicitation_min_human_s: float = DEFAULT_MIN_HUMAN_S,
+    agent_link: AgentLink | None = None,
     revocation_interval: float = CHECK_INTERVAL_S,
 ) -> McpSurfaces:
     """Build the three surfaces over ``services``.
@@ -453,9 +485,12 @@ def build_mcp(
     bodies, legacy sessions per identity and their idle time. ``agent_workspace`` is the
     workspace the agent surface (``agent_path``) creates its tasks in (``CLARION_AGENT_WORKSPACE``;
     "" gives each caller its own "Agents" workspace). ``elicitation`` (``CLARION_ELICITATION``)
-    lets the in-session ask tool also offer its bundle as a form to clients that declared form
-    elicitation; ``elicitation_keys`` (``CLARION_ELICITATION_KEYS``) seal that form's
-    2026-07-28 request state, shared by replicas so a retry may reach any of them.
+    lets the ask tool of both agent endpoints also offer its bundle in the calling client (a
+    form, or with ``agent_link`` a URL-mode link to an answer page;
+    :mod:`clarion.adapters.mcp.elicitation`); ``elicitation_keys``
+    (``CLARION_ELICITATION_KEYS``) seal that offer's 2026-07-28 request state, shared by
+    replicas so a retry may reach any of them; ``elicitation_min_human_s``
+    (``CLARION_ELICITATION_MIN_HUMAN_MS``) is the "not shown" threshold.
     ``revocation_interval`` is how often a running request's credential is checked again
     (issue #29 S8: revoking a token ends its running asks and streams within about that).
 
@@ -470,12 +505,15 @@ def build_mcp(
     names = ToolNames(tool_suffix)
     security = _SDK_CHECKS_OFF
     external = external_server(services, names=names)
-    session = session_server(
+    offer = build_elicitation(
         services,
-        names=names,
-        progress_interval=progress_interval,
-        elicitation=elicitation,
-        elicitation_keys=elicitation_keys,
+        elicitation,
+        keys=elicitation_keys,
+        min_human_s=elicitation_min_human_s,
+        agent_link=agent_link,
+    )
+    session = session_server(
+        services, names=names, progress_interval=progress_interval, elicitation=offer
     )
     limits = limits if limits is not None else services.limits
 
@@ -504,7 +542,9 @@ def build_mcp(
     # The binding asks the agent manager (built next, around the server that uses the
     # binding) which MCP sessions are open.
     binding = AgentBinding(agent_sessions, is_open=lambda mcp_id: agent_manager.is_open(mcp_id))
-    agent = agent_server(services, binding, names=names, progress_interval=progress_interval)
+    agent = agent_server(
+        services, binding, names=names, progress_interval=progress_interval, elicitation=offer
+    )
     agent_manager = manager(agent, binding.session_ended)
 
     revocation = RevocationWatch(interval=revocation_interval)

@@ -12,20 +12,20 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
 import structlog
-from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from mcp.types import CallToolResult, TextContent
 
 from clarion.adapters import wire
 from clarion.adapters.mcp import arguments, tasks
-from clarion.adapters.mcp.elicitation import Elicitation
+from clarion.adapters.mcp.elicitation import Elicitation, Sealed
 from clarion.adapters.mcp.errors import WAIT_ENDED_MESSAGE, tool_error
 from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.adapters.wire import models
-from clarion.app.usecases.agent_asks import AgentAsks, Answered, Asker, AskStatus
+from clarion.app.usecases.agent_asks import AgentAsks, Answered, Asker, AskStatus, Progress
 from clarion.app.usecases.ask import Asking, AskResult
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.resolve import Resolver
-from clarion.domain.asks import retry_key
+from clarion.domain.asks import AskRecord, retry_key
 from clarion.domain.errors import ClarionError, ValidationError
 from clarion.domain.resolved_by import Surface
 from clarion.ports.system import Clock
@@ -170,25 +170,29 @@ def ask_handler(
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
     away — leaves the bundle detached and answerable (facts §4.9; the use case does that).
     ``session_scope`` picks the session (by default the endpoint's own). With ``elicitation``
-    (only on the in-session endpoint, whose scope is the caller's session), a client that
-    declared form elicitation is also offered the bundle as a form
-    (:mod:`clarion.adapters.mcp.elicitation`); arguments and results do not change.
+    a client that declared elicitation is also offered the bundle in its own window
+    (:mod:`clarion.adapters.mcp.elicitation`, the same on both agent endpoints); arguments and
+    results do not change.
 
     With ``agent_asks`` every ask is recorded under ``ask_scope(call)`` (issue #28): a retry
     of the same ask attaches to it, a client that declared the tasks extension gets a task
     (:mod:`clarion.adapters.mcp.tasks`), and a result carries the
-    outcomes of the caller's earlier asks whose calls ended first (``earlier_answers``).
+    outcomes of the caller's earlier asks whose calls ended first (``earlier_answers``). A
+    2026-07-28 ``input_required`` round is recorded too, so its retry — or a plain repeat of
+    the call — attaches to the same question.
 
     ``result_meta(call, pending_id)``, when given and not None, becomes an answered call's
     result ``_meta`` (the MCP App card's hook, :mod:`clarion.adapters.mcp.app_card`).
     """
 
-    def answered_result(call: ToolCall, data: Mapping[str, Any], pending_id: str) -> CallToolResult:
-        outcome = json_result(data)
-        meta = result_meta(call, pending_id) if result_meta is not None else None
-        if meta is not None:
-            outcome.meta = meta
-        return outcome
+    def meta_of(call: ToolCall, pending_id: str) -> dict[str, Any] | None:
+        return result_meta(call, pending_id) if result_meta is not None else None
+
+    def answered_result(call: ToolCall, result: AskResult) -> CallToolResult:
+        return _with_meta(json_result(ask_result_json(result)), meta_of(call, result.pending_id))
+
+    def scope_of(call: ToolCall) -> str:
+        return ask_scope(call) if ask_scope is not None else session_scope_name(call)
 
     async def handle(call: ToolCall) -> ToolOutcome:
         args = arguments.parse_ask(call.arguments)
@@ -197,98 +201,194 @@ def ask_handler(
         async def on_progress(count: int) -> None:
             await call.report_progress(float(count), WAITING_MESSAGE)
 
-        if agent_asks is None or ask_scope is None:
-            async with session_scope(call, args) as session_id:
-                result = await _plain_ask(call, args, session_id, on_progress)
-            return (
-                result
-                if isinstance(result, InputRequiredResult)
-                else answered_result(call, ask_result_json(result), result.pending_id)
+        rounds = elicitation is not None and elicitation.rounds(call)
+        retried = rounds and call.params is not None and call.params.request_state is not None
+        sealed = elicitation.unseal(call, scope_of(call)) if retried and elicitation else None
+        try:
+            if agent_asks is None or ask_scope is None:
+                return await _unrecorded(call, args, on_progress, sealed, rounds=rounds)
+            return await _recorded(
+                call, args, on_progress, sealed, rounds=rounds, agent_asks=agent_asks
             )
+        except WaitEnded as exc:
+            if agent_asks is None or ask_scope is None:
+                raise
+            return wait_ended_result(exc, tool=tool)
+
+    async def _recorded(
+        call: ToolCall,
+        args: arguments.AskArguments,
+        on_progress: Callable[[int], Awaitable[None]],
+        sealed: Sealed | None,
+        *,
+        rounds: bool,
+        agent_asks: AgentAsks,
+    ) -> ToolOutcome:
+        assert ask_scope is not None
         asker = Asker.of(call.caller.identity, call.caller.credential, ask_scope(call))
         key = retry_key(tasks.idempotency_key(call), call.arguments)
         record = await agent_asks.find(asker, key)
-        if tasks.wants_task(call):
+        if sealed is not None:  # the 2026-07-28 round's retry: wait, with the response
+            assert elicitation is not None
+            answer = elicitation.answering(call, sealed)
+            if record is None or record.pending_id != sealed.pending_id:
+                # Its record was handed over already (a replayed retry): the bundle's outcome,
+                # or the wait on it, without the record.
+                result = await asking.rejoin(
+                    call.caller.identity,
+                    sealed.session_id,
+                    sealed.pending_id,
+                    on_progress=on_progress,
+                    progress_interval=progress_interval,
+                    alongside=answer,
+                )
+                return answered_result(call, result)
+            rejoined = await agent_asks.rejoin(
+                asker,
+                record,
+                on_progress=on_progress,
+                progress_interval=progress_interval,
+                alongside=answer,
+            )
+            return _answered(rejoined, meta_of(call, rejoined.result.pending_id))
+        if tasks.wants_task(call) or rounds:
             if record is None:
                 async with session_scope(call, args) as session_id:
-                    record = await agent_asks.start_task(
+                    record = await agent_asks.offer(
                         asker,
                         key,
                         session_id,
                         args.questions,
                         args.context,
                         context_paragraphs=args.context_paragraphs,
+                        as_task=tasks.wants_task(call),
                     )
-            _log.info("mcp_task_created", pending_id=record.pending_id)
-            return tasks.created_result(record)
-        # The 2025-11-25 form races the wait; the 2026-07-28 form is a round of its own.
-        form = elicitation.alongside(call, args) if elicitation is not None else None
-        form_round = elicitation is not None and elicitation.applies(call) and form is None
-        answered: Answered | AskResult | InputRequiredResult
-        try:
-            if record is not None:
-                answered = await agent_asks.attach(
+            if tasks.wants_task(call):
+                _log.info("mcp_task_created", pending_id=record.pending_id)
+                return tasks.created_result(record)
+            return await _first_round(call, asker, record, agent_asks)
+        # The 2025-11-25 offer races the wait.
+        offer = elicitation.alongside(call, args.context) if elicitation is not None else None
+        alongside = offer.alongside if offer is not None else None
+        if record is not None:
+            answered = await agent_asks.attach(
+                asker,
+                record,
+                on_progress=on_progress,
+                progress_interval=progress_interval,
+                alongside=alongside,
+            )
+        else:
+            async with session_scope(call, args) as session_id:
+                answered = await agent_asks.ask(
                     asker,
-                    record,
+                    key,
+                    session_id,
+                    args.questions,
+                    args.context,
+                    context_paragraphs=args.context_paragraphs,
                     on_progress=on_progress,
                     progress_interval=progress_interval,
-                    alongside=form,
+                    alongside=alongside,
                 )
-            else:
-                async with session_scope(call, args) as session_id:
-                    if form_round:
-                        assert elicitation is not None
-                        answered = await elicitation.ask(
-                            call, args, on_progress=on_progress, progress_interval=progress_interval
-                        )
-                    else:
-                        answered = await agent_asks.ask(
-                            asker,
-                            key,
-                            session_id,
-                            args.questions,
-                            args.context,
-                            context_paragraphs=args.context_paragraphs,
-                            on_progress=on_progress,
-                            progress_interval=progress_interval,
-                            alongside=form,
-                        )
-        except WaitEnded as exc:
-            return wait_ended_result(exc, tool=tool)
-        if isinstance(answered, InputRequiredResult):
-            return answered
-        if isinstance(answered, AskResult):  # the 2026-07-28 form round's retry: not recorded
-            return answered_result(call, ask_result_json(answered), answered.pending_id)
-        data = ask_result_json(answered.result)
-        pending_id = answered.result.pending_id
-        if not answered.earlier:
-            return answered_result(call, data, pending_id)
-        entries = _earlier_json(answered.earlier)
-        outcome = answered_result(call, data | {EARLIER_KEY: entries}, pending_id)
-        outcome.content.append(TextContent(type="text", text=_earlier_text(entries)))
-        return outcome
+        if offer is not None:
+            await offer.complete()
+        return _answered(answered, meta_of(call, answered.result.pending_id))
 
-    async def _plain_ask(
+    async def _first_round(
+        call: ToolCall, asker: Asker, record: AskRecord, agent_asks: AgentAsks
+    ) -> ToolOutcome:
+        """The round's first call (or a plain repeat of it): the request while the question
+        is open, else what the blocking call returns."""
+        assert elicitation is not None
+        status = await agent_asks.status(asker, record.id)
+        if status.progress is Progress.WAITING:
+            return elicitation.first_round(
+                call,
+                scope_of(call),
+                record.pending_id,
+                record.session_id,
+                status.questions,
+                status.context,
+            )
+        if status.result is not None:
+            return answered_result(call, status.result)
+        assert status.ended is not None
+        raise status.ended
+
+    async def _unrecorded(
         call: ToolCall,
         args: arguments.AskArguments,
-        session_id: str,
         on_progress: Callable[[int], Awaitable[None]],
-    ) -> AskResult | InputRequiredResult:
-        if elicitation is not None and elicitation.applies(call):
-            return await elicitation.ask(
-                call, args, on_progress=on_progress, progress_interval=progress_interval
+        sealed: Sealed | None,
+        *,
+        rounds: bool,
+    ) -> ToolOutcome:
+        """Services that keep no records of agents' asks: the same offers, unrecorded."""
+        if sealed is not None:
+            assert elicitation is not None
+            result = await asking.rejoin(
+                call.caller.identity,
+                sealed.session_id,
+                sealed.pending_id,
+                on_progress=on_progress,
+                progress_interval=progress_interval,
+                alongside=elicitation.answering(call, sealed),
             )
-        return await asking.ask(
-            call.caller.identity,
-            session_id,
-            args.questions,
-            args.context,
-            context_paragraphs=args.context_paragraphs,
-            on_progress=on_progress,
-            progress_interval=progress_interval,
-        )
+            return answered_result(call, result)
+        async with session_scope(call, args) as session_id:
+            if rounds:
+                assert elicitation is not None
+                pending_id, questions = await asking.offer(
+                    call.caller.identity,
+                    session_id,
+                    args.questions,
+                    args.context,
+                    context_paragraphs=args.context_paragraphs,
+                )
+                return elicitation.first_round(
+                    call, scope_of(call), pending_id, session_id, questions, args.context
+                )
+            offer = elicitation.alongside(call, args.context) if elicitation is not None else None
+            result = await asking.ask(
+                call.caller.identity,
+                session_id,
+                args.questions,
+                args.context,
+                context_paragraphs=args.context_paragraphs,
+                on_progress=on_progress,
+                progress_interval=progress_interval,
+                alongside=offer.alongside if offer is not None else None,
+            )
+        if offer is not None:
+            await offer.complete()
+        return answered_result(call, result)
 
     return handle
+
+
+def session_scope_name(call: ToolCall) -> str:
+    """The scope a 2026-07-28 round's state is bound to when asks are not recorded: the
+    caller's session endpoint."""
+    return f"session:{call.caller.session_id}"
+
+
+def _answered(answered: Answered, meta: dict[str, Any] | None = None) -> CallToolResult:
+    """A recorded ask's result, with the earlier outcomes it hands over (``earlier_answers``)
+    and the result ``_meta`` when one is given."""
+    data = ask_result_json(answered.result)
+    if not answered.earlier:
+        return _with_meta(json_result(data), meta)
+    entries = _earlier_json(answered.earlier)
+    outcome = json_result(data | {EARLIER_KEY: entries})
+    outcome.content.append(TextContent(type="text", text=_earlier_text(entries)))
+    return _with_meta(outcome, meta)
+
+
+def _with_meta(outcome: CallToolResult, meta: dict[str, Any] | None) -> CallToolResult:
+    if meta is not None:
+        outcome.meta = meta
+    return outcome
 
 
 def settled_result(status: AskStatus, *, tool: str) -> CallToolResult:

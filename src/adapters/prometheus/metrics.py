@@ -87,6 +87,12 @@ class PrometheusMetrics:
             ["channel", "result"],
             registry=r,
         )
+        self._elicitations = Counter(
+            "clarion_elicitation_responses",
+            "Asking clients' responses to a question offered in them, by mode and result",
+            ["mode", "result"],
+            registry=r,
+        )
         self._answer_time = Histogram(
             "clarion_time_to_answer_seconds",
             "From a bundle's creation to its winning claim",
@@ -134,6 +140,9 @@ class PrometheusMetrics:
 
     def tool_call(self, tool: str, seconds: float) -> None:
         self._tools.labels(tool).observe(seconds)
+
+    def elicitation_response(self, mode: str, result: str) -> None:
+        self._elicitations.labels(mode, result).inc()
 
     # -- scrape-time state ---------------------------------------------------------------
 

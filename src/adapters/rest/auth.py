@@ -29,8 +29,11 @@ inbox and its assets) needs none and is passed through untouched; the MCP endpoi
 authenticate their own requests.
 
 The answer-link page (``/answer/<token>``, :data:`clarion.adapters.http_guard.FORM_PATHS`) is
-outside ``/api/`` and so never authenticated: its credential is the signed token in its path,
-so neither a cookie (nor its CSRF check) nor a bearer token is read there.
+outside ``/api/``: its credential is the signed token in its path, so it never needs an
+identity and never gets a CSRF check (the unguessable token in the URL is what a cross-site
+form cannot know). The caller is still identified there when it presents a credential —
+a link made for an MCP client's URL-mode elicitation (issue #31) must be opened by the person
+it was made for, signed in, as the MCP specification requires of URL mode.
 
 The identity is published through one channel, :func:`clarion.app.usecases.auth.current_identity`
 (``None``: nobody authenticated), bound for the rest of the request. The ``clarion.auth`` scope
@@ -85,6 +88,8 @@ CSRF_HEADER: Final = "X-CSRF-Token"
 AUTH_SCOPE_KEY: Final = "clarion.auth"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 PROTECTED_PREFIX: Final = "/api/"
+# Identified when a credential comes, never refused and never CSRF-checked (see the module).
+OPTIONAL_PREFIXES: Final = ("/answer/",)
 LOGIN_PATH: Final = "/api/v1/auth/login"
 LOGOUT_PATH: Final = "/api/v1/auth/logout"
 ME_PATH: Final = "/api/v1/auth/me"
@@ -187,8 +192,9 @@ class AuthMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = _route_path(scope) if scope["type"] == "http" else ""
+        optional = path.startswith(OPTIONAL_PREFIXES)
         needs_identity = path.startswith(PROTECTED_PREFIX) or path in self._identified
-        if not needs_identity or AUTH_SCOPE_KEY in scope:
+        if not (needs_identity or optional) or AUTH_SCOPE_KEY in scope:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
@@ -203,7 +209,12 @@ class AuthMiddleware:
                 return
             method = scope.get("method", "GET")
             # Login ignores the cookie it may arrive with, so it is the one exempt write.
-            if context.via == "session" and method not in SAFE_METHODS and path != LOGIN_PATH:
+            if (
+                context.via == "session"
+                and method not in SAFE_METHODS
+                and path != LOGIN_PATH
+                and not optional
+            ):
                 presented = connection.headers.get(CSRF_HEADER, "")
                 if not hmac.compare_digest(presented.encode(), context.csrf_token.encode()):
                     await failure(403, CSRF_FAILED)(scope, receive, send)

@@ -39,6 +39,7 @@ from clarion.app.usecases.answer_links import (
     LinkPage,
     LinkState,
 )
+from clarion.app.usecases.auth import current_identity
 from clarion.domain.errors import ClarionError, InvalidOutcome, failure_fields
 from clarion.domain.model import REJECTED, Answer, Outcome, Question
 
@@ -75,6 +76,7 @@ _STATUS: Final[Mapping[LinkState, int]] = {
     LinkState.UNAVAILABLE: 404,
     LinkState.EXPIRED: 410,
     LinkState.FAILED: 503,
+    LinkState.SIGN_IN: 401,
 }
 
 _MESSAGES: Final[Mapping[LinkState, str]] = {
@@ -93,6 +95,10 @@ _MESSAGES: Final[Mapping[LinkState, str]] = {
     ),
     LinkState.UNAVAILABLE: (
         "This question no longer exists or is no longer available to you. Nothing was recorded."
+    ),
+    LinkState.SIGN_IN: (
+        "This answer link was made for the person the agent asks for. Sign in to the Clarion "
+        "inbox as that person in this browser, then open the link again. Nothing was recorded."
     ),
 }
 
@@ -399,7 +405,7 @@ def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
     async def show(request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            page = await links.view(token)
+            page = await links.view(token, current_identity())
         except ClarionError as exc:
             log.warning("answer_link.view_failed", **failure_fields(exc))
             return _store_failed()
@@ -407,8 +413,9 @@ def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
 
     async def submit(request: Request) -> Response:
         token = request.path_params["token"]
+        viewer = current_identity()
         try:
-            page = await links.view(token)
+            page = await links.view(token, viewer)
         except ClarionError as exc:
             log.warning("answer_link.view_failed", **failure_fields(exc))
             return _store_failed()
@@ -422,7 +429,7 @@ def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
         if submitted.is_empty():
             return _response(render_form(page, submitted, FormErrors(form=NOTHING_CHOSEN)), 400)
         try:
-            result = await links.answer(token, submitted.outcome(page.questions))
+            result = await links.answer(token, submitted.outcome(page.questions), viewer)
         except InvalidOutcome as exc:
             return _response(render_form(page, submitted, errors_for(exc, submitted)), 400)
         except ClarionError as exc:

@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.mcp import build_mcp
+from clarion.adapters.mcp.elicitation import Setting
 from clarion.adapters.memory import (
     InMemoryAnswerLinkStore,
     InMemoryAskRecords,
@@ -830,8 +831,14 @@ def build_clarion(
         progress_interval=settings.progress_interval_s,
         allowed_hosts=allowed_hosts,
         agent_workspace=settings.agent_workspace,
-        elicitation=settings.elicitation == "auto",
+        elicitation=Setting(settings.elicitation),
         elicitation_keys=settings.elicitation_keys,
+        elicitation_min_human_s=settings.elicitation_min_human_ms / 1000,
+        # URL mode (issue #31): the answer-link page, made for the asking identity and valid
+        # for as long as its ask may wait.
+        agent_link=lambda identity, pending_id: answer_links.agent_link_for(
+            identity, pending_id, ttl=timedelta(seconds=settings.ask_timeout_s)
+        ),
     )
 
     @asynccontextmanager

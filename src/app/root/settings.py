@@ -20,10 +20,11 @@ from clarion.domain.limits import Limits
 from clarion.domain.signing import key_weakness, secret_weakness
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
+DEFAULT_ELICITATION_MIN_HUMAN_MS: Final = 250
 LogFormat = Literal["json", "console"]
 LiveDelivery = Literal["auto", "postgres", "memory"]
 SqliteSynchronous = Literal["FULL", "NORMAL"]
-ElicitationMode = Literal["auto", "off"]
+ElicitationMode = Literal["auto", "form", "url", "off"]
 SmtpSecurity = Literal["starttls", "tls", "none"]
 
 
@@ -125,9 +126,14 @@ class Settings:
     # Crash tests only (clarion.app.root.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
     test_crash_after: str = ""
-    # "auto": the ask tool also offers its bundle as a form to an MCP client that declared form
-    # elicitation; "off": never (every client then gets exactly the plain ask).
+    # What the ask tool offers in the asking MCP client besides every other surface (issue
+    # #31): "auto" a form where the client declared form elicitation, else a link to the
+    # answer page where it declared URL elicitation; "form" forms only; "url" the link where
+    # the client declared URL elicitation, else a form; "off" nothing (the plain ask).
     elicitation: ElicitationMode = "auto"
+    # A decline or cancel of an offered question faster than this is a host that could not
+    # show it ("not shown": the question stays open, nothing is recorded), not a person.
+    elicitation_min_human_ms: int = DEFAULT_ELICITATION_MIN_HUMAN_MS
     # The key ring that seals a 2026-07-28 form round's request state: the first key seals,
     # every key unseals (rotation). Empty: one random key per process, so a retry must reach
     # the process that offered the form. Replicas share one ring.
@@ -236,6 +242,10 @@ class Settings:
             values["test_crash_after"] = parse_crash_point(crash, "CLARION_TEST_CRASH_AFTER")
         if elicitation := env.get("CLARION_ELICITATION"):
             values["elicitation"] = parse_elicitation(elicitation, "CLARION_ELICITATION")
+        if human := env.get("CLARION_ELICITATION_MIN_HUMAN_MS", "").strip():
+            values["elicitation_min_human_ms"] = parse_non_negative_int(
+                human, "CLARION_ELICITATION_MIN_HUMAN_MS"
+            )
         if keys := env.get("CLARION_ELICITATION_KEYS", "").strip():
             values["elicitation_keys"] = parse_key_ring(keys, "CLARION_ELICITATION_KEYS")
         if keys := env.get("CLARION_ANSWER_LINK_KEYS", "").strip():
@@ -437,12 +447,31 @@ def parse_duration(value: str, name: str) -> float:
     return number
 
 
+_ELICITATION_MODES: Final[Mapping[str, ElicitationMode]] = {
+    "auto": "auto",
+    "form": "form",
+    "url": "url",
+    "off": "off",
+}
+
+
 def parse_elicitation(value: str, name: str) -> ElicitationMode:
-    if value == "auto":
-        return "auto"
-    if value == "off":
-        return "off"
-    raise ValidationError(f"{name} must be 'auto' or 'off', got {value!r}", field=name)
+    mode = _ELICITATION_MODES.get(value)
+    if mode is None:
+        raise ValidationError(
+            f"{name} must be 'auto', 'form', 'url' or 'off', got {value!r}", field=name
+        )
+    return mode
+
+
+def parse_non_negative_int(value: str, name: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ValidationError(f"{name} must be a whole number ≥ 0, got {value!r}", field=name)
+    return number
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:

@@ -261,6 +261,34 @@ class AgentAsks:
         assert status.ended is not None
         raise status.ended
 
+    async def rejoin(
+        self,
+        asker: Asker,
+        record: AskRecord,
+        *,
+        on_progress: ProgressCallback | None = None,
+        progress_interval: float,
+        alongside: Alongside | None = None,
+    ) -> Answered:
+        """The later call of a recorded round (:meth:`offer`), carrying the person's response:
+        wait on the bundle again at once (:meth:`Asking.rejoin`, which returns a settled
+        bundle's winner itself) and hand the outcome over. Unlike :meth:`attach` it reads no
+        status first, so a response that arrives while another answer is being claimed still
+        waits for that claim's outcome.
+
+        Raises:
+            WaitEnded, NotFound, ClaimError: as :meth:`Asking.rejoin` (the record stays open).
+        """
+        result = await self._asking.rejoin(
+            asker.identity,
+            record.session_id,
+            record.pending_id,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            alongside=alongside,
+        )
+        return await self._hand_over(asker, record.id, result)
+
     async def start_task(
         self,
         asker: Asker,
@@ -277,6 +305,35 @@ class AgentAsks:
         Raises:
             what :meth:`Asking.offer` raises.
         """
+        return await self.offer(
+            asker,
+            key,
+            session_id,
+            drafts,
+            context,
+            context_paragraphs=context_paragraphs,
+            as_task=True,
+        )
+
+    async def offer(
+        self,
+        asker: Asker,
+        key: str,
+        session_id: str,
+        drafts: Sequence[QuestionDraft],
+        context: str,
+        *,
+        context_paragraphs: Sequence[str] = (),
+        as_task: bool = False,
+    ) -> AskRecord:
+        """The recorded first round of an ask answered in a later call (an MCP task, or the
+        2026-07-28 ``input_required`` round of a question offered in the asking client, issue
+        #31): create the bundle detached (:meth:`Asking.offer`) and return its record; a
+        retry returns the ask already recorded (its later call attaches with :meth:`attach`).
+
+        Raises:
+            what :meth:`Asking.offer` raises.
+        """
         reserved: list[AskRecord] = []
         try:
             await self._asking.offer(
@@ -285,7 +342,7 @@ class AgentAsks:
                 drafts,
                 context,
                 context_paragraphs=context_paragraphs,
-                on_bundle=self._reservation(asker, key, reserved, as_task=True),
+                on_bundle=self._reservation(asker, key, reserved, as_task=as_task),
             )
         except _Retried as retried:
             return retried.record

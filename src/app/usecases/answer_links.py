@@ -90,6 +90,7 @@ class LinkState(enum.StrEnum):
     INVALID = "invalid"  # not a link this service made (tampered, truncated, other keys)
     UNAVAILABLE = "unavailable"  # the recipient may not answer it any more, or it is gone
     FAILED = "failed"  # the answer was not recorded; ``message`` says why
+    SIGN_IN = "sign_in"  # an agent link opened by nobody signed in: sign in, then open it again
 
 
 @attrs.frozen
@@ -120,6 +121,7 @@ class LinkClaims:
     pending_id: str
     expires_at: datetime
     nonce: str
+    agent: bool = False  # made for an MCP client's URL-mode elicitation (issue #31)
 
 
 def _b64encode(data: bytes) -> str:
@@ -170,6 +172,7 @@ class LinkSigner:
             "p": claims.pending_id,
             "e": int(claims.expires_at.timestamp()),
             "n": claims.nonce,
+            **({"k": 1} if claims.agent else {}),
         }
         payload = _b64encode(json.dumps(body, separators=(",", ":")).encode())
         return f"{payload}.{_b64encode(_signature(self.keys[0], payload))}"
@@ -199,11 +202,11 @@ def _claims(body: Any) -> LinkClaims:
     if not isinstance(body, dict) or body["v"] != _VERSION:
         raise ValueError("unknown link version")
     user_id, pending_id, nonce = body["u"], body["p"], body["n"]
-    expires, synthetic = body["e"], body["s"]
+    expires, synthetic, kind = body["e"], body["s"], body.get("k", 0)
     texts = (user_id, pending_id, nonce)
     if not all(isinstance(text, str) and text for text in texts):
         raise TypeError("link fields must be text")
-    if not isinstance(expires, int) or synthetic not in (0, 1):
+    if not isinstance(expires, int) or synthetic not in (0, 1) or kind not in (0, 1):
         raise TypeError("link expiry and kind must be integers")
     return LinkClaims(
         user_id=user_id,
@@ -211,6 +214,7 @@ def _claims(body: Any) -> LinkClaims:
         pending_id=pending_id,
         expires_at=datetime.fromtimestamp(expires, UTC),
         nonce=nonce,
+        agent=kind == 1,
     )
 
 
@@ -260,6 +264,21 @@ class AnswerLinks:
 
     # -- issuing -------------------------------------------------------------------------
 
+    def agent_link_for(self, asker: Identity, pending_id: str, *, ttl: timedelta) -> str:
+        """A link for an MCP client's URL-mode elicitation (issue #31): like :meth:`link_for`
+        for the asking identity, valid for ``ttl``, and — since the MCP specification forbids
+        a URL that is pre-authenticated and requires the server to check who opens it — used
+        only by a browser signed in as that identity while authentication is enabled
+        (:meth:`view` and :meth:`answer` then take the ``viewer``). Its answer is recorded
+        with the surface ``agent_client``.
+
+        Raises:
+            ValueError: as :meth:`link_for`, or ``ttl`` is not positive.
+        """
+        if ttl <= timedelta(0):
+            raise ValueError("an answer link's lifetime must be positive")
+        return self._link(asker, pending_id, ttl=ttl, agent=True)
+
     def link_for(self, recipient: Identity, pending_id: str) -> str:
         """An absolute URL of a signed, single-use answer link for this recipient.
 
@@ -272,6 +291,9 @@ class AnswerLinks:
             ValueError: ``recipient`` is an internal caller while authentication is enabled
                 (no user to bind), or ``pending_id`` is empty.
         """
+        return self._link(recipient, pending_id, ttl=self._ttl, agent=False)
+
+    def _link(self, recipient: Identity, pending_id: str, *, ttl: timedelta, agent: bool) -> str:
         if recipient.user_id is None and not self._auth_enabled:
             recipient = Identity.synthetic_admin()
         if recipient.user_id is None:
@@ -282,34 +304,39 @@ class AnswerLinks:
             user_id=recipient.user_id,
             synthetic=recipient.synthetic,
             pending_id=pending_id,
-            expires_at=self._clock.now() + self._ttl,
+            expires_at=self._clock.now() + ttl,
             nonce=secrets.token_urlsafe(_NONCE_BYTES),
+            agent=agent,
         )
         return f"{self._base_url}{ANSWER_PATH}{self._signer.sign(claims)}"
 
     # -- using ---------------------------------------------------------------------------
 
-    async def view(self, token: str) -> LinkPage:
-        """What the link's page shows now. Reads only: a GET never answers or consumes.
+    async def view(self, token: str, viewer: Identity | None = None) -> LinkPage:
+        """What the link's page shows now to ``viewer`` (who the browser is signed in as, if
+        anyone; only an agent link asks). Reads only: a GET never answers or consumes.
 
         Raises:
             ClaimError: the store failed (the page reports it; nothing changed).
         """
-        target = await self._open(token)
+        target = await self._open(token, viewer)
         if isinstance(target, LinkPage):
             return target
         used = await self._run.guarded(LINK_FAILED, self._store.find, target.claims.nonce)
         return await self._current(target, link_used=used is not None)
 
-    async def answer(self, token: str, outcome: Outcome) -> LinkPage:
-        """Answer (or reject) the link's bundle as its recipient, once.
+    async def answer(
+        self, token: str, outcome: Outcome, viewer: Identity | None = None
+    ) -> LinkPage:
+        """Answer (or reject) the link's bundle as its recipient, once (an agent link only for
+        a ``viewer`` signed in as that recipient).
 
         Raises:
             InvalidOutcome: the outcome does not fit the bundle (N6–N8b); ``field`` names the
                 part. The link is not consumed.
             ClaimError: the store failed before anything was recorded.
         """
-        target = await self._open(token)
+        target = await self._open(token, viewer)
         if isinstance(target, LinkPage):
             return target
         claims = target.claims
@@ -366,17 +393,26 @@ class AnswerLinks:
     async def _resolve_as_recipient(self, target: _Target, outcome: Outcome) -> Resolution:
         """The one place answer links resolve: the shared resolver, as the link's recipient
         (seams: the lead adds ``surface="email"`` here)."""
+        surface = Surface.AGENT_CLIENT if target.claims.agent else Surface.EMAIL
         return await self._resolver.resolve(
-            target.identity, target.claims.pending_id, outcome, surface=Surface.EMAIL
+            target.identity, target.claims.pending_id, outcome, surface=surface
         )
 
-    async def _open(self, token: str) -> _Target | LinkPage:
-        """Verify the token, its expiry and its recipient, and read the bundle as them."""
+    async def _open(self, token: str, viewer: Identity | None) -> _Target | LinkPage:
+        """Verify the token, its expiry, who opens an agent link, and its recipient, and read
+        the bundle as them. Someone signed in as another user gets what a bundle they may not
+        see gets (UNAVAILABLE); nobody signed in, the page asking them to (SIGN_IN)."""
         claims = self._signer.verify(token)
         if claims is None:
             return LinkPage(state=LinkState.INVALID)
         if self._clock.now() >= claims.expires_at:
             return LinkPage(state=LinkState.EXPIRED, expires_at=claims.expires_at)
+        if claims.agent and self._auth_enabled:
+            if viewer is None or viewer.user_id is None:
+                return LinkPage(state=LinkState.SIGN_IN, expires_at=claims.expires_at)
+            if viewer.user_id != claims.user_id:
+                log.info("answer_link.foreign_viewer", pending_id=claims.pending_id)
+                return LinkPage(state=LinkState.UNAVAILABLE)
         identity = await self._recipient(claims)
         if identity is None:
             return LinkPage(state=LinkState.UNAVAILABLE)

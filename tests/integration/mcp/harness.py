@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -26,7 +27,9 @@ from starlette.applications import Starlette
 
 from clarion.adapters.events.fanout import InProcessEventBus
 from clarion.adapters.mcp import McpSurfaces, build_mcp
+from clarion.adapters.mcp.elicitation import DEFAULT_MIN_HUMAN_S, Setting
 from clarion.adapters.mcp.errors import ERROR_META_KEY
+from clarion.adapters.memory import InMemoryAnswerLinkStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.rest import create_rest_app
 from clarion.adapters.resume import CallableResumeDispatcher
@@ -39,8 +42,11 @@ from clarion.adapters.sql import (
     upgrade_database,
 )
 from clarion.adapters.system import SystemClock, UuidIds
+from clarion.adapters.web import web_routes
+from clarion.app.usecases.answer_links import AnswerLinks
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.runner import Runner
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.host import Session, Task, Workspace
 from clarion.domain.limits import Limits
@@ -48,6 +54,7 @@ from clarion.domain.model import Identity
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.ports.events import Event
 from clarion.ports.resume import ResumeRequest
+from clarion.ports.system import Clock
 from tests.sockets import serving as serving_app
 
 ASK = "ask_user_question_kandev"
@@ -147,6 +154,7 @@ class McpWorld:
     auth_enabled: bool
     host_repository: SqlHostRepository
     resumes: list[ResumeRequest] = attrs.field(factory=list)
+    served: list[str] = attrs.field(factory=list)  # the base URL once served (answer links)
     base_url: str = ""
 
     @classmethod
@@ -160,13 +168,17 @@ class McpWorld:
         legacy_sessions: bool = True,
         limits: Limits | None = None,
         agent_workspace: str = "",
-        elicitation: bool = True,
+        elicitation: bool | Setting = True,
         authentication_class: type[Authentication] = Authentication,
         revocation_interval: float = 2.0,
+        clock: Clock | None = None,
+        elicitation_min_human_s: float = DEFAULT_MIN_HUMAN_S,
     ) -> McpWorld:
+        """A world on ``database_url``. ``elicitation`` True is ``CLARION_ELICITATION=auto``
+        (False: off); URL-mode links go to this world's answer page (``/answer/<token>``)."""
         engine = create_engine(database_url)
         upgrade_database(engine)
-        clock, ids = SystemClock(), UuidIds()
+        clock, ids = clock if clock is not None else SystemClock(), UuidIds()
         host = SqlHostRepository(engine, clock, ids)
         bus = InProcessEventBus()
         resumes: list[ResumeRequest] = []
@@ -175,8 +187,9 @@ class McpWorld:
             resumes.append(request)
 
         tokens = SqlTokenStore(engine, clock, ids)
+        claims = SqlClaimRepository(engine, clock, ids)
         services = build_services(
-            claims=SqlClaimRepository(engine, clock, ids),
+            claims=claims,
             host=host,
             authorizer=HostTaskAuthorizer(host),
             waiters=InMemoryWaiters(),
@@ -190,6 +203,25 @@ class McpWorld:
             ask_records=SqlAskRecords(engine),
         )
         authentication = authentication_class(tokens, clock, ids)
+        links = AnswerLinks(
+            resolver=services.resolver,
+            claims=claims,
+            users=tokens,
+            store=InMemoryAnswerLinkStore(),
+            clock=clock,
+            runner=Runner(),
+            base_url="",  # made absolute with the served address (below)
+            auth_enabled=auth_enabled,
+        )
+        served: list[str] = []
+
+        def agent_link(identity: Identity, pending_id: str) -> str:
+            return served[0] + links.agent_link_for(
+                identity, pending_id, ttl=timedelta(seconds=ask_timeout)
+            )
+
+        if isinstance(elicitation, bool):
+            elicitation = Setting.AUTO if elicitation else Setting.OFF
         surfaces = build_mcp(
             services,
             auth_enabled=auth_enabled,
@@ -198,6 +230,8 @@ class McpWorld:
             legacy_sessions=legacy_sessions,
             agent_workspace=agent_workspace,
             elicitation=elicitation,
+            elicitation_min_human_s=elicitation_min_human_s,
+            agent_link=agent_link,
             revocation_interval=revocation_interval,
         )
         app = create_rest_app(
@@ -205,7 +239,7 @@ class McpWorld:
             auth_enabled=auth_enabled,
             authentication=authentication,
             event_source=bus,
-            extra_routes=surfaces.routes,
+            extra_routes=(*surfaces.routes, *web_routes(links)),
             lifespan=lambda _app: surfaces.lifespan(),
         )
         return cls(
@@ -218,6 +252,7 @@ class McpWorld:
             auth_enabled=auth_enabled,
             host_repository=host,
             resumes=resumes,
+            served=served,
         )
 
     # -- seeding through the use cases -------------------------------------------------------
@@ -272,6 +307,7 @@ async def serving(world: McpWorld) -> AsyncIterator[McpWorld]:
     try:
         async with serving_app(world.app) as url:
             world.base_url = url
+            world.served[:] = [url]
             yield world
     finally:
         world.engine.dispose()

@@ -10,9 +10,9 @@ from typing import cast
 
 import pytest
 
-from clarion.adapters.mcp.elicitation import Elicitation
+from clarion.adapters.mcp.elicitation import Elicitation, Offer, Sealed
 from clarion.adapters.mcp.server import Caller, ToolCall
-from clarion.app.usecases.ask import Asking
+from clarion.adapters.system import SystemClock
 from clarion.app.usecases.resolve import Resolver
 from clarion.domain.errors import NotFound
 from clarion.domain.model import Identity
@@ -27,17 +27,22 @@ def _call(session_id: str = "s-1") -> ToolCall:
     return ToolCall(arguments={"questions": []}, caller=caller, report_progress=_no_progress)
 
 
+def _scope(call: ToolCall) -> str:
+    return f"session:{call.caller.session_id}"
+
+
 def _process(*keys: bytes) -> Elicitation:
-    # Sealing needs neither use case; they are only reached by a real ask.
-    return Elicitation(cast(Asking, None), cast(Resolver, None), state_ttl=60.0, keys=keys)
+    # Sealing needs no resolver; it is only reached by a real answer.
+    return Elicitation(cast(Resolver, None), SystemClock(), state_ttl=60.0, keys=keys)
 
 
 def _unseal(process: Elicitation, call: ToolCall, state: str) -> str:
-    return process._unseal(call, state)
+    return process._unseal(call, _scope(call), state).pending_id
 
 
 def _seal(process: Elicitation, call: ToolCall, pending_id: str) -> str:
-    return process._seal(call, pending_id)
+    sealed = Sealed(pending_id, call.caller.session_id, Offer.FORM, process.now())
+    return process._seal(call, _scope(call), sealed)
 
 
 def test_a_state_sealed_by_one_replica_verifies_on_another_with_the_same_ring() -> None:

@@ -292,3 +292,52 @@ async def test_an_answer_purges_the_uses_of_expired_links(world: World) -> None:
     token = token_of(world.links.link_for(world.alice, pending_id))
     assert (await world.links.answer(token, choose("q1_opt1"))).state is LinkState.RECORDED
     assert store.find("old") is None
+
+
+async def test_an_agent_link_is_used_only_signed_in_as_its_asker_and_records_agent_client(
+    world: World,
+) -> None:
+    """Issue #31 URL mode: the MCP spec forbids a pre-authenticated URL and requires the server
+    to check who opens it. Nobody signed in is asked to sign in, another user gets what a
+    question they may not see gets, and the asker's answer is the agent client's."""
+    pending_id = await world.ask()
+    link = world.links.agent_link_for(world.alice, pending_id, ttl=timedelta(minutes=5))
+    token = token_of(link)
+    bob = Identity.user(world.clarion.authentication.create_user("bob").id)
+    assert (await world.links.view(token)).state is LinkState.SIGN_IN
+    assert (await world.links.view(token, bob)).state is LinkState.UNAVAILABLE
+    refused = await world.links.answer(token, choose(f"{pending_id}_unused"), bob)
+    assert refused.state is LinkState.UNAVAILABLE
+    assert (await world.links.view(token, world.alice)).state is LinkState.OPEN
+    bundle = await world.clarion.services.resolver.authorize_bundle(world.alice, pending_id)
+    option = bundle.questions[0].options[0].option_id
+    page = await world.links.answer(token, choose(option), world.alice)
+    assert page.state is LinkState.RECORDED
+    bundle = await world.clarion.services.resolver.authorize_bundle(world.alice, pending_id)
+    assert {row.resolved_by.surface.value for row in bundle.rows if row.resolved_by} == {
+        "agent_client"
+    }
+
+
+async def test_an_agent_link_expires_with_its_own_lifetime_and_an_email_link_needs_no_sign_in(
+    world: World,
+) -> None:
+    pending_id = await world.ask()
+    agent = token_of(world.links.agent_link_for(world.alice, pending_id, ttl=timedelta(seconds=30)))
+    email = token_of(world.links.link_for(world.alice, pending_id))
+    assert (await world.links.view(email)).state is LinkState.OPEN
+    world.clock.advance(timedelta(seconds=31))
+    assert (await world.links.view(agent, world.alice)).state is LinkState.EXPIRED
+    assert (await world.links.view(email)).state is LinkState.OPEN
+    with pytest.raises(ValueError, match="lifetime must be positive"):
+        world.links.agent_link_for(world.alice, pending_id, ttl=timedelta(0))
+
+
+async def test_without_authentication_an_agent_link_opens_for_anyone() -> None:
+    world = make_world(auth_enabled=False)
+    try:
+        pending_id = await world.ask()
+        link = world.links.agent_link_for(Identity.synthetic_admin(), pending_id, ttl=timedelta(1))
+        assert (await world.links.view(token_of(link))).state is LinkState.OPEN
+    finally:
+        world.clarion.close()

@@ -13,6 +13,7 @@ from clarion.app.root.settings import (
     parse_elicitation,
     parse_live_delivery,
     parse_log_format,
+    parse_non_negative_int,
     parse_positive_float,
     parse_positive_int,
 )
@@ -45,9 +46,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve.add_argument(
         "--elicitation",
-        choices=("auto", "off"),
-        help="offer asks as a form in MCP clients that support elicitation, or not "
+        choices=("auto", "form", "url", "off"),
+        help="offer asks in the asking MCP client too: auto (a form, else an answer-page link), "
+        "form, url (the link where the client supports it, else a form) or off "
         "(env CLARION_ELICITATION)",
+    )
+    serve.add_argument(
+        "--elicitation-min-human-ms",
+        help="a decline faster than this is a client that could not show the question, not a "
+        "person (env CLARION_ELICITATION_MIN_HUMAN_MS; default 250)",
     )
     serve.add_argument(
         "--allowed-hosts",
@@ -107,6 +114,7 @@ def serve_command(args: argparse.Namespace) -> int:
         ask_timeout_s=args.ask_timeout,
         live_delivery=option("live-delivery", parse_live_delivery),
         elicitation=option("elicitation", parse_elicitation),
+        elicitation_min_human_ms=option("elicitation-min-human-ms", parse_non_negative_int),
         allowed_hosts=option("allowed-hosts", _host_list),
         agent_workspace=args.agent_workspace,
         log_format=option("log-format", parse_log_format),
