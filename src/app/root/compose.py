@@ -519,12 +519,6 @@ def _answer_links(
     users: TokenStore,
     runner: Runner,
 ) -> AnswerLinks:
-    if not settings.answer_link_keys:
-        log.info(
-            "answer_links.ephemeral_key",
-            detail="CLARION_ANSWER_LINK_KEYS is unset: answer links are signed with a random "
-            "key of this process and stop working when it restarts",
-        )
     return AnswerLinks(
         resolver=services.resolver,
         claims=claims,
@@ -539,6 +533,15 @@ def _answer_links(
         ttl=timedelta(seconds=settings.answer_link_ttl_s),
         auth_enabled=settings.auth_enabled,
     )
+
+
+def _note_ephemeral_keys(settings: Settings) -> None:
+    if not settings.answer_link_keys:
+        log.info(
+            "answer_links.ephemeral_key",
+            detail="CLARION_ANSWER_LINK_KEYS is unset: answer links are signed with a random "
+            "key of this process and stop working when it restarts",
+        )
 
 
 @attrs.frozen
@@ -840,6 +843,9 @@ def build_clarion(
             # Start-up's first step: the SQLite file's lock, then the schema is current
             # before anything reads or writes.
             await anyio.to_thread.run_sync(clarion.upgrade)
+            # Notes only once the configuration has proved usable (#30): never ahead of a
+            # start-up error.
+            _note_ephemeral_keys(settings)
             if storage.engine is not None:
                 # The lifespan owns the engine: its pool is released when serving ends (the
                 # engine stays usable, so Clarion.close() afterwards is harmless).

@@ -15,6 +15,7 @@ from clarion.app.root.cli.common import (
     database_flag,
     existing_database,
     settings_of,
+    usable_database,
 )
 from clarion.app.usecases.auth import Authentication
 from clarion.domain.host import LOGIN_SESSION, AccessToken
@@ -86,11 +87,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     from clarion.adapters.sql import upgrade_database
-    from clarion.adapters.sql.presence import require_database
 
-    settings = settings_of(args)
     # A new SQLite file is this command's to create; a PostgreSQL database never is.
-    require_database(settings.database_url, create_sqlite=True)
+    settings = usable_database(settings_of(args), create=True)
     revision = upgrade_database(settings.database_url)
     print(f"database at revision {revision}")
     return 0
