@@ -14,11 +14,11 @@ releases the engine and the lock when no lifespan ran (CLI commands, scripts).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -309,6 +309,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             runner=runner,
             email_needs_user=settings.auth_enabled,
             destinations=RouteDestinations(outbound_policy(settings)),
+            unconfigured=unconfigured_channels(configured_channels(settings)),
         )
         return
     engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
@@ -321,9 +322,30 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             runner=runner,
             email_needs_user=settings.auth_enabled,
             destinations=RouteDestinations(outbound_policy(settings)),
+            unconfigured=unconfigured_channels(configured_channels(settings)),
         )
     finally:
         engine.dispose()
+
+
+# The channel kinds that need a setting to deliver, and the setting (docs/notifications.md).
+CHANNEL_SETTINGS: Final = {"email": "CLARION_SMTP_HOST", "slack": "CLARION_SLACK_BOT_TOKEN"}
+
+
+def configured_channels(settings: Settings) -> frozenset[str]:
+    """The channel kinds :func:`default_notifiers` gives ``settings`` (Slack's needs the
+    notification store too, which every storage but a host's own has)."""
+    kinds = {"webhook", "apprise"}
+    if settings.smtp_host:
+        kinds.add("email")
+    if settings.slack_bot_token:
+        kinds.add("slack")
+    return frozenset(kinds)
+
+
+def unconfigured_channels(available: Collection[str]) -> dict[str, str]:
+    """Each channel kind that needs a setting and is not in ``available``, with the setting."""
+    return {kind: name for kind, name in CHANNEL_SETTINGS.items() if kind not in available}
 
 
 @attrs.frozen
@@ -718,6 +740,7 @@ def _notifications(
         runner=ports.runner,
         email_needs_user=settings.auth_enabled,
         destinations=RouteDestinations(outbound_policy(settings)),
+        unconfigured=unconfigured_channels(notifiers.keys()),
     )
     return worker, routing
 

@@ -23,6 +23,7 @@ COMMANDS = [
     ["db", "upgrade"],
     ["users"],
     ["users", "create"],
+    ["users", "list"],
     ["users", "deactivate"],
     ["tokens"],
     ["tokens", "create"],
