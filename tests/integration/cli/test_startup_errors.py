@@ -255,7 +255,7 @@ def test_port_zero_serves_on_a_free_port_the_banner_names_and_notes_follow_it(
     lines: list[str] = []
     try:
         deadline = time.monotonic() + TIMEOUT_S
-        while not any("Application startup complete" in line for line in lines):
+        while not any("Uvicorn running on" in line for line in lines):
             assert time.monotonic() < deadline, lines
             assert server.poll() is None, lines
             lines.append(server.stderr.readline())
@@ -263,6 +263,8 @@ def test_port_zero_serves_on_a_free_port_the_banner_names_and_notes_follow_it(
         port = int(banner.removeprefix("Clarion on http://127.0.0.1:").partition("/")[0])
         assert port > 0
         assert httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+        # The running server's log is as it was: uvicorn's line names the address.
+        assert any(f"Uvicorn running on http://127.0.0.1:{port} " in line for line in lines)
     finally:
         server.terminate()
         server.communicate(timeout=TIMEOUT_S)
