@@ -40,6 +40,10 @@ class TokenStore(Protocol):
 
     def get_user(self, user_id: str) -> User | None: ...
 
+    def list_users(self) -> tuple[User, ...]:
+        """Every user, deactivated ones included, oldest first (ties by id)."""
+        ...
+
     def deactivate_user(self, user_id: str) -> bool:
         """Mark the user inactive; True when it was active until now.
 

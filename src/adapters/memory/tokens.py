@@ -33,6 +33,11 @@ class InMemoryTokenStore:
         with self._store.lock:
             return self._store.users.get(user_id)
 
+    def list_users(self) -> tuple[User, ...]:
+        with self._store.lock:
+            users = list(self._store.users.values())
+        return tuple(sorted(users, key=lambda user: (user.created_at, user.id)))
+
     def deactivate_user(self, user_id: str) -> bool:
         with self._store.lock:
             user = self._store.users.get(user_id)

@@ -123,6 +123,13 @@ class SqlTokenStore:
             found = row.first()
         return _user(found) if found is not None else None
 
+    def list_users(self) -> tuple[User, ...]:
+        with read_transaction(self._engine) as connection:
+            rows = connection.execute(
+                sa.select(users).order_by(users.c.created_at, users.c.id)
+            ).mappings()
+            return tuple(_user(row) for row in rows)
+
     def deactivate_user(self, user_id: str) -> bool:
         with self._writes.begin() as connection:
             found = connection.execute(

@@ -14,11 +14,11 @@ releases the engine and the lock when no lifespan ran (CLI commands, scripts).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -310,6 +310,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             runner=runner,
             email_needs_user=settings.auth_enabled,
             destinations=RouteDestinations(outbound_policy(settings)),
+            unconfigured=unconfigured_channels(configured_channels(settings)),
         )
         return
     engine = create_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
@@ -322,9 +323,30 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
             runner=runner,
             email_needs_user=settings.auth_enabled,
             destinations=RouteDestinations(outbound_policy(settings)),
+            unconfigured=unconfigured_channels(configured_channels(settings)),
         )
     finally:
         engine.dispose()
+
+
+# The channel kinds that need a setting to deliver, and the setting (docs/notifications.md).
+CHANNEL_SETTINGS: Final = {"email": "CLARION_SMTP_HOST", "slack": "CLARION_SLACK_BOT_TOKEN"}
+
+
+def configured_channels(settings: Settings) -> frozenset[str]:
+    """The channel kinds :func:`default_notifiers` gives ``settings`` (Slack's needs the
+    notification store too, which every storage but a host's own has)."""
+    kinds = {"webhook", "apprise"}
+    if settings.smtp_host:
+        kinds.add("email")
+    if settings.slack_bot_token:
+        kinds.add("slack")
+    return frozenset(kinds)
+
+
+def unconfigured_channels(available: Collection[str]) -> dict[str, str]:
+    """Each channel kind that needs a setting and is not in ``available``, with the setting."""
+    return {kind: name for kind, name in CHANNEL_SETTINGS.items() if kind not in available}
 
 
 @attrs.frozen
@@ -520,12 +542,6 @@ def _answer_links(
     users: TokenStore,
     runner: Runner,
 ) -> AnswerLinks:
-    if not settings.answer_link_keys:
-        log.info(
-            "answer_links.ephemeral_key",
-            detail="CLARION_ANSWER_LINK_KEYS is unset: answer links are signed with a random "
-            "key of this process and stop working when it restarts",
-        )
     return AnswerLinks(
         resolver=services.resolver,
         claims=claims,
@@ -540,6 +556,15 @@ def _answer_links(
         ttl=timedelta(seconds=settings.answer_link_ttl_s),
         auth_enabled=settings.auth_enabled,
     )
+
+
+def _note_ephemeral_keys(settings: Settings) -> None:
+    if not settings.answer_link_keys:
+        log.info(
+            "answer_links.ephemeral_key",
+            detail="CLARION_ANSWER_LINK_KEYS is unset: answer links are signed with a random "
+            "key of this process and stop working when it restarts",
+        )
 
 
 @attrs.frozen
@@ -716,6 +741,7 @@ def _notifications(
         runner=ports.runner,
         email_needs_user=settings.auth_enabled,
         destinations=RouteDestinations(outbound_policy(settings)),
+        unconfigured=unconfigured_channels(notifiers.keys()),
     )
     return worker, routing
 
@@ -847,6 +873,9 @@ def build_clarion(
             # Start-up's first step: the SQLite file's lock, then the schema is current
             # before anything reads or writes.
             await anyio.to_thread.run_sync(clarion.upgrade)
+            # Notes only once the configuration has proved usable (#30): never ahead of a
+            # start-up error.
+            _note_ephemeral_keys(settings)
             if storage.engine is not None:
                 # The lifespan owns the engine: its pool is released when serving ends (the
                 # engine stays usable, so Clarion.close() afterwards is harmless).

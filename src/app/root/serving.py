@@ -47,6 +47,7 @@ import contextvars
 import errno
 import ipaddress
 import json
+import logging
 import resource
 import socket
 import time
@@ -63,6 +64,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clarion.app.root.settings import Settings
 
 log = structlog.get_logger(__name__)
+_UVICORN_LOG = logging.getLogger("uvicorn.error")
 
 # File descriptors kept free for everything but client connections: the database, logs,
 # live delivery, and the listening socket.
@@ -461,6 +463,20 @@ class ClarionServer(uvicorn.Server):
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         AcceptErrorLog().install(asyncio.get_running_loop())
         await super().serve(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if sockets and self.started:
+            # uvicorn names the address only for sockets it bound itself; ``clarion serve``
+            # binds its own first (clarion.app.root.listening), and the line stays the same.
+            host = self.config.host or "0.0.0.0"
+            address = "%s://[%s]:%d" if ":" in host else "%s://%s:%d"
+            _UVICORN_LOG.info(
+                f"Uvicorn running on {address} (Press CTRL+C to quit)",
+                "http",
+                host,
+                sockets[0].getsockname()[1],
+            )
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._on_exit()

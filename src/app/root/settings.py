@@ -195,7 +195,7 @@ class Settings:
         if host := env.get("CLARION_HOST"):
             values["host"] = host
         if port := env.get("CLARION_PORT"):
-            values["port"] = _port(port, "CLARION_PORT")
+            values["port"] = parse_port(port, "CLARION_PORT")
         if auth := env.get("CLARION_AUTH"):
             values["auth_enabled"] = parse_auth(auth, "CLARION_AUTH")
         if webhook := env.get("CLARION_RESUME_WEBHOOK"):
@@ -338,7 +338,7 @@ def parse_notification_settings(env: Mapping[str, str]) -> dict[str, object]:
     if host := env.get("CLARION_SMTP_HOST", "").strip():
         values["smtp_host"] = host
     if port := env.get("CLARION_SMTP_PORT"):
-        values["smtp_port"] = _port(port, "CLARION_SMTP_PORT")
+        values["smtp_port"] = parse_port(port, "CLARION_SMTP_PORT")
     if security := env.get("CLARION_SMTP_SECURITY"):
         if security.lower() not in ("starttls", "tls", "none"):
             raise ValidationError(
@@ -492,7 +492,12 @@ def parse_positive_int(value: str, name: str) -> int:
     return number
 
 
-def _port(value: str, name: str) -> int:
+def parse_port(value: str, name: str) -> int:
+    """A TCP port number, 0-65535 (0: any free port, which ``clarion serve`` then names).
+
+    Raises:
+        ValidationError: not a whole number in that range (``field`` ``name``).
+    """
     try:
         port = int(value)
     except ValueError:

@@ -60,6 +60,7 @@ from typing import Final
 
 import attrs
 
+from clarion.domain.errors import NotFound, Resource, ValidationError
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
 from clarion.domain.model import Identity
 from clarion.ports.system import Clock, IdGenerator
@@ -257,8 +258,33 @@ class Authentication:
     # --- users and tokens ----------------------------------------------------------------
 
     def create_user(self, name: str, *, is_admin: bool = False) -> User:
-        """Create a user; returns its record (the id is what tokens are issued to)."""
+        """Create a user; returns its record (the id is what tokens are issued to).
+
+        A name is how people tell users apart (the inbox shows who answered by name), so no
+        two active users share one, compared without case and surrounding blanks (#30); a
+        deactivated user's name may be taken again. The store does not enforce it (older
+        databases may hold duplicates): two concurrent creations can still both succeed.
+
+        Raises:
+            ValidationError: the name is blank, or an active user has it (``field`` "name";
+                the message names that user's id).
+        """
+        name = name.strip()
+        if not name:
+            raise ValidationError("a user needs a name", field="name")
+        wanted = name.casefold()
+        for user in self._tokens.list_users():
+            if user.active and user.name.strip().casefold() == wanted:
+                raise ValidationError(
+                    f"an active user named {user.name!r} exists already: {user.id} (choose "
+                    "another name, or deactivate that user first)",
+                    field="name",
+                )
         return self._tokens.create_user(name, is_admin=is_admin)
+
+    def list_users(self) -> tuple[User, ...]:
+        """Every user, deactivated ones included, oldest first."""
+        return self._tokens.list_users()
 
     def issue_token(
         self, user_id: str, *, name: str = "", expires_at: datetime | None = None
@@ -266,8 +292,19 @@ class Authentication:
         """Issue a personal access token for ``user_id``; its text is returned only here.
 
         Raises:
-            NotFound: the user does not exist.
+            NotFound: the user does not exist (``key``: the id).
+            ValidationError: the user is deactivated, so the token could never authenticate
+                (``field`` "user_id").
         """
+        user = self._tokens.get_user(user_id)
+        if user is None:
+            raise NotFound(resource=Resource.USER, key=user_id)
+        if not user.active:
+            raise ValidationError(
+                f"user {user_id} ({user.name}) is deactivated: a token for them would never "
+                "authenticate",
+                field="user_id",
+            )
         token = f"{TOKEN_PREFIX}{secrets.token_hex(4)}_{secrets.token_urlsafe(_SECRET_BYTES)}"
         record = self._tokens.create_token(
             user_id,

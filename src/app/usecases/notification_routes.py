@@ -15,11 +15,18 @@ Where a route may deliver (issue #29 S4): its destination is checked by the inje
 the operator allowed it, and only administrators may give Apprise arbitrary URLs. A webhook
 route gets a random signing secret of its own (signed by default), shown to whoever manages
 the route.
+
+Refused before storing (issue #30): a route for a workspace that does not exist (for an
+administrator too — a mistyped id would route nothing), and a route whose channel this
+deployment has not configured (``unconfigured``: an e-mail route without an SMTP host, a Slack
+route without a bot token), whose every delivery would fail; ``force`` stores it anyway (the
+CLI's ``--force``: the serving processes may have the setting its shell lacks).
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 
 import attrs
 
@@ -32,6 +39,19 @@ from clarion.ports.notifications import DestinationCheck, NotificationRoutes
 from clarion.ports.tokens import UserDirectory
 
 ROUTES_FAILED = "failed to read or write notification routes"
+
+
+class ChannelNotConfigured(InvalidArgument):
+    """A route's channel kind cannot deliver here: ``setting`` names what is missing."""
+
+    def __init__(self, kind: str, setting: str) -> None:
+        super().__init__(
+            f"{kind} routes cannot deliver: {setting} is not set, so every {kind} notification "
+            "would fail (configure it first; see docs/notifications.md)",
+            field="channel",
+        )
+        self.kind = kind
+        self.setting = setting
 
 
 def _manages_everything(identity: Identity) -> bool:
@@ -50,6 +70,8 @@ class NotificationRouting:
     # answer as that user; without one it would never send (see docs/notifications.md).
     _email_needs_user: bool = attrs.field(default=False, alias="email_needs_user")
     _destinations: DestinationCheck | None = attrs.field(default=None, alias="destinations")
+    # Channel kind → the setting it lacks here (#30); a kind not named can deliver.
+    _unconfigured: Mapping[str, str] = attrs.field(factory=dict, alias="unconfigured")
 
     async def _may_manage(self, identity: Identity, workspace_id: str) -> bool:
         if _manages_everything(identity):
@@ -61,11 +83,13 @@ class NotificationRouting:
         )
         return workspace is not None and workspace.owner_id == identity.user_id
 
-    async def add(self, identity: Identity, spec: RouteSpec) -> Route:
-        """Store a route.
+    async def add(self, identity: Identity, spec: RouteSpec, *, force: bool = False) -> Route:
+        """Store a route (``force``: even when its channel is not configured here).
 
         Raises:
-            NotFound: the caller may not manage the workspace's routes.
+            NotFound: the caller may not manage the workspace's routes, or the workspace does
+                not exist (``key``: its id, for a caller who manages every route).
+            ChannelNotConfigured: the channel kind cannot deliver here, unless ``force``.
             ValidationError: the spec is invalid, names an unknown user, an escalation route
                 that does not exist or that the caller may not manage (the same error), or
                 (for a non-administrator) another user; or it is an e-mail route without a
@@ -75,6 +99,12 @@ class NotificationRouting:
         spec = check_route_spec(spec)
         if not await self._may_manage(identity, spec.workspace_id):
             raise NotFound(resource=Resource.WORKSPACE)
+        if spec.workspace_id and _manages_everything(identity):
+            workspace = await self._run.guarded(
+                StoreFailure(ROUTES_FAILED), self._host.get_workspace, spec.workspace_id
+            )
+            if workspace is None:
+                raise NotFound(resource=Resource.WORKSPACE, key=spec.workspace_id)
         if self._destinations is not None:
             await self._destinations.check(spec.channel, trusted=_manages_everything(identity))
         if spec.channel.kind == "webhook" and not spec.secret:
@@ -103,6 +133,9 @@ class NotificationRouting:
                 "links answer as that user",
                 field="user_id",
             )
+        missing = self._unconfigured.get(spec.channel.kind)
+        if missing is not None and not force:
+            raise ChannelNotConfigured(spec.channel.kind, missing)
         created_by = identity.user_id or "operator"
         return await self._run.guarded(
             StoreFailure(ROUTES_FAILED), lambda: self._store.add_route(spec, created_by=created_by)
@@ -127,4 +160,4 @@ class NotificationRouting:
         await self._run.guarded(StoreFailure(ROUTES_FAILED), self._store.remove_route, route_id)
 
 
-__all__ = ["NotificationRouting"]
+__all__ = ["ChannelNotConfigured", "NotificationRouting"]

@@ -29,6 +29,21 @@ class TokenStoreContract:
         assert world.tokens.get_user(admin.id) == admin
         assert world.tokens.get_user("nope") is None
 
+    def test_users_are_listed_oldest_first_deactivated_ones_included(
+        self, world: ContractWorld
+    ) -> None:
+        assert world.tokens.list_users() == ()
+        ada = world.tokens.create_user("ada", is_admin=True)
+        world.clock.advance(timedelta(seconds=1))
+        bob = world.tokens.create_user("bob")
+        world.tokens.deactivate_user(bob.id)
+        listed = world.tokens.list_users()
+        assert [user.id for user in listed] == [ada.id, bob.id]
+        assert [(user.name, user.is_admin, user.active) for user in listed] == [
+            ("ada", True, True),
+            ("bob", False, False),
+        ]
+
     def test_a_token_is_found_only_by_its_hash(self, world: ContractWorld) -> None:
         user = world.tokens.create_user("ada")
         secret = "clarion_pat_0123abcd_secret"

@@ -23,6 +23,7 @@ COMMANDS = [
     ["db", "upgrade"],
     ["users"],
     ["users", "create"],
+    ["users", "list"],
     ["users", "deactivate"],
     ["tokens"],
     ["tokens", "create"],
@@ -295,7 +296,8 @@ def test_clarion_demo_tells_the_whole_story_and_exits_zero(
 def test_bad_serve_limits_fail_with_one_line_naming_them(
     database_url: str, flags: list[str], named: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["serve", "--database-url", database_url, *flags]) == 1
+    # Port 0: the port is taken before the application is built, and 8765 may be in use.
+    assert main(["serve", "--port", "0", "--database-url", database_url, *flags]) == 1
     err = capsys.readouterr().err
     assert err.startswith("clarion: error: ")
     assert named in err

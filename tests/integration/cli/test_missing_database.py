@@ -14,6 +14,7 @@ from tests.integration.cli.support import run_cli
 COMMANDS = [
     ["audit", "export"],
     ["users", "create", "ada"],
+    ["users", "list"],
     ["users", "deactivate", "u1"],
     ["users", "link-slack", "u1", "U0123ABCD"],
     ["users", "unlink-slack", "U0123ABCD"],

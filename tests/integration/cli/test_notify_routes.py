@@ -12,11 +12,16 @@ from tests.integration.cli.support import run_cli
 
 
 def test_added_routes_are_listed_and_read_by_the_server_and_removed(
-    capsys: pytest.CaptureFixture[str], database_url: str, clarion: Clarion
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    clarion: Clarion,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db = ["--database-url", database_url]
+    monkeypatch.setenv("CLARION_SMTP_HOST", "smtp.example.com")
+    workspace = clarion.storage.host.create_workspace("W")
     code, out, _ = run_cli(
-        capsys, "notify", "add", "--workspace", "W", "email:alice@example.com", *db
+        capsys, "notify", "add", "--workspace", workspace.id, "email:alice@example.com", *db
     )
     assert code == 0
     email_id = out.strip()
@@ -37,14 +42,14 @@ def test_added_routes_are_listed_and_read_by_the_server_and_removed(
     hook_id = out.strip()
     code, out, _ = run_cli(capsys, "notify", "list", "--json", *db)
     listed = {route["id"]: route for route in json.loads(out)}
-    assert listed[email_id]["workspace_id"] == "W"
+    assert listed[email_id]["workspace_id"] == workspace.id
     assert listed[hook_id]["on_deadline"] == "default:q1_opt1"
     # #29: a webhook route is signed by default with a secret of its own.
     assert len(listed[hook_id]["secret"]) >= 40
     assert listed[email_id]["secret"] == ""
     store = clarion.storage.notifications
     assert store is not None
-    assert [r.id for r in store.routes_for("W")] == [email_id]
+    assert [r.id for r in store.routes_for(workspace.id)] == [email_id]
     assert [r.remind_after_s for r in store.routes_for("")] == [600.0]
     code, out, _ = run_cli(capsys, "notify", "remove", email_id, *db)
     assert code == 0

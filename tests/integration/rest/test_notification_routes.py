@@ -94,11 +94,42 @@ def test_a_bad_route_is_a_400_naming_the_problem(
     assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
 
 
-def test_an_email_route_needs_a_user_while_authentication_is_enabled(
-    clarion: Clarion, client: TestClient
-) -> None:
+def test_an_email_route_needs_a_user_while_authentication_is_enabled() -> None:
     """#29: its answer links answer as that user — without one it would be stored but never
     send (each retry logged a traceback), so it is refused naming ``user_id``."""
+    clarion = build_clarion(
+        Settings(
+            database_url="memory://",
+            auth_enabled=True,
+            live_delivery="memory",
+            smtp_host="smtp.example.com",  # nothing is sent: no bundle is asked
+        )
+    )
+    with TestClient(clarion.asgi_app, base_url=LOCAL_URL) as client:
+        _an_email_route_needs_a_user(clarion, client)
+
+
+def test_an_email_route_is_refused_without_smtp(clarion: Clarion, client: TestClient) -> None:
+    """#30: every e-mail would fail, so the route is a 400 naming ``CLARION_SMTP_HOST``."""
+    admin, as_admin = _bearer(clarion, "root", is_admin=True)
+    body = {"channel": "email:ops@example.com", "user_id": admin}
+    refused = client.post(ROUTES, json=body, headers=as_admin)
+    assert refused.status_code == 400
+    assert "CLARION_SMTP_HOST" in refused.json()["error"]
+    assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
+
+
+def test_a_route_for_a_workspace_that_does_not_exist_is_a_404(
+    clarion: Clarion, client: TestClient
+) -> None:
+    """#30: even for an administrator, who manages every route."""
+    _, as_admin = _bearer(clarion, "root", is_admin=True)
+    body = {"channel": "webhook:https://hooks.example/x", "workspace_id": "no-such-workspace"}
+    assert client.post(ROUTES, json=body, headers=as_admin).status_code == 404
+    assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
+
+
+def _an_email_route_needs_a_user(clarion: Clarion, client: TestClient) -> None:
     admin, as_admin = _bearer(clarion, "root", is_admin=True)
     refused = client.post(ROUTES, json={"channel": "email:ops@example.com"}, headers=as_admin)
     assert refused.status_code == 400

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -15,8 +16,10 @@ from clarion.app.root.cli.common import (
     database_flag,
     existing_database,
     settings_of,
+    usable_database,
 )
 from clarion.app.usecases.auth import Authentication
+from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, AccessToken
 
 
@@ -34,6 +37,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create_user.add_argument("--admin", action="store_true", help="make the user an admin")
     database_flag(create_user)
     create_user.set_defaults(handler=_users_create)
+    list_users = user_commands.add_parser(
+        "list",
+        help="list the users, oldest first: id, name, admin, active, created, live tokens and "
+        "linked Slack accounts",
+    )
+    list_users.add_argument("--json", action="store_true", help="print JSON")
+    database_flag(list_users)
+    list_users.set_defaults(handler=_users_list)
     deactivate_user = user_commands.add_parser(
         "deactivate",
         help="deactivate a user: their tokens, browser sessions and agent tokens stop working",
@@ -86,11 +97,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
     from clarion.adapters.sql import upgrade_database
-    from clarion.adapters.sql.presence import require_database
 
-    settings = settings_of(args)
     # A new SQLite file is this command's to create; a PostgreSQL database never is.
-    require_database(settings.database_url, create_sqlite=True)
+    settings = usable_database(settings_of(args), create=True)
     revision = upgrade_database(settings.database_url)
     print(f"database at revision {revision}")
     return 0
@@ -100,17 +109,68 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
     """Users and tokens in the database of ``args`` (admin commands write there directly).
     Nothing is served or recovered, so no SQLite file lock is taken: these commands may run
-    next to the serving process."""
+    next to the serving process. A user id that names nobody is one line saying where the ids
+    are."""
     from clarion.app.root.compose import administration
 
     with administration(existing_database(args)) as authentication:
-        yield authentication
+        try:
+            yield authentication
+        except NotFound as exc:
+            if exc.resource is not Resource.USER:
+                raise
+            raise CliError(
+                f"user not found: {getattr(args, 'user_id', '')} (see `clarion users list`)"
+            ) from exc
 
 
 def _users_create(args: argparse.Namespace) -> int:
     with _authentication(args) as authentication:
         user = authentication.create_user(args.name, is_admin=args.admin)
     print(user.id)
+    return 0
+
+
+def _users_list(args: argparse.Namespace) -> int:
+    from clarion.app.root.compose import administration, slack_links
+
+    settings = existing_database(args)
+    now = datetime.now(UTC)
+    with administration(settings) as authentication:
+        users = authentication.list_users()
+        tokens = {
+            user.id: sum(
+                1
+                for token in authentication.list_tokens(user.id)
+                if token.kind != LOGIN_SESSION and token.usable_at(now)
+            )
+            for user in users
+        }
+    with slack_links(settings) as links:
+        linked = Counter(link.user_id for link in links.links())
+    rows = [
+        {
+            "id": user.id,
+            "name": user.name,
+            "is_admin": user.is_admin,
+            "active": user.active,
+            "created_at": _stamp(user.created_at),
+            "live_tokens": tokens[user.id],
+            "slack_accounts": linked[user.id],
+        }
+        for user in users
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("No users.")
+    for row in rows:
+        print(
+            f"{row['id']}  {row['name']}  {'admin' if row['is_admin'] else 'member'}  "
+            f"{'active' if row['active'] else 'deactivated'}  created {row['created_at']}  "
+            f"{row['live_tokens']} live token(s)  {row['slack_accounts']} Slack account(s)"
+        )
     return 0
 
 

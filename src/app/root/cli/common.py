@@ -42,6 +42,26 @@ def settings_of(args: argparse.Namespace, **flags: object) -> Settings:
     return Settings.from_env(database_url=getattr(args, "database_url", None), **flags)
 
 
+def usable_database(settings: Settings, *, create: bool = False) -> Settings:
+    """``settings``, once the database they name is known to be usable — the one check every
+    command makes before it opens a database, so that each mistake is one line naming the
+    database and the setting, before anything is created (#29, #30). ``create``: the commands
+    that create a database (``clarion serve``, ``clarion db upgrade``) may be given a SQLite
+    file that does not exist yet, in a folder that does; a PostgreSQL database is never
+    created.
+
+    Raises:
+        DatabaseMissing: the URL is malformed or unsupported, or the database does not exist
+            or cannot be reached.
+    """
+    from clarion.adapters.sql.presence import require_database
+    from clarion.app.root.compose import MEMORY_URL
+
+    if settings.database_url != MEMORY_URL:
+        require_database(settings.database_url, create_sqlite=create)
+    return settings
+
+
 def existing_database(args: argparse.Namespace) -> Settings:
     """The settings of an administrative command, whose database must already exist: a
     mistyped SQLite path or PostgreSQL database is one error naming it, never a new empty
@@ -50,10 +70,4 @@ def existing_database(args: argparse.Namespace) -> Settings:
     Raises:
         DatabaseMissing: the database does not exist or cannot be reached.
     """
-    from clarion.adapters.sql.presence import require_database
-    from clarion.app.root.compose import MEMORY_URL
-
-    settings = settings_of(args)
-    if settings.database_url != MEMORY_URL:
-        require_database(settings.database_url)
-    return settings
+    return usable_database(settings_of(args))

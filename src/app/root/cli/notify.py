@@ -41,6 +41,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add.add_argument(
         "--include-answers", action="store_true", help="send the answers with 'resolved'"
     )
+    add.add_argument(
+        "--force",
+        action="store_true",
+        help="store an e-mail or Slack route although this shell's environment lacks the "
+        "channel's setting (CLARION_SMTP_HOST, CLARION_SLACK_BOT_TOKEN) — when the serving "
+        "processes have it",
+    )
     database_flag(add)
     add.set_defaults(handler=_add)
     listing = sub.add_parser("list", help="list the routes")
@@ -74,6 +81,8 @@ def route_json(route: Route) -> dict[str, Any]:
 
 def _add(args: argparse.Namespace) -> int:
     from clarion.app.root.compose import route_administration
+    from clarion.app.usecases.notification_routes import ChannelNotConfigured
+    from clarion.domain.errors import NotFound
 
     events = tuple(e for e in args.events.split(",") if e.strip()) or ROUTE_EVENTS
     spec = RouteSpec(
@@ -89,7 +98,19 @@ def _add(args: argparse.Namespace) -> int:
         include_answers=args.include_answers,
     )
     with route_administration(existing_database(args)) as routing:
-        route = anyio.run(routing.add, OPERATOR, spec)
+        try:
+            route = anyio.run(lambda: routing.add(OPERATOR, spec, force=args.force))
+        except NotFound as exc:
+            raise CliError(
+                f"workspace not found: {args.workspace} (--workspace takes the id "
+                "POST /api/v1/workspaces returned; leave it out for the default routes)"
+            ) from exc
+        except ChannelNotConfigured as exc:
+            raise CliError(
+                f"{exc.kind} routes cannot deliver: {exc.setting} is not set, so every "
+                f"{exc.kind} notification would fail — set it (docs/notifications.md), or add "
+                "--force if the serving processes have it"
+            ) from exc
     print(route.id)
     if route.secret:
         # On stderr, so `ID=$(clarion notify add …)` still gets the id alone.

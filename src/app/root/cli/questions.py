@@ -137,6 +137,13 @@ def _answers_body(args: argparse.Namespace, client: ClarionClient) -> tuple[dict
         raise CliError("give --select and/or --text for each question, or --reject")
     bundle = client.find_pending(args.pending_id)
     questions = {q["question_id"]: q for q in bundle["questions"]} if bundle else {}
+    if questions:
+        for question_id, _ in (*selections, *texts):
+            if question_id not in questions:
+                raise CliError(
+                    f"bundle {args.pending_id} has no question {question_id!r}; its questions "
+                    f"are {', '.join(questions)} (see `clarion questions list`)"
+                )
     answers: dict[str, dict[str, Any]] = {}
     for question_id, value in selections:
         entry = answers.setdefault(question_id, {"question_id": question_id})

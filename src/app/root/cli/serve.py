@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Callable
 
-from clarion.app.root.cli.common import database_flag, settings_of
+import attrs
+
+from clarion.app.root.cli.common import database_flag, settings_of, usable_database
 from clarion.app.root.logging_setup import configure_logging
 from clarion.app.root.settings import (
     parse_auth,
@@ -14,6 +17,7 @@ from clarion.app.root.settings import (
     parse_live_delivery,
     parse_log_format,
     parse_non_negative_int,
+    parse_port,
     parse_positive_float,
     parse_positive_int,
 )
@@ -25,7 +29,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve = commands.add_parser("serve", help="run the service (REST, MCP and the web inbox)")
     database_flag(serve)
     serve.add_argument("--host", help="bind address (env CLARION_HOST; default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="bind port (env CLARION_PORT; default 8765)")
+    serve.add_argument(
+        "--port", help="bind port, 0-65535; 0 = any free port (env CLARION_PORT; default 8765)"
+    )
     serve.add_argument(
         "--auth", choices=("enabled", "disabled"), help="authentication (env CLARION_AUTH)"
     )
@@ -96,8 +102,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    """Serve until stopped. Every start-up mistake is found before anything is created: the
+    settings, then the port (taken now and kept: see :mod:`clarion.app.root.listening`), then
+    the database (one connection, nothing created) — each one ``clarion: error:`` line naming
+    the setting (#30). Only then is the database created and migrated, the banner printed and
+    the log's notes written."""
     from clarion.adapters.resume import is_plain_http_to_another_host
     from clarion.app.root.compose import build_clarion
+    from clarion.app.root.listening import bound_port, listening_sockets
     from clarion.app.root.serving import ClarionServer, ensure_open_files, uvicorn_config
 
     def option(name: str, parse: Callable[[str, str], object]) -> object:
@@ -108,7 +120,7 @@ def serve_command(args: argparse.Namespace) -> int:
     settings = settings_of(
         args,
         host=args.host,
-        port=args.port,
+        port=option("port", parse_port),
         auth_enabled=option("auth", parse_auth),
         resume_webhook=args.resume_webhook,
         ask_timeout_s=args.ask_timeout,
@@ -124,37 +136,54 @@ def serve_command(args: argparse.Namespace) -> int:
         max_connections_per_client=option("max-connections-per-client", parse_positive_int),
         body_timeout_s=option("body-timeout", parse_positive_float),
     )
-    configure_logging(settings.log_format)
-    clarion = build_clarion(settings)
-    # Start-up's storage step before serving (the lifespan finds it done): a SQLite file
-    # another process serves is refused here in one line, before the port is taken.
+    sockets = listening_sockets(settings.host, settings.port)
     try:
-        clarion.upgrade()
+        # Port 0 became a free port: links and the banner name the one taken.
+        settings = attrs.evolve(settings, port=bound_port(sockets))
+        usable_database(settings, create=True)
+        clarion = build_clarion(settings)
     except BaseException:
-        clarion.close()
+        _close(sockets)
         raise
-    if is_plain_http_to_another_host(settings.resume_webhook):
+    configure_logging(settings.log_format)
+    try:
+        # Start-up's storage step before serving (the lifespan finds it done): a SQLite file
+        # another process serves is refused here in one line.
+        clarion.upgrade()
+        if is_plain_http_to_another_host(settings.resume_webhook):
+            print(
+                "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback "
+                "host; resumes (with the answers) cross the network unencrypted — use https://",
+                file=sys.stderr,
+                flush=True,
+            )
+        auth = "enabled" if settings.auth_enabled else "disabled"
         print(
-            "clarion: warning: CLARION_RESUME_WEBHOOK is plain http:// to a non-loopback host; "
-            "resumes (with the answers) cross the network unencrypted — use https://",
+            f"Clarion on http://{_url_host(settings.host)}:{settings.port}/ "
+            f"(database {clarion.database_label}, auth {auth})",
             file=sys.stderr,
             flush=True,
         )
-    auth = "enabled" if settings.auth_enabled else "disabled"
-    print(
-        f"Clarion on http://{settings.host}:{settings.port}/ "
-        f"(database {clarion.database_label}, auth {auth})",
-        file=sys.stderr,
-        flush=True,
-    )
-    if warning := ensure_open_files(settings.limit_concurrency):
-        print(f"clarion: warning: {warning}", file=sys.stderr, flush=True)
-    config = uvicorn_config(clarion.asgi_app, settings, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
-    try:
-        ClarionServer(config, on_exit=clarion.begin_shutdown).run()
+        if warning := ensure_open_files(settings.limit_concurrency):
+            print(f"clarion: warning: {warning}", file=sys.stderr, flush=True)
+        config = uvicorn_config(
+            clarion.asgi_app, settings, timeout_graceful_shutdown=SHUTDOWN_GRACE_S
+        )
+        ClarionServer(config, on_exit=clarion.begin_shutdown).run(sockets=sockets)
     finally:
         clarion.close()
+        _close(sockets)
     return 0
+
+
+def _close(sockets: list[socket.socket]) -> None:
+    for listener in sockets:
+        listener.close()
+
+
+def _url_host(host: str) -> str:
+    """``host`` as a URL writes it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _host_list(value: str, _flag: str) -> tuple[str, ...]:
