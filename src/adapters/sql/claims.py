@@ -25,7 +25,12 @@ import structlog
 from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql import changes, statements
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import (
+    check_engine,
+    for_writes,
+    read_transaction,
+    snapshot_transaction,
+)
 from clarion.adapters.sql.history import list_resolved_bundles, session_facts
 from clarion.adapters.sql.listing import list_active_bundles
 from clarion.adapters.sql.locks import lock_bundle, lock_sessions
@@ -184,7 +189,9 @@ class SqlClaimRepository:
     def reread_bundle(self, pending_id: str) -> Reread:
         if not pending_id:
             return Reread(bundle=None)
-        with read_transaction(self._engine) as connection:
+        # One snapshot: on PostgreSQL's READ COMMITTED the session's facts could otherwise
+        # come from after a claim and resume (a new turn) the rows were read before.
+        with snapshot_transaction(self._engine) as connection:
             bundle = _load_visible(connection, pending_id, _EVERYTHING)
             if bundle is None:
                 return Reread(bundle=None)

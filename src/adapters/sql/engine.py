@@ -162,6 +162,19 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 
 @contextmanager
+def snapshot_transaction(engine: Engine) -> Iterator[Connection]:
+    """One read-only transaction whose statements all see one snapshot, on PostgreSQL too
+    (``REPEATABLE READ``: the snapshot is taken at its first statement; a read-only
+    transaction never meets a serialization failure). For reads that combine facts which
+    must agree, such as a bundle's rows and its session's turns."""
+    with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execution_options(isolation_level="REPEATABLE READ")
+        with connection.begin():
+            yield connection
+
+
+@contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
     """One read-only transaction: every statement inside sees one consistent snapshot on
     SQLite; on PostgreSQL (READ COMMITTED) each statement sees the latest commits."""

@@ -47,7 +47,7 @@ from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import order_rows
 from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
-from clarion.ports.claims import ClaimRepository
+from clarion.ports.claims import ClaimRepository, Reread
 from clarion.ports.events import EventPublisher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.waiters import WaitEnd, WaitEnded, Waiters
@@ -429,12 +429,15 @@ class AgentAsks:
             if record is None:
                 raise NotFound(NOT_FOUND_MESSAGE)
             pending_id = record.pending_id
-        bundle = await authorize_bundle(
+        await authorize_bundle(
             self._run, self._claims, self._authorizer, asker.identity, pending_id
         )
+        reread = await self._run.guarded(RECORD_FAILED, self._claims.reread_bundle, pending_id)
+        bundle = reread.bundle
+        if bundle is None:
+            raise NotFound(NOT_FOUND_MESSAGE)
         questions, context = bundle.questions, bundle.context
-        delivering = any(row.delivery_pending for row in bundle.rows)
-        winner = None if delivering else replay_winner(pending_id, bundle.rows)
+        progress, winner = _progress(reread)
         if winner is not None:
             first = next(row for row in order_rows(bundle.rows) if row.is_resolved)
             return BundleView(
@@ -445,13 +448,7 @@ class AgentAsks:
                 resolution=winner,
                 resolved_by=first.resolved_by,
             )
-        if not delivering:
-            active = await self._run.guarded(
-                RECORD_FAILED, self._claims.active_pending_ids, bundle.session_id
-            )
-            if pending_id not in active:
-                return BundleView(pending_id, Progress.ENDED, questions, context)
-        return BundleView(pending_id, Progress.WAITING, questions, context)
+        return BundleView(pending_id, progress, questions, context)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -462,27 +459,25 @@ class AgentAsks:
         return record
 
     async def _status_of(self, record: AskRecord) -> AskStatus:
-        bundle = await self._run.guarded(
+        """The ask's progress from ONE read of its bundle and session (a snapshot): a claim
+        and a resume landing between two separate reads must not make a bundle that is
+        being answered look closed."""
+        reread = await self._run.guarded(
             StoreFailure(RECORD_FAILED, pending_id=record.pending_id),
-            self._claims.load_bundle,
+            self._claims.reread_bundle,
             record.pending_id,
         )
+        bundle = reread.bundle
         if bundle is None:
             return AskStatus(record, Progress.ENDED, ended=_ended(record))
         questions, context = bundle.questions, bundle.context
-        if any(row.delivery_pending for row in bundle.rows):
-            return AskStatus(record, Progress.WAITING, questions, context)
-        winner = replay_winner(record.pending_id, bundle.rows)
+        progress, winner = _progress(reread)
         if winner is not None:
             return AskStatus(
                 record, Progress.RESOLVED, questions, context, result=_result(questions, winner)
             )
-        active = await self._run.guarded(
-            RECORD_FAILED, self._claims.active_pending_ids, bundle.session_id
-        )
-        if record.pending_id in active:
-            return AskStatus(record, Progress.WAITING, questions, context)
-        return AskStatus(record, Progress.ENDED, questions, context, ended=_ended(record))
+        ended = _ended(record) if progress is Progress.ENDED else None
+        return AskStatus(record, progress, questions, context, ended=ended)
 
     async def _hand_over(self, asker: Asker, ask_id: str, result: AskResult) -> Answered:
         """The call is about to return ``result``: its record is returned (one statement that
@@ -499,6 +494,23 @@ class AgentAsks:
         return await self._run.guarded(
             RECORD_FAILED, self._records.move, record.id, (AskState.OPEN, *also_from), to
         )
+
+
+def _progress(reread: Reread) -> tuple[Progress, Resolution | None]:
+    """Where a bundle stands, from one snapshot of it and its session: being delivered
+    (WAITING: the claim may yet be restored), settled (RESOLVED, with the winner), closed
+    without an answer or unreadable (ENDED), else still open (WAITING)."""
+    bundle = reread.bundle
+    if bundle is None:
+        return Progress.ENDED, None
+    if any(row.delivery_pending for row in bundle.rows):
+        return Progress.WAITING, None
+    winner = replay_winner(bundle.pending_id, bundle.rows)
+    if winner is not None:
+        return Progress.RESOLVED, winner
+    if reread.closed is None and any(row.is_pending for row in bundle.rows):
+        return Progress.WAITING, None
+    return Progress.ENDED, None
 
 
 def _result(questions: tuple[Question, ...], resolution: Resolution) -> AskResult:
