@@ -49,7 +49,8 @@ class Setting:
     ``parse(text, name)`` turns the variable's or the flag's text into the value and raises
     :class:`~clarion.domain.errors.ValidationError` naming ``name`` (the variable, or the flag
     as ``--port``) when it cannot. ``strip``: the variable's text is stripped before it is
-    parsed, and a blank one counts as unset. ``flag_type``: argparse converts the flag itself
+    parsed, and a blank one counts as unset. ``accepts`` says in the docs what the variable
+    takes (default: the flag's ``choices``). ``flag_type``: argparse converts the flag itself
     and its value is used as is (``--ask-timeout``). ``show`` writes the default for ``--help``
     and the docs; ``default_doc`` follows it in the docs (or replaces it when nothing is shown).
     A ``secret`` never has a flag (flags are visible in ``ps``) and is left out of ``repr``.
@@ -73,6 +74,13 @@ class Setting:
             raise ValueError(f"a setting's variable is CLARION_*, got {self.env!r}")
         if self.flag is not None and (self.secret or not self.flag.startswith("--")):
             raise ValueError(f"{self.env}: a secret has no flag; a flag is --name")
+        if self.flag is not None and not self.help:
+            raise ValueError(f"{self.env}: a flag needs its help text")
+
+    @property
+    def accepted(self) -> str:
+        """What the variable takes, for the docs: ``accepts``, else the flag's choices."""
+        return self.accepts or (one_of(self.choices) if self.choices else "")
 
     @property
     def dest(self) -> str | None:

@@ -210,7 +210,6 @@ class Settings:
         env="CLARION_AUTH",
         parse=parse_auth,
         doc="authentication",
-        accepts="`enabled` or `disabled`",
         flag="--auth",
         choices=("enabled", "disabled"),
         help="authentication",
@@ -251,7 +250,6 @@ class Settings:
         env="CLARION_LOG_FORMAT",
         parse=parse_log_format,
         doc="log format",
-        accepts="`json` or `console`",
         default_doc="`console` on a terminal, else `json`",
         flag="--log-format",
         choices=("json", "console"),
@@ -267,7 +265,6 @@ class Settings:
         env="CLARION_LIVE_DELIVERY",
         parse=parse_live_delivery,
         doc="live delivery between processes",
-        accepts="`auto`, `postgres` or `memory`",
         default_doc="(`postgres` on PostgreSQL, else `memory`; "
         "[replicas](#running-several-replicas))",
         flag="--live-delivery",
@@ -403,7 +400,6 @@ class Settings:
         "declared form elicitation, else a link to the answer page where it declared URL "
         "elicitation; `form` forms only; `url` the link where declared, else a form; `off` "
         "nothing",
-        accepts="`auto`, `form`, `url` or `off`",
         default_doc="([MCP tools](mcp-tools.md#answering-in-the-asking-agents-own-client-"
         "elicitation))",
         flag="--elicitation",

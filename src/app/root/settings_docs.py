@@ -27,7 +27,7 @@ def _cell(text: str) -> str:
 
 def _row(declared: Declared) -> str:
     setting = declared.setting
-    environment = f"`{setting.env}`" + (f" ({setting.accepts})" if setting.accepts else "")
+    environment = f"`{setting.env}`" + (f" ({setting.accepted})" if setting.accepted else "")
     flag = f"`{setting.flag}`" if setting.flag else SECRET_FLAG if setting.secret else "none"
     shown = declared.shown_default
     if shown:

@@ -157,11 +157,13 @@ def test_one_declaration_gives_the_variable_the_flag_and_the_help() -> None:
     assert flag_error.value.field == "--retries"
 
 
-def test_a_secret_cannot_have_a_flag_and_a_variable_is_clarion_star() -> None:
+def test_a_declaration_is_refused_with_a_secret_flag_a_foreign_variable_or_no_help() -> None:
     with pytest.raises(ValueError, match="a secret has no flag"):
         Setting(env="CLARION_X", parse=lambda v, n: v, doc="x", flag="--x", secret=True)
     with pytest.raises(ValueError, match="CLARION_"):
         Setting(env="X", parse=lambda v, n: v, doc="x")
+    with pytest.raises(ValueError, match="a flag needs its help text"):
+        Setting(env="CLARION_X", parse=lambda v, n: v, doc="x", flag="--x")
 
 
 def test_setting_flags_adds_only_the_named_settings() -> None:
