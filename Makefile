@@ -107,3 +107,10 @@ clean:
 .PHONY: cli-docs
 cli-docs: $(TEST_STAMP)
 	$(BIN)/python -m clarion.app.root.cli.reference --update docs/cli.md
+
+# Rewrites the settings table of docs/operations.md (between its settings:start/end markers) from
+# the settings' declarations in src/app/root/settings.py; tests/docs/test_settings_table.py fails
+# while the committed table differs.
+.PHONY: settings-docs
+settings-docs: $(TEST_STAMP)
+	$(BIN)/python -m clarion.app.root.settings_docs --update docs/operations.md

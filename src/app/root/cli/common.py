@@ -4,8 +4,10 @@ environment, and the flags naming a database or a server."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 
-from clarion.app.root.settings import DEFAULT_DATABASE_URL, Settings
+from clarion.app.root.declared_settings import declared_settings
+from clarion.app.root.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
@@ -14,11 +16,21 @@ class CliError(Exception):
     """A failure to report as one line on stderr."""
 
 
+def setting_flags(parser: argparse.ArgumentParser, names: Iterable[str] | None = None) -> None:
+    """Add the flag of each setting named (by its :class:`Settings` field; None: every setting
+    that declares one), as its declaration says; :func:`settings_of` merges what was given."""
+    wanted = None if names is None else set(names)
+    for declared in declared_settings(Settings):
+        flag = declared.setting.flag
+        if flag is None or (wanted is not None and declared.name not in wanted):
+            continue
+        argument = parser.add_argument(flag, help=declared.flag_help())
+        argument.type = declared.setting.flag_type
+        argument.choices = declared.setting.choices or None
+
+
 def database_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--database-url",
-        help=f"database URL (env CLARION_DATABASE_URL; default {DEFAULT_DATABASE_URL})",
-    )
+    setting_flags(parser, ["database_url"])
 
 
 def server_flags(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +50,21 @@ def server_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_of(args: argparse.Namespace, **flags: object) -> Settings:
-    return Settings.from_env(database_url=getattr(args, "database_url", None), **flags)
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The settings: each setting's flag, if the command took it and it was given (parsed by
+    the setting's own parser and named as ``--flag`` in an error), else its variable, else its
+    default.
+
+    Raises:
+        ValidationError: a flag or variable has a value that cannot be used; ``field`` names
+            it.
+    """
+    flags: dict[str, object] = {}
+    for declared in declared_settings(Settings):
+        dest = declared.setting.dest
+        if dest is not None:
+            flags[declared.name] = declared.setting.from_flag(getattr(args, dest, None))
+    return Settings.from_env(**flags)
 
 
 def usable_database(settings: Settings, *, create: bool = False) -> Settings:

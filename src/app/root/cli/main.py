@@ -14,11 +14,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+import attrs
+
 from clarion.app.root.cli import admin, audit, notify, questions, serve
 from clarion.app.root.cli.common import CliError
 from clarion.app.root.client import ClientError
+from clarion.app.root.declared_settings import setting_of
 from clarion.app.root.logging_setup import configure_logging
-from clarion.app.root.settings import LogFormat, parse_log_format
+from clarion.app.root.settings import LogFormat, Settings, parse_log_format
 from clarion.domain.errors import ClarionError
 
 
@@ -47,9 +50,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _default_log_format() -> LogFormat:
-    value = os.environ.get("CLARION_LOG_FORMAT", "")
+    """The other commands' log format: the serve setting's variable when it is valid (never an
+    error here), else console on a terminal."""
+    variable = setting_of(attrs.fields(Settings).log_format).env
+    value = os.environ.get(variable, "")
     if value in ("json", "console"):
-        return parse_log_format(value, "CLARION_LOG_FORMAT")
+        return parse_log_format(value, variable)
     return "console" if sys.stderr.isatty() else "json"
 
 
