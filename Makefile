@@ -3,8 +3,8 @@
 #                on SQLite
 #   make test  — set up the virtual environment with the test toolchain, then run every check and
 #                test
-# and the inner loop: make quick — lint, then the tests that need neither PostgreSQL, a browser
-# nor a wheel build. `make lock` regenerates the lock files (README, "Dependencies").
+# and the inner loop: make quick — lint, then the in-process tests, in under a minute (below).
+# `make lock` regenerates the lock files (README, "Dependencies").
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -65,8 +65,15 @@ unit: $(TEST_STAMP) chromium
 
 test: lint typecheck unit
 
+# The inner loop, under a minute: lint, then the in-process tests (unit, contract on memory and
+# SQLite, REST/CLI/SQL tests without a socket) with a tenth of the property-test examples. It
+# leaves out what needs PostgreSQL or a browser, the slow tests, and those marked `server`, which
+# start a server on a loopback port or a child process (tests/conftest.py).
+QUICK_TESTS := -m "not postgres and not browser and not slow and not server" \
+	--hypothesis-profile=quick
+
 quick: lint
-	$(BIN)/python -m pytest $(PARALLEL) -q -m "not postgres and not browser and not slow"
+	$(BIN)/python -m pytest $(PARALLEL) -q $(QUICK_TESTS)
 
 # Rewrites docs/screenshots/*.png from a real server (the test run writes them to a temporary
 # directory otherwise).
