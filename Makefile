@@ -106,4 +106,5 @@ lock: $(TEST_STAMP)
 	$(UV_COMPILE) requirements/build.in -c requirements/test.txt -o requirements/build.txt
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .hypothesis .coverage build dist
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .hypothesis .coverage \
+		.coverage.* htmlcov build dist
