@@ -63,10 +63,12 @@ SERVER_TESTS = tuple(
     for path in (
         "integration/cli/test_serve.py",
         "integration/cli/test_serving.py",
+        "integration/cli/test_startup_errors.py",
         "integration/crash",
         "integration/mcp",
         "integration/multiprocess",
         "integration/notifications/test_email_without_user.py",
+        "integration/notifications/test_local_recipe.py",
         "integration/postgres_notify",
         "integration/rest/test_load.py",
         "integration/slack",

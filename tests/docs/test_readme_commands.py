@@ -77,7 +77,7 @@ BLOCKS: tuple[tuple[str, str, str | None], ...] = (
         "server; serving on PostgreSQL is tests/integration/cli/test_serve.py's and "
         "tests/integration/multiprocess's",
     ),
-    ("notify", '.venv/bin/clarion notify add --workspace "$WS" webhook:', None),
+    ("notify", ".venv/bin/clarion notify add webhook:https://hooks.example/x", None),
 )
 
 
