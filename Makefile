@@ -3,7 +3,8 @@
 #                on SQLite (`make run EXTRAS=1`: with the optional extras otel, apprise and slack)
 #   make test  — set up the virtual environment with the test toolchain, then run every check and
 #                test
-# and the inner loop: make quick — lint, then the in-process tests, in under a minute (below).
+# and the inner loop: make quick — lint, then the in-process tests, half a minute on two idle
+# cores (below).
 # `make lock` regenerates the lock files (README, "Dependencies").
 PYTHON ?= python3
 VENV ?= .venv
@@ -68,7 +69,7 @@ unit: $(TEST_STAMP) chromium
 
 test: lint typecheck unit
 
-# The inner loop, under a minute: lint, then the in-process tests (unit, contract on memory and
+# The inner loop, about 55 s of CPU: lint, then the in-process tests (unit, contract on memory and
 # SQLite, REST/CLI/SQL tests without a socket) with a tenth of the property-test examples. It
 # leaves out what needs PostgreSQL or a browser, the slow tests, and those marked `server`, which
 # start a server on a loopback port or a child process (tests/conftest.py).
