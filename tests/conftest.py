@@ -8,14 +8,23 @@ skipped PostgreSQL test fails the run. With ``CLARION_REQUIRE_POSTGRES=1`` (what
 sets) a run in which no PostgreSQL test ran fails too, so CI can never pass without exercising
 PostgreSQL. Tests under ``tests/e2e`` are marked ``browser``; those marked
 ``embedded_postgres`` (the embedded server's own) are left out when a server is named.
+
+``make quick`` runs only in-process tests: a test that starts a server on a loopback port or a
+child process is marked ``server`` (every test in :data:`SERVER_TESTS`, or by its own mark), and
+one that does so without the mark fails, naming what it started (:class:`InProcessGuard`).
 """
 
 from __future__ import annotations
 
+import multiprocessing.process
 import os
+import socket
+import subprocess
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -36,12 +45,40 @@ from tests.postgres_server import (
 # The machines are shared and noisy: timing must never fail a property test (speed is measured
 # by benchmarks/, not asserted here).
 settings.register_profile("clarion", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# `make quick` (--hypothesis-profile=quick): a tenth of the examples for the property tests that
+# leave the count to the profile; `make test` runs them in full.
+settings.register_profile("quick", parent=settings.get_profile("clarion"), max_examples=10)
 settings.load_profile("clarion")
 
 POSTGRES_FIXTURES = frozenset(
     {"make_postgres_database", "postgres_database_url", "postgres_server_url"}
 )
-BROWSER_TESTS = Path(__file__).resolve().parent / "e2e"
+TESTS = Path(__file__).resolve().parent
+BROWSER_TESTS = TESTS / "e2e"
+# Every test under these starts a server on a loopback port or a child process: they are marked
+# ``server`` here (make test runs them, make quick does not). A test elsewhere that does carries
+# its own ``pytest.mark.server``.
+SERVER_TESTS = tuple(
+    TESTS / path
+    for path in (
+        "integration/cli/test_serve.py",
+        "integration/cli/test_serving.py",
+        "integration/cli/test_startup_errors.py",
+        "integration/crash",
+        "integration/mcp",
+        "integration/multiprocess",
+        "integration/notifications/test_email_without_user.py",
+        "integration/notifications/test_local_recipe.py",
+        "integration/postgres_notify",
+        "integration/rest/test_load.py",
+        "integration/slack",
+        "golden/test_wire.py",
+        "packaging/test_wheel.py",
+        "test_postgres_server.py",
+    )
+)
+# The marks that keep a test out of make quick: only a test with one may listen or spawn.
+NOT_QUICK = ("postgres", "browser", "slow", "server")
 _postgres_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
 
 
@@ -78,12 +115,97 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.postgres)
         if item.path.is_relative_to(BROWSER_TESTS):
             item.add_marker(pytest.mark.browser)
+        if any(item.path.is_relative_to(path) for path in SERVER_TESTS):
+            item.add_marker(pytest.mark.server)
     if os.environ.get(ENV_URL):
         # A named server replaces the embedded one entirely: its own tests start none either.
         embedded = [item for item in items if "embedded_postgres" in item.keywords]
         if embedded:
             config.hook.pytest_deselected(items=embedded)
             items[:] = [item for item in items if item not in embedded]
+
+
+class InProcessGuard:
+    """Notes each loopback server and child process started while a test that ``make quick``
+    runs (one with none of :data:`NOT_QUICK`'s marks) is set up or running: such a test fails,
+    so ``make quick`` stays in-process (and quick) as tests are added.
+
+    It wraps ``socket.socket.listen`` (uvicorn, asyncio servers, ``http.server``),
+    ``subprocess.Popen`` (``subprocess.run``, asyncio subprocesses) and
+    ``multiprocessing``'s ``Process.start``; the wrappers only take a note, from any thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watching = False
+        self._started: list[str] = []
+
+    def install(self) -> None:
+        guard = self
+        listen = socket.socket.listen
+        popen_init = subprocess.Popen.__init__
+        process_start = multiprocessing.process.BaseProcess.start
+
+        def guarded_listen(sock: socket.socket, *args: Any) -> None:
+            guard.note(f"a server listening on {sock.getsockname()!r}")
+            listen(sock, *args)
+
+        def guarded_popen_init(
+            popen: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any
+        ) -> None:
+            guard.note(f"a child process {args!r}")
+            popen_init(popen, args, *rest, **kw)
+
+        def guarded_start(process: multiprocessing.process.BaseProcess) -> None:
+            guard.note(f"a multiprocessing process {process.name}")
+            process_start(process)
+
+        socket.socket.listen = guarded_listen  # type: ignore[method-assign,assignment]
+        subprocess.Popen.__init__ = guarded_popen_init  # type: ignore[method-assign,assignment]
+        multiprocessing.process.BaseProcess.start = guarded_start  # type: ignore[method-assign,assignment]
+
+    def note(self, what: str) -> None:
+        with self._lock:
+            if self._watching:
+                self._started.append(what)
+
+    def watch(self, item: pytest.Item) -> None:
+        with self._lock:
+            self._watching = not any(item.get_closest_marker(name) for name in NOT_QUICK)
+            self._started = []
+
+    def check(self, item: pytest.Item) -> None:
+        """Fail ``item`` if it started a server or a child process without a mark.
+
+        Raises:
+            pytest.fail.Exception: naming the first thing it started.
+        """
+        with self._lock:
+            started, self._started, self._watching = self._started, [], False
+        if started:
+            pytest.fail(
+                f"{item.nodeid} started {started[0]} but is not marked server: make quick runs "
+                "in-process tests only; mark it pytest.mark.server (or list its directory in "
+                "tests/conftest.py SERVER_TESTS)",
+                pytrace=False,
+            )
+
+
+guard = InProcessGuard()
+guard.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    guard.watch(item)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    result = yield  # a failing test raises here: its own failure is the one to report
+    guard.check(item)
+    return result
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -85,6 +85,7 @@ class TestInMemoryAnswerLinkStore(AnswerLinkStoreContract):
         return InMemoryAnswerLinkStore()
 
 
+@pytest.mark.server
 def test_importing_the_ports_and_memory_adapters_does_not_import_pytest() -> None:
     """The contract suites are a test tool; production imports must not pull pytest in."""
     probe = "import sys, clarion.ports, clarion.adapters.memory; sys.exit('pytest' in sys.modules)"

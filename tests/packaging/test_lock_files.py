@@ -1,13 +1,14 @@
 """#29 F22: the hashed lock files agree with pyproject.toml.
 
 The Makefile installs requirements/build.txt (pip and the build backend) first, then `make run`
-requirements/run.txt and every other target requirements/test.txt, all with pip's
-``--require-hashes``; `make lock` regenerates them (README, "Dependencies"). These tests read the
-files alone — no network, no resolver — and fail when pyproject.toml and the lock files drift
-apart: every runtime dependency pinned ``==`` with hashes in run.txt, every runtime, `test` and
-`lock` extra one in test.txt, each at a version that satisfies pyproject's bounds; the installer
-and build backend pinned in all three (the Makefile builds Clarion without build isolation); and
-run.txt and build.txt parts of test.txt, at the same versions.
+requirements/run.txt (`make run EXTRAS=1` requirements/extras.txt, #30) and every other target
+requirements/test.txt, all with pip's ``--require-hashes``; `make lock` regenerates them (README,
+"Dependencies"). These tests read the files alone — no network, no resolver — and fail when
+pyproject.toml and the lock files drift apart: every runtime dependency pinned ``==`` with hashes
+in run.txt, those and the optional extras' in extras.txt, every runtime, `test` and `lock` extra
+one in test.txt, each at a version that satisfies pyproject's bounds; the installer and build
+backend pinned in all four (the Makefile builds Clarion without build isolation); and run.txt,
+extras.txt and build.txt parts of test.txt, at the same versions.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_LOCK = ROOT / "requirements" / "build.txt"
 RUN_LOCK = ROOT / "requirements" / "run.txt"
+EXTRAS_LOCK = ROOT / "requirements" / "extras.txt"
+# The extras `make run EXTRAS=1` adds (the Makefile's `lock` target compiles them into extras.txt).
+OPTIONAL_EXTRAS = ("otel", "apprise", "slack")
 TEST_LOCK = ROOT / "requirements" / "test.txt"
 
 # The platform both lock files are resolved for (the Makefile's LOCK_PYTHON and LOCK_PLATFORM):
@@ -144,7 +148,9 @@ def _build_requirements() -> list[str]:
     return ["pip", *_pyproject()["build-system"]["requires"]]
 
 
-@pytest.mark.parametrize("path", [BUILD_LOCK, RUN_LOCK, TEST_LOCK], ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "path", [BUILD_LOCK, RUN_LOCK, EXTRAS_LOCK, TEST_LOCK], ids=lambda path: path.name
+)
 def test_every_entry_is_pinned_with_hashes(path: Path) -> None:
     """#29 F22: each lock file pins exact releases by hash, as pip's --require-hashes needs."""
     assert _lock(path)
@@ -164,6 +170,19 @@ def test_the_run_lock_pins_every_runtime_dependency() -> None:
     assert unsatisfied(wanted, _lock(RUN_LOCK)) == [], _STALE
 
 
+def test_the_extras_lock_pins_the_runtime_dependencies_and_the_optional_extras() -> None:
+    """#30: `make run EXTRAS=1` gets the runtime dependencies and those of the otel, apprise and
+    slack extras (and the build tools) from extras.txt alone, and nothing of the test
+    toolchain."""
+    project = _pyproject()["project"]
+    extras = project["optional-dependencies"]
+    optional = [requirement for name in OPTIONAL_EXTRAS for requirement in extras[name]]
+    wanted = [*project["dependencies"], *optional, *_build_requirements()]
+    pins = _lock(EXTRAS_LOCK)
+    assert unsatisfied(wanted, pins) == [], _STALE
+    assert {"pytest", "playwright", "mypy"}.isdisjoint(pins)
+
+
 def test_the_test_lock_pins_the_runtime_test_and_lock_dependencies() -> None:
     """#29 F22: `make test` and `make lock` get every runtime, `test` and `lock` dependency (and
     the build tools) at a version inside pyproject's bounds, from test.txt alone."""
@@ -173,10 +192,11 @@ def test_the_test_lock_pins_the_runtime_test_and_lock_dependencies() -> None:
     assert unsatisfied(wanted, _lock(TEST_LOCK)) == [], _STALE
 
 
-@pytest.mark.parametrize("path", [BUILD_LOCK, RUN_LOCK], ids=lambda path: path.name)
+@pytest.mark.parametrize("path", [BUILD_LOCK, RUN_LOCK, EXTRAS_LOCK], ids=lambda path: path.name)
 def test_the_other_locks_are_parts_of_the_test_lock(path: Path) -> None:
-    """#29 F22: build.txt and run.txt pin nothing that test.txt does not, at the same version and
-    hashes, so `make test` after `make run` (or the reverse) never changes a dependency."""
+    """#29 F22: build.txt, run.txt and extras.txt pin nothing that test.txt does not, at the same
+    version and hashes, so `make test` after `make run` (or the reverse) never changes a
+    dependency."""
     part, test = _lock(path), _lock(TEST_LOCK)
     assert {name: pin for name, pin in part.items() if test.get(name) != pin} == {}, _STALE
 

@@ -133,6 +133,7 @@ def _recorded_surface(clarion: Clarion, pending_id: str) -> Surface | None:
     return surfaces.pop() if len(surfaces) == 1 else None
 
 
+@pytest.mark.server
 def test_questions_list_and_answer_by_label_against_a_running_server(
     database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,6 +220,7 @@ def test_questions_list_and_answer_by_label_against_a_running_server(
         assert '"count": 0' in capsys.readouterr().out
 
 
+@pytest.mark.server
 def test_the_client_takes_its_token_from_the_environment_or_a_hidden_prompt(
     database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,6 +264,7 @@ def test_the_client_takes_its_token_from_the_environment_or_a_hidden_prompt(
     assert "not allowed with" in capsys.readouterr().err
 
 
+@pytest.mark.server
 def test_clarion_demo_tells_the_whole_story_and_exits_zero(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -284,6 +287,7 @@ def test_clarion_demo_tells_the_whole_story_and_exits_zero(
     )
 
 
+@pytest.mark.server  # a valid port is bound before the build-time settings are checked
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
@@ -337,6 +341,7 @@ def _one_question_bundle(url: str, headers: dict[str, str]) -> str:
     return pending_id
 
 
+@pytest.mark.server
 def test_questions_history_shows_who_answered_where_and_only_what_the_caller_may_see(
     database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -360,6 +365,7 @@ def test_questions_history_shows_who_answered_where_and_only_what_the_caller_may
         assert main(["questions", "history", "--url", url, "--limit", "0"]) == 1
 
 
+@pytest.mark.server
 def test_audit_export_writes_every_resolution_as_json_lines_from_the_database(
     database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -393,6 +399,7 @@ def test_audit_export_writes_every_resolution_as_json_lines_from_the_database(
     assert "--since" in capsys.readouterr().err
 
 
+@pytest.mark.server
 def test_a_question_closed_without_an_answer_is_in_the_history_and_a_late_answer_says_why(
     database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

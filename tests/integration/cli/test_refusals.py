@@ -160,6 +160,7 @@ def fixture_server(tmp_path: Path) -> Iterator[str]:
         clarion.close()
 
 
+@pytest.mark.server
 def test_an_answer_to_a_question_the_bundle_lacks_names_it_and_the_valid_ids(
     capsys: pytest.CaptureFixture[str], server: str
 ) -> None:

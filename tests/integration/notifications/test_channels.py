@@ -55,6 +55,7 @@ def _memory_world(notifiers: dict[str, object]) -> NotifyWorld:
     return notify_world(Storage.in_memory(clock, UuidIds()), clock, notifiers)  # type: ignore[arg-type]
 
 
+@pytest.mark.server
 async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Receiver) -> None:
     world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
@@ -73,6 +74,7 @@ async def test_the_webhook_body_is_signed_like_the_resume_webhook(receiver: Rece
     assert event["answers"] == []
 
 
+@pytest.mark.server
 async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver) -> None:
     world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
     world.route("", f"webhook:{receiver.url}", events=(ANSWERABLE,))
@@ -86,6 +88,7 @@ async def test_a_retry_after_a_500_keeps_the_idempotency_key(receiver: Receiver)
     assert keys[0] == keys[1]
 
 
+@pytest.mark.server
 async def test_nothing_is_posted_for_a_bundle_resolved_before_delivery(
     receiver: Receiver,
 ) -> None:
@@ -100,6 +103,7 @@ async def test_nothing_is_posted_for_a_bundle_resolved_before_delivery(
     assert json.loads(body)["answers"][0]["selected_options"] == ["q1_opt2"]
 
 
+@pytest.mark.server
 async def test_apprise_delivers_a_notify_only_message_to_its_target(receiver: Receiver) -> None:
     world = _memory_world({"apprise": AppriseNotifier()})
     target = receiver.url.replace("http://", "json://")
@@ -155,6 +159,7 @@ def _text(message: Message, subtype: str) -> str:
     raise AssertionError(f"no text/{subtype} part")
 
 
+@pytest.mark.server
 async def test_an_agent_asks_and_each_routed_recipient_gets_one_email(
     smtp: tuple[Sink, int],
 ) -> None:
@@ -207,6 +212,7 @@ async def test_an_agent_asks_and_each_routed_recipient_gets_one_email(
     assert len(results) == 1
 
 
+@pytest.mark.server
 async def test_without_an_issuer_the_email_carries_the_inbox_deep_link(
     smtp: tuple[Sink, int],
 ) -> None:
@@ -236,6 +242,7 @@ async def test_an_unreachable_smtp_server_is_retried() -> None:
 @pytest.mark.parametrize(
     "kind", ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
+@pytest.mark.server
 async def test_an_emailed_answer_link_answers_the_waiting_agent_and_the_next_recipient_sees_the_winner(  # noqa: E501
     smtp: tuple[Sink, int],
     kind: str,
@@ -323,6 +330,7 @@ async def _email_link_story(sink: Sink, port: int, storage: Storage, clock: Manu
     clarion.close()
 
 
+@pytest.mark.server
 async def test_each_delivery_attempt_is_counted_by_channel_and_result(receiver: Receiver) -> None:
     """Issue #20's notification metric, fed by the worker: one sent webhook, then one retry."""
     world = _memory_world({"webhook": WebhookNotifier(secret=SECRET, policy=LOOPBACK)})
@@ -337,6 +345,7 @@ async def test_each_delivery_attempt_is_counted_by_channel_and_result(receiver: 
     assert 'clarion_notification_deliveries_total{channel="webhook",result="retry"} 1.0' in scrape
 
 
+@pytest.mark.server
 async def test_a_webhook_is_signed_by_default_with_its_routes_own_secret(
     receiver: Receiver,
 ) -> None:
@@ -361,6 +370,7 @@ async def test_a_webhook_is_signed_by_default_with_its_routes_own_secret(
     assert verify(route.secret, headers["clarion-timestamp"], body, headers["clarion-signature"])
 
 
+@pytest.mark.server
 async def test_a_webhook_to_an_internal_address_is_given_up_unsent(receiver: Receiver) -> None:
     """#29 S4: delivery checks the address it connects to, also for a route stored before
     the check at creation (or one whose name now resolves inside): nothing is sent."""
@@ -374,6 +384,7 @@ async def test_a_webhook_to_an_internal_address_is_given_up_unsent(receiver: Rec
     assert "CLARION_OUTBOUND_ALLOW" in entry.last_error
 
 
+@pytest.mark.server
 async def test_apprise_holds_a_non_administrators_route_to_hosted_services(
     receiver: Receiver,
 ) -> None:

@@ -47,6 +47,7 @@ CRASHING_WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.server
 async def test_a_worker_killed_between_recording_and_sending_loses_nothing(
     tmp_path: Path,
 ) -> None:

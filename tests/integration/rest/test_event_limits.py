@@ -88,6 +88,7 @@ async def _refused_body(world: RestWorld, headers: Headers) -> tuple[int, Any]:
         return stream.start["status"], json.loads(stream.buffer)
 
 
+@pytest.mark.slow  # 500 streams: seconds of CPU, so make quick leaves it to make test
 @pytest.mark.anyio
 async def test_500_streams_of_one_identity_get_each_event_the_cap_refuses_the_next_and_a_revoked_token_ends_them(  # noqa: E501
     ports: Ports, request: pytest.FixtureRequest

@@ -174,6 +174,7 @@ async def test_a_head_request_gets_the_headers_alone_and_holds_no_stream() -> No
     assert world.bus.subscriber_count == 0
 
 
+@pytest.mark.server
 @pytest.mark.anyio
 async def test_over_a_real_socket_the_stream_flows_without_a_content_length() -> None:
     """uvicorn in-process on a free port: headers, the first frame, a live event, and a clean

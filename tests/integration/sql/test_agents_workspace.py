@@ -81,6 +81,7 @@ def _create_in_process(url: str, owner: str, barrier: Any, out: Any) -> None:
         engine.dispose()
 
 
+@pytest.mark.server
 def test_racing_processes_create_one_agents_workspace(engine: Engine) -> None:
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(PROCESSES)

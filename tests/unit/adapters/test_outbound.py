@@ -181,6 +181,7 @@ def test_a_bad_setting_entry_is_an_error_naming_it(entry: str) -> None:
         OutboundPolicy.parse(f"127.0.0.1,{entry}")
 
 
+@pytest.mark.server
 async def test_a_loopback_destination_is_refused_before_connecting(sink: _Sink) -> None:
     """#29 S4: nothing reaches an internal address the operator did not allow."""
     with pytest.raises(OutboundRefused):
@@ -189,6 +190,7 @@ async def test_a_loopback_destination_is_refused_before_connecting(sink: _Sink) 
     assert (await send("POST", sink.url("/ok"), policy=LOOPBACK)).status == 204
 
 
+@pytest.mark.server
 async def test_the_checked_address_is_connected_with_the_original_host(sink: _Sink) -> None:
     """#29 S4: the connection goes to the resolved, checked address, and the request still
     names the host the URL gave."""
@@ -197,6 +199,7 @@ async def test_the_checked_address_is_connected_with_the_original_host(sink: _Si
     assert sink.seen == [("/ok", f"localhost:{sink.port}")]
 
 
+@pytest.mark.server
 async def test_redirects_are_never_followed(sink: _Sink) -> None:
     """#29 S4: a 3xx is just a status; its Location is never requested."""
     response = await send("POST", sink.url("/redirect"), policy=LOOPBACK)
@@ -204,6 +207,7 @@ async def test_redirects_are_never_followed(sink: _Sink) -> None:
     assert [path for path, _ in sink.seen] == ["/redirect"]
 
 
+@pytest.mark.server
 async def test_at_most_the_cap_of_an_answer_is_read(sink: _Sink) -> None:
     """#29 S2: a 50 MB answer is read up to the cap and the connection closed."""
     response = await send("POST", sink.url("/huge"), policy=LOOPBACK, max_bytes=64 * 1024)
@@ -213,6 +217,7 @@ async def test_at_most_the_cap_of_an_answer_is_read(sink: _Sink) -> None:
     assert sink.huge_written < 50 * 1024 * 1024
 
 
+@pytest.mark.server
 async def test_the_deadline_covers_the_whole_attempt(sink: _Sink) -> None:
     """#29 S2: a destination that answers one byte a second (each read well within any
     per-read timeout) is cut off at the deadline of the whole attempt."""
@@ -255,6 +260,7 @@ def _tls_files(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
+@pytest.mark.server
 async def test_https_connects_to_the_checked_address_and_verifies_the_name(
     sink: _Sink, tmp_path: Path
 ) -> None:
@@ -290,6 +296,7 @@ def _resolving(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[str]]) -
     return asked
 
 
+@pytest.mark.server
 async def test_the_name_is_resolved_once_and_that_address_connected(
     sink: _Sink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,6 +310,7 @@ async def test_the_name_is_resolved_once_and_that_address_connected(
     assert sink.seen == [("/ok", f"hooks.test:{sink.port}")]
 
 
+@pytest.mark.server
 async def test_a_name_with_any_internal_address_is_refused(
     sink: _Sink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
