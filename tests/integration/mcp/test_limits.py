@@ -162,7 +162,10 @@ async def test_every_text_field_is_accepted_at_its_limit_and_refused_one_past_it
         async with http_client(alice.token) as http:
             url = f"{world.base_url}/api/v1/clarification/request"
             response = await http.post(url, json=_bundle_body(agent, *past))
-            assert (response.status_code, response.json()) == (400, {"error": expected})
+            assert (response.status_code, response.json()) == (
+                400,
+                {"error": expected, "field": field},
+            )
             assert await _pending_count(world, alice) == before
             response = await http.post(url, json=_bundle_body(agent, *at_limit))
             assert response.status_code == 200
