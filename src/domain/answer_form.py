@@ -90,6 +90,13 @@ class FormError(InvalidOutcome):
         self.errors: Mapping[str, str] = dict(errors) if errors else {field: message}
 
 
+def question_of(field: str) -> int | None:
+    """The question position a field name belongs to (``q1_text`` → 1), None for ``skip``,
+    ``reason`` and :data:`FORM`."""
+    named = _NAME.fullmatch(field)
+    return int(named.group(1)) if named is not None else None
+
+
 def field_of(path: str, question_count: int) -> str:
     """The form field a validation error's ``field`` names: a form field name is itself, a
     JSON path into an outcome (``answers[i].selected_options``, ``reject_reason``) is the
@@ -268,5 +275,6 @@ __all__ = [
     "FormValues",
     "field_of",
     "options_field",
+    "question_of",
     "text_field",
 ]

@@ -63,6 +63,7 @@ from clarion.domain.answer_form import (
     FormError,
     field_of,
     options_field,
+    question_of,
     text_field,
 )
 from clarion.domain.model import Answer, Outcome
@@ -191,9 +192,8 @@ def error_blocks(errors: Mapping[str, str], form: AnswerForm) -> dict[str, str]:
     for field, message in errors.items():
         block = field
         if block not in shown:
-            named = field_of(field, len(form.questions))
-            index = named[1 : named.index("_")] if named.startswith("q") else "0"
-            block = text_field(int(index))
+            index = question_of(field_of(field, len(form.questions)))
+            block = text_field(index or 0)
         placed.setdefault(block, message)
     return placed
 

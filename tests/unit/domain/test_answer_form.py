@@ -18,6 +18,7 @@ from clarion.domain.answer_form import (
     FormField,
     FormValues,
     field_of,
+    question_of,
 )
 from clarion.domain.model import Answer, Option, Outcome, Question
 
@@ -139,3 +140,13 @@ def test_form_values_keep_what_was_sent_for_a_re_render() -> None:
     assert values.options_at(5) == ()
     assert values.text_at(5) == ""
     assert not values.is_empty()
+
+
+def test_question_of_names_the_position_a_field_belongs_to() -> None:
+    assert [question_of(name) for name in ("q0_options", "q3_text", SKIP, REASON, FORM)] == [
+        0,
+        3,
+        None,
+        None,
+        None,
+    ]
