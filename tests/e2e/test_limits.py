@@ -98,3 +98,40 @@ def test_a_validation_error_from_the_server_is_shown_next_to_the_field_it_names(
     expect(card.get_by_role("group", name="Pick one").get_by_text("exceeds")).to_have_count(0)
     expect(card.get_by_role("button", name="Submit answer")).to_be_visible()
     assert pending_id in rest.pending_ids()
+
+
+def test_the_inbox_places_a_400_by_its_field_never_by_its_text(
+    page: Page, rest: Rest, agent_session: AgentSession
+) -> None:
+    """#32: the card reads the 400's ``field`` (a JSON path), not its prose: a message that
+    names no answer at all still lands by the question ``field`` points at, a
+    ``reject_reason`` one by the skip reason, anything else above Submit."""
+    pending_id = rest.create_bundle(agent_session, [PICK, NOTE])
+    card = bundle_card(page, pending_id)
+    replies = [
+        {"error": "refused: see the field", "field": "answers[1].custom_text"},
+        {"error": "not that reason", "field": "reject_reason"},
+        {"error": "answer 1 is wrong"},  # prose naming an answer, but no field
+    ]
+
+    def refuse(route: Route) -> None:
+        route.fulfill(status=400, content_type="application/json", body=json.dumps(replies.pop(0)))
+
+    page.route("**/respond", refuse)
+    card.get_by_label("A", exact=True).check()
+    submit = card.get_by_role("button", name="Submit answer")
+    submit.click()
+    second = card.get_by_role("group", name="Anything else?")
+    expect(second.get_by_text("refused: see the field")).to_be_visible()
+    expect(second.get_by_label("Your own answer (optional)")).to_be_focused()
+
+    card.get_by_text("Skip these questions instead…").click()
+    card.get_by_role("button", name="Skip", exact=True).click()
+    expect(card.get_by_text("not that reason")).to_be_visible()
+    expect(card.get_by_label("Reason for skipping (optional)")).to_be_focused()
+
+    submit.click()
+    first = card.get_by_role("group", name="Pick one")
+    expect(card.locator(".form-error").get_by_text("answer 1 is wrong")).to_be_visible()
+    expect(first.get_by_text("answer 1 is wrong")).to_have_count(0)
+    assert pending_id in rest.pending_ids()

@@ -10,19 +10,32 @@ The form is the spec's restricted schema (a flat object of primitive properties,
 - ``skip`` — a boolean that rejects the whole bundle, with ``skip_reason`` (≤ 2,000).
 
 Keys are positional (``q1`` is the bundle's first question in D2 order), so a question id that
-is not a valid property name never reaches the schema. Nothing here decides validity: the
-outcome goes to the resolver, which validates it like every other surface's (N6–N8b).
+is not a valid property name never reaches the schema. These names are pinned (goldens, clients
+in the field); they are the medium's spelling of the one answer form's fields
+(:mod:`clarion.domain.answer_form`: ``q<i>_choice`` is ``q<i-1>_options``, ``skip_reason`` is
+``reason``), and a submitted form is read by that form's one parser (:func:`form_outcome`), its
+errors named by this schema's keys. The resolver validates the outcome again, like every other
+surface's (N6–N8b).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from clarion.domain.answer_form import (
+    REASON,
+    SKIP,
+    AnswerForm,
+    FormError,
+    options_field,
+    text_field,
+)
 from clarion.domain.errors import InvalidOutcome
-from clarion.domain.model import MAX_TEXT_CODE_POINTS, Answer, Outcome, Question
+from clarion.domain.model import MAX_TEXT_CODE_POINTS, Outcome, Question
 
-SKIP: Final = "skip"
+_FORM_FIELD: Final = re.compile(r"q(\d+)_(options|text)")
 SKIP_REASON: Final = "skip_reason"
 FOOTER: Final = (
     "Answer here or anywhere else Clarion shows this question; the first answer counts. "
@@ -128,46 +141,44 @@ def form_schema(questions: Sequence[Question]) -> dict[str, Any]:
     return {"type": "object", "properties": properties}
 
 
-def _text(content: Mapping[str, object], key: str) -> str:
-    value = content.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidOutcome(f"{key} must be a string", field=key)
-    return value
+def form_values(questions: Sequence[Question], content: Mapping[str, object]) -> dict[str, object]:
+    """The submitted ``content`` as the answer form's flat field values: this schema's pinned
+    names (``q1_choice``, ``q1_text``, ``skip``, ``skip_reason``; 1-based) mapped onto the
+    form's (``q0_options``, ``q0_text``, ``skip``, ``reason``; 0-based)."""
+    values: dict[str, object] = {SKIP: content.get(SKIP), REASON: content.get(SKIP_REASON)}
+    for position in range(1, len(questions) + 1):
+        values[options_field(position - 1)] = content.get(choice_key(position))
+        values[text_field(position - 1)] = content.get(text_key(position))
+    return values
 
 
-def _choices(content: Mapping[str, object], key: str) -> tuple[str, ...]:
-    value = content.get(key)
-    if value is None:
-        return ()
-    if isinstance(value, str):  # a client that rendered the field as a single choice
-        return (value,)
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return tuple(str(item) for item in value)
-    raise InvalidOutcome(f"{key} must be a list of option ids", field=key)
+def schema_key(field: str) -> str:
+    """The property of this schema that shows the answer form's ``field`` (itself when the
+    schema has none: ``form``)."""
+    if field == REASON:
+        return SKIP_REASON
+    named = _FORM_FIELD.fullmatch(field)
+    if named is None:
+        return field
+    position = int(named.group(1)) + 1
+    return choice_key(position) if named.group(2) == "options" else text_key(position)
 
 
 def form_outcome(questions: Sequence[Question], content: Mapping[str, object] | None) -> Outcome:
-    """The outcome a submitted form stands for: a rejection when ``skip`` is true, else one
-    answer per question (options and free text, either possibly empty).
+    """The outcome a submitted form stands for, read by the bundle's one answer form
+    (:class:`~clarion.domain.answer_form.AnswerForm`): a rejection when ``skip`` is true, else
+    one answer per question (options and free text, either possibly empty: an accepted form
+    with nothing in it is the caller's to judge).
 
     Raises:
-        InvalidOutcome: a field has a type the schema does not allow (``field`` names it).
+        InvalidOutcome: a field has a type the schema does not allow, a text is over the
+            limit, or the outcome breaks N6–N8b; ``field`` names this schema's property
+            (``q1_choice``), or ``form`` for the form as a whole.
     """
-    content = content or {}
-    skip = content.get(SKIP)
-    if skip is not None and not isinstance(skip, bool):
-        raise InvalidOutcome(f"{SKIP} must be a boolean", field=SKIP)
-    if skip:
-        return Outcome.reject(_text(content, SKIP_REASON))
-    return Outcome.answer(
-        *(
-            Answer(
-                question_id=question.id,
-                selected_options=_choices(content, choice_key(position)),
-                custom_text=_text(content, text_key(position)),
-            )
-            for position, question in enumerate(questions, start=1)
+    try:
+        return AnswerForm(tuple(questions)).parse(
+            form_values(questions, content or {}), require_answer=False
         )
-    )
+    except FormError as exc:
+        key = schema_key(exc.field)
+        raise InvalidOutcome(f"{key}: {exc.message}", field=key) from exc

@@ -1,7 +1,9 @@
 """The REST surface's one error → response table, installed as Starlette exception handlers.
 
-Every failure body is ``{"error": "<text>"}`` (spec R10). Routes raise; :data:`EXCEPTION_HANDLERS`
-answers. The table::
+Every failure body is ``{"error": "<text>"}`` (spec R10); a validation failure's also names the
+offending field's JSON path, ``{"error": "<text>", "field": "answers[0].custom_text"}`` (issue #32:
+an additive key, as R11 allows; the ``error`` text is unchanged). Routes raise;
+:data:`EXCEPTION_HANDLERS` answers. The table::
 
     NotFound              404  its resource's fixed text (``NotFound.resource``), never the id:
                                a thing the caller may not see gets the same bytes as a missing
@@ -9,7 +11,8 @@ answers. The table::
     NotActive             409  its message: "clarification request is no longer active" (R2,
                                R11), or why a session takes no new bundle; a bundle closed
                                without an answer adds the header Clarion-Closed-Reason (#30)
-    ValidationError       400  its own message, which names the offending field (R10, N8d)
+    ValidationError       400  its own message, which names the offending field (R10, N8d), and
+                               ``field``: that field's JSON path
     PayloadTooLarge       413  its message: "request body too large: the limit is N bytes
                                (CLARION_MAX_BODY_BYTES)"
     LimitExceeded         429  its message, naming the limit's setting
@@ -72,10 +75,12 @@ _WAIT_TEXT: Final = {
 }
 
 
-def failure(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """A ``{"error": message}`` response."""
+def failure(
+    status: int, message: str, *, headers: Mapping[str, str] | None = None, field: str = ""
+) -> JSONResponse:
+    """A ``{"error": message}`` response, with ``"field": field`` when one is named."""
     return JSONResponse(
-        wire.unstructure(models.Error(message)), status_code=status, headers=headers
+        wire.unstructure(models.Error(message, field)), status_code=status, headers=headers
     )
 
 
@@ -97,7 +102,7 @@ async def clarion_error(request: Request, exc: Exception) -> Response:
         reason = {CLOSED_REASON_HEADER: exc.closed_reason} if exc.closed_reason else None
         return failure(409, exc.message or NOT_ACTIVE_MESSAGE, headers=reason)
     if isinstance(exc, ValidationError):
-        return failure(400, exc.message)
+        return failure(400, exc.message, field=exc.field)
     if isinstance(exc, PayloadTooLarge):
         return failure(413, exc.message or BODY_TOO_LARGE)
     if isinstance(exc, LimitExceeded):

@@ -7,7 +7,8 @@ always a link to the bundle in the inbox. How it is answered:
   option alone — and an "Answer in a form…" button for anything else;
 - any other bundle (several questions, no options) gets an "Answer…" button.
 
-The button opens a modal with the matching inputs: each question's options as checkboxes (any
+The button opens a modal with the bundle's answer form (:mod:`clarion.domain.answer_form`; each
+input block's id is the form's field name): each question's options as checkboxes (any
 number may be chosen, as everywhere in Clarion: nothing marks a question single-choice), a
 multi-line text field of at most 2,000 code points per question, and "Skip these questions"
 with a reason. When the bundle ends, every message is replaced by its final state: who
@@ -42,6 +43,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
+from clarion.domain.answer_form import REASON, SKIP, AnswerForm, FieldKind
 from clarion.domain.model import MAX_TEXT_CODE_POINTS, REJECTED, Answer, Question, Resolution
 from clarion.domain.notifications import (
     CANCELLED_EVENT,
@@ -56,8 +58,8 @@ MODAL_ACTION: Final = "clarion_modal"
 LINK_ACTION: Final = "clarion_link"
 MODAL_CALLBACK: Final = "clarion_answer"
 TEXT_LIMIT: Final = MAX_TEXT_CODE_POINTS  # 2,000 code points, as on every surface
-SKIP_BLOCK: Final = "skip"
-REASON_BLOCK: Final = "reason"
+SKIP_BLOCK: Final = SKIP  # the modal's block ids are the answer form's field names
+REASON_BLOCK: Final = REASON
 
 _SECTION_LIMIT: Final = 3000
 _BUTTON_LIMIT: Final = 75
@@ -281,12 +283,18 @@ def modal_view(
     is) rides along as ``private_metadata``."""
     blocks: list[Block] = _context(context)
     count = len(questions)
-    for index, question in enumerate(questions):
-        blocks.append(_question_section(question, index, count))
-        if question.options:
+    many = count > 1
+    shown: set[int] = set()
+    for field in AnswerForm(tuple(questions)).fields():
+        # The block ids are the form's field names (and stay so: sent modals carry them).
+        if field.index is not None and field.index not in shown:
+            shown.add(field.index)
+            blocks.append(_question_section(questions[field.index], field.index, count))
+        if field.kind is FieldKind.OPTIONS and field.index is not None:
+            question = questions[field.index]
             blocks.append(
                 InputBlock(
-                    block_id=f"q{index}_options",
+                    block_id=field.name,
                     label=PlainTextObject(text="Choose any that apply"),
                     optional=True,
                     element=CheckboxesElement(
@@ -303,46 +311,52 @@ def modal_view(
                     ),
                 )
             )
-        blocks.append(
-            InputBlock(
-                block_id=f"q{index}_text",
-                label=PlainTextObject(
-                    text="Your own answer (optional)" if question.options else "Your answer"
-                ),
-                optional=True,
-                element=PlainTextInputElement(
-                    action_id="text", multiline=True, max_length=TEXT_LIMIT
-                ),
+        elif field.kind is FieldKind.TEXT and field.index is not None:
+            question = questions[field.index]
+            blocks.append(
+                InputBlock(
+                    block_id=field.name,
+                    label=PlainTextObject(
+                        text="Your own answer (optional)" if question.options else "Your answer"
+                    ),
+                    optional=True,
+                    element=PlainTextInputElement(
+                        action_id="text", multiline=True, max_length=TEXT_LIMIT
+                    ),
+                )
             )
-        )
-    many = count > 1
-    blocks += [
-        DividerBlock(),
-        InputBlock(
-            block_id=SKIP_BLOCK,
-            label=PlainTextObject(text="Or skip"),
-            optional=True,
-            element=CheckboxesElement(
-                action_id="skip",
-                options=[
-                    Option(
-                        value="skip",
-                        text=PlainTextObject(
-                            text=f"Skip {'these questions' if many else 'this question'} instead"
-                        ),
-                    )
-                ],
-            ),
-        ),
-        InputBlock(
-            block_id=REASON_BLOCK,
-            label=PlainTextObject(text="Reason for skipping (optional)"),
-            optional=True,
-            element=PlainTextInputElement(
-                action_id="reason", multiline=True, max_length=TEXT_LIMIT
-            ),
-        ),
-    ]
+        elif field.kind is FieldKind.SKIP:
+            blocks += [
+                DividerBlock(),
+                InputBlock(
+                    block_id=SKIP_BLOCK,
+                    label=PlainTextObject(text="Or skip"),
+                    optional=True,
+                    element=CheckboxesElement(
+                        action_id="skip",
+                        options=[
+                            Option(
+                                value="skip",
+                                text=PlainTextObject(
+                                    text=f"Skip {'these questions' if many else 'this question'}"
+                                    " instead"
+                                ),
+                            )
+                        ],
+                    ),
+                ),
+            ]
+        elif field.kind is FieldKind.REASON:
+            blocks.append(
+                InputBlock(
+                    block_id=REASON_BLOCK,
+                    label=PlainTextObject(text="Reason for skipping (optional)"),
+                    optional=True,
+                    element=PlainTextInputElement(
+                        action_id="reason", multiline=True, max_length=TEXT_LIMIT
+                    ),
+                )
+            )
     return View(
         type="modal",
         callback_id=MODAL_CALLBACK,

@@ -16,13 +16,14 @@ repeats the winner's own answer (a no-op) or loses like any other answer; the gu
 the side effects (a second ephemeral reply, a second modal). Behind several processes a
 replay that reaches another process within the window gets exactly that no-op.
 
-**Ack first, claim after.** Slack wants an answer within 3 s: a button click is acknowledged
-with an empty 200 and handled in a background task after the response is sent; its result goes
-back to the clicker through the interaction's ``response_url`` (an ephemeral reply), and the
-message itself is updated in place by the outbox when the bundle ends. A modal submission is
-validated before its answer (field errors come back as ``response_action: errors``, which Slack
-accepts only in the response itself); the claim then runs after the ack and its result is posted
-to the clicker as an ephemeral message.
+**Ack first, claim after.** Slack wants an answer within 3 s: a button click is acknowledged with
+an empty 200 and handled in a background task after the response is sent; its result goes back to
+the clicker through the interaction's ``response_url`` (an ephemeral reply), and the message itself
+is updated in place by the outbox when the bundle ends. A modal submission is read by the bundle's
+one answer form (:mod:`clarion.domain.answer_form`; the modal's block ids are its field names) and
+validated before its answer (field errors come back as ``response_action: errors`` keyed by block
+id, which Slack accepts only in the response itself); the claim then runs after the ack and its
+result is posted to the clicker as an ephemeral message.
 """
 
 from __future__ import annotations
@@ -49,13 +50,22 @@ from clarion.adapters.slack.blocks import (
     OPTION_ACTION,
     REASON_BLOCK,
     SKIP_BLOCK,
-    TEXT_LIMIT,
     modal_view,
     outcome_lines,
     parse_option_value,
     who,
 )
 from clarion.app.usecases.slack import SlackAnswering, SlackResult, SlackState
+from clarion.domain.answer_form import (
+    REASON,
+    SKIP,
+    AnswerForm,
+    FormError,
+    field_of,
+    options_field,
+    question_of,
+    text_field,
+)
 from clarion.domain.model import Answer, Outcome
 
 log = structlog.get_logger(__name__)
@@ -64,7 +74,6 @@ INTERACTIONS_PATH: Final = "/integrations/slack/interactions"
 WINDOW_S: Final = 5 * 60
 MAX_BODY_BYTES: Final = 1024 * 1024
 MAX_REMEMBERED: Final = 100_000
-TOO_LONG: Final = "At most 2,000 characters, please (this has {count})."
 
 
 class ReplayGuard:
@@ -133,11 +142,13 @@ def result_text(result: SlackResult, slack_user_id: str) -> str:
     return "Clarion could not record your answer right now. Please try again."
 
 
-def modal_outcome(
-    values: Mapping[str, Any], question_ids: tuple[str, ...]
-) -> tuple[Outcome, dict[str, str]]:
-    """The outcome a modal's ``state.values`` describes, and field errors by block id (texts
-    over 2,000 code points; Slack enforces the same limit, but a request is not Slack's)."""
+def modal_values(values: Mapping[str, Any], question_count: int) -> dict[str, object]:
+    """A modal's ``state.values`` as the flat field values of :mod:`clarion.domain.answer_form`.
+
+    The modal's block ids are the form's field names (``q0_options``, ``q0_text``, ``skip``,
+    ``reason``, each block holding one element); messages already sent keep these ids, so an
+    old modal submits as a new one does.
+    """
 
     def value(block: str, action: str) -> Any:
         entry = values.get(block, {})
@@ -147,41 +158,44 @@ def modal_outcome(
         found = value(block, action).get("value")
         return found if isinstance(found, str) else ""
 
-    def selected(block: str, action: str) -> tuple[str, ...]:
+    def selected(block: str, action: str) -> list[str]:
         options = value(block, action).get("selected_options") or []
-        return tuple(
+        return [
             str(o.get("value", "")) for o in options if isinstance(o, Mapping) and o.get("value")
-        )
+        ]
 
-    errors: dict[str, str] = {}
-    texts = [*((f"q{i}_text", "text") for i in range(len(question_ids))), (REASON_BLOCK, "reason")]
-    for block, action in texts:
-        count = len(text(block, action))
-        if count > TEXT_LIMIT:
-            errors[block] = TOO_LONG.format(count=f"{count:,}")
-    if "skip" in selected(SKIP_BLOCK, "skip"):
-        return Outcome.reject(text(REASON_BLOCK, "reason")), errors
-    answers = tuple(
-        Answer(
-            question_id=qid,
-            selected_options=selected(f"q{i}_options", "options"),
-            custom_text=text(f"q{i}_text", "text"),
-        )
-        for i, qid in enumerate(question_ids)
-    )
-    return Outcome.answer(*answers), errors
+    flat: dict[str, object] = {}
+    for index in range(question_count):
+        flat[options_field(index)] = selected(options_field(index), "options")
+        flat[text_field(index)] = text(text_field(index), "text")
+    flat[SKIP] = "skip" in selected(SKIP_BLOCK, "skip")
+    flat[REASON] = text(REASON_BLOCK, "reason")
+    return flat
 
 
-def _error_block(field: str) -> str:
-    """The modal block a validation error's field names (``answers[i].…`` → question i)."""
-    if field in ("reject_reason", "reason"):
-        return REASON_BLOCK
-    if field.startswith("answers[") and "]" in field:
-        index = field[len("answers[") : field.index("]")]
-        if index.isdigit():
-            kind = "options" if field.endswith("selected_options") else "text"
-            return f"q{int(index)}_{kind}"
-    return "q0_text"
+def modal_outcome(values: Mapping[str, Any], form: AnswerForm) -> Outcome:
+    """The validated outcome a modal's ``state.values`` describes (the form's one parser).
+
+    Raises:
+        FormError: the form refuses it; ``errors`` names every field (:func:`error_blocks`
+            places them on the modal's blocks).
+    """
+    return form.parse(modal_values(values, len(form.questions)))
+
+
+def error_blocks(errors: Mapping[str, str], form: AnswerForm) -> dict[str, str]:
+    """Field errors by the modal block that shows them: a field's own block, a question's
+    text block for an options field it does not show, the first question's text block for
+    the form as a whole (a modal has no place for a form-wide message)."""
+    shown = {field.name for field in form.fields()}
+    placed: dict[str, str] = {}
+    for field, message in errors.items():
+        block = field
+        if block not in shown:
+            index = question_of(field_of(field, len(form.questions)))
+            block = text_field(index or 0)
+        placed.setdefault(block, message)
+    return placed
 
 
 class SlackInteractions:
@@ -303,16 +317,17 @@ class SlackInteractions:
         values = state.get("values", {}) if isinstance(state, dict) else {}
         opened = await self._answering.open(user, pending_id)
         if opened.state not in (SlackState.OPEN, SlackState.LOST):
-            return _errors({"q0_text": result_text(opened, user)})
-        question_ids = tuple(question.id for question in opened.questions)
-        outcome, errors = modal_outcome(values if isinstance(values, dict) else {}, question_ids)
-        if errors:
-            return _errors(errors)
+            return _errors({text_field(0): result_text(opened, user)})
+        form = AnswerForm(opened.questions)
+        try:
+            outcome = modal_outcome(values if isinstance(values, dict) else {}, form)
+        except FormError as exc:
+            return _errors(error_blocks(exc.errors, form))
         checked = await self._answering.check(user, pending_id, outcome)
         if checked.state is SlackState.INVALID:
-            return _errors({_error_block(checked.field): checked.message})
+            return _errors(error_blocks({form.field_of(checked.field): checked.message}, form))
         if checked.state is not SlackState.OPEN:
-            return _errors({"q0_text": result_text(checked, user)})
+            return _errors({text_field(0): result_text(checked, user)})
 
         async def answer(_: dict[str, Any]) -> None:
             result = await self._answering.answer(user, pending_id, outcome)
@@ -346,6 +361,8 @@ __all__ = [
     "INTERACTIONS_PATH",
     "ReplayGuard",
     "SlackInteractions",
+    "error_blocks",
     "modal_outcome",
+    "modal_values",
     "result_text",
 ]

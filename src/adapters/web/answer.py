@@ -9,8 +9,12 @@ answers, through :meth:`clarion.app.usecases.answer_links.AnswerLinks.answer`.
 
 Every question's options are checkboxes: a Clarion answer may select any number of a
 question's options (N8 constrains membership only; nothing marks a question single-select),
-exactly as in the inbox. A validation error (N6–N8b, or nothing chosen at all) re-renders the
-form with the person's input and the message next to the field it names. Every other outcome —
+exactly as in the inbox. The form is the bundle's :class:`~clarion.domain.answer_form.AnswerForm`
+— its field names (``q0_options``, ``q0_text``, ``reason``; the Skip button posts
+``action=skip``, Submit ``action=answer``) and its one parser; the page's earlier names
+``q0-options`` and ``q0-text`` are still read. A refusal (N6–N8b, nothing chosen at all, text over
+2,000 characters) re-renders the form with the person's input and each message next to the
+field its ``FormError`` names. Every other outcome —
 recorded, already answered (the winner's answer), used, expired, invalid, no longer available
 — is a page with a clear message, never an error page.
 
@@ -26,7 +30,6 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-import attrs
 import structlog
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -40,14 +43,22 @@ from clarion.app.usecases.answer_links import (
     LinkState,
 )
 from clarion.app.usecases.auth import current_identity
+from clarion.domain.answer_form import (
+    FORM,
+    REASON,
+    SKIP,
+    AnswerForm,
+    FieldKind,
+    FormField,
+    FormValues,
+)
 from clarion.domain.errors import ClarionError, InvalidOutcome, failure_fields
-from clarion.domain.model import REJECTED, Answer, Outcome, Question
+from clarion.domain.model import REJECTED, Answer, Question
 
 log = structlog.get_logger(__name__)
 
 FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
 MAX_FIELDS: Final = 10_000
-NOTHING_CHOSEN: Final = "Choose an option or write an answer first, or skip the question."
 STORE_FAILED: Final = "Clarion could not read this question right now. Please try again."
 
 _CONTENT_SECURITY_POLICY: Final = "; ".join(
@@ -102,8 +113,6 @@ _MESSAGES: Final[Mapping[LinkState, str]] = {
     ),
 }
 
-_ANSWER_INDEX = re.compile(r"\banswers\[(\d+)\]")
-
 
 def _text(value: str) -> str:
     """Escaped text as a bidirectional isolate."""
@@ -114,44 +123,15 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
-@attrs.frozen
-class FormInput:
-    """What the person submitted (kept to re-render the form after a validation error)."""
-
-    selected: tuple[tuple[str, ...], ...] = ()
-    texts: tuple[str, ...] = ()
-    reason: str = ""
-    skip: bool = False
-
-    def outcome(self, questions: Sequence[Question]) -> Outcome:
-        if self.skip:
-            return Outcome.reject(self.reason)
-        return Outcome.answer(
-            *(
-                Answer(
-                    question_id=question.id,
-                    selected_options=self.selected[index],
-                    custom_text=self.texts[index],
-                )
-                for index, question in enumerate(questions)
-            )
-        )
-
-    def is_empty(self) -> bool:
-        return not self.skip and not any(self.selected) and not any(t.strip() for t in self.texts)
+LEGACY_NAMES: Final = re.compile(r"q(\d+)-(options|text)")
+"""The page's field names before the one form model (``q0-options``, ``q0-text``): still read,
+so a script written against them keeps answering (docs/notifications.md)."""
 
 
-@attrs.frozen
-class FormErrors:
-    """A message for the whole form, per question index, or for the skip reason."""
-
-    form: str = ""
-    questions: Mapping[int, str] = attrs.field(factory=dict)
-    reason: str = ""
-
-
-def parse_form(body: bytes, question_count: int) -> FormInput:
-    """The form fields of ``body`` (URL-encoded UTF-8).
+def form_values(body: bytes) -> dict[str, object]:
+    """The flat field values (:mod:`clarion.domain.answer_form`) of ``body`` (URL-encoded
+    UTF-8): options as lists, texts as their first value, ``action=skip`` (the Skip button) as
+    ``skip``. The legacy names :data:`LEGACY_NAMES` are read as their current ones.
 
     Raises:
         ValueError: the body is not URL-encoded UTF-8 or has too many fields.
@@ -162,31 +142,27 @@ def parse_form(body: bytes, question_count: int) -> FormInput:
         max_num_fields=MAX_FIELDS,
         errors="strict",
     )
-    values: dict[str, list[str]] = {}
+    lists: dict[str, list[str]] = {}
     for name, value in fields:
-        values.setdefault(name, []).append(value)
-
-    def first(name: str) -> str:
-        return values.get(name, [""])[0]
-
-    return FormInput(
-        selected=tuple(tuple(values.get(f"q{i}-options", [])) for i in range(question_count)),
-        texts=tuple(first(f"q{i}-text") for i in range(question_count)),
-        reason=first("reason"),
-        skip=first("action") == "skip",
-    )
+        legacy = LEGACY_NAMES.fullmatch(name)
+        if legacy is not None:
+            name = f"q{legacy.group(1)}_{legacy.group(2)}"
+        lists.setdefault(name, []).append(value)
+    values: dict[str, object] = {
+        name: found if name.endswith("_options") else found[0] for name, found in lists.items()
+    }
+    values[SKIP] = lists.get("action", [""])[0] == "skip"
+    return values
 
 
-def errors_for(exc: InvalidOutcome, submitted: FormInput) -> FormErrors:
-    """Place a validation error next to the field it names (``answers[i]…`` → question i)."""
-    message = str(exc)
-    field = exc.field or ""
-    if field in ("reject_reason", "reason"):
-        return FormErrors(reason=message)
-    match = _ANSWER_INDEX.search(field)
-    if match is not None and int(match.group(1)) < len(submitted.texts):
-        return FormErrors(questions={int(match.group(1)): message})
-    return FormErrors(form=message)
+def parse_form(body: bytes, form: AnswerForm) -> FormValues:
+    """What the person submitted (:func:`form_values` read by the bundle's form).
+
+    Raises:
+        ValueError: the body is not URL-encoded UTF-8 or has too many fields.
+        FormError: never for a body this page's form sends (every value is a string).
+    """
+    return form.read(form_values(body))
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -234,20 +210,12 @@ def _head(page: LinkPage) -> str:
     )
 
 
-def _question(index: int, question: Question, submitted: FormInput, error: str) -> str:
-    qid = f"q{index}"
-    chosen = set(submitted.selected[index]) if index < len(submitted.selected) else set()
-    text = submitted.texts[index] if index < len(submitted.texts) else ""
-    title = (
-        f'<span class="q-title">{_text(question.title)}</span>'
-        '<span class="visually-hidden">: </span>'
-        if question.title
-        else ""
-    )
-    prompt = _text(question.prompt or "(this question has no text)")
+def _options(field: FormField, question: Question, submitted: FormValues) -> str:
+    index = field.index or 0
+    chosen = set(submitted.options_at(index))
     options = []
     for j, option in enumerate(question.options):
-        oid = f"{qid}-o{j}"
+        oid = f"q{index}-o{j}"
         described = f' aria-describedby="{oid}-desc"' if option.description else ""
         checked = " checked" if option.option_id in chosen else ""
         description = (
@@ -257,46 +225,78 @@ def _question(index: int, question: Question, submitted: FormInput, error: str) 
         )
         options.append(
             f'<label class="option" for="{oid}">'
-            f'<input type="checkbox" id="{oid}" name="{qid}-options" '
+            f'<input type="checkbox" id="{oid}" name="{field.name}" '
             f'value="{_attr(option.option_id)}"{checked}{described}>'
             f'<span class="option-text"><span class="option-label">'
             f"{_text(option.label or option.option_id)}</span>{description}</span></label>"
         )
+    return f'<div class="options">{"".join(options)}</div>'
+
+
+def _question(
+    index: int,
+    question: Question,
+    fields: Sequence[FormField],
+    submitted: FormValues,
+    errors: Mapping[str, str],
+) -> str:
+    """One question's fieldset: its fields of the form model, and the first error any of them
+    has, under the free text (one message place per question)."""
+    qid = f"q{index}"
+    error = next((errors[field.name] for field in fields if field.name in errors), "")
+    title = (
+        f'<span class="q-title">{_text(question.title)}</span>'
+        '<span class="visually-hidden">: </span>'
+        if question.title
+        else ""
+    )
+    prompt = _text(question.prompt or "(this question has no text)")
     hint = (
         "Choose any that apply, add your own words, or both."
-        if options
+        if question.options
         else "No options were offered; answer in your own words."
     )
     invalid = ' aria-invalid="true"' if error else ""
+    controls = []
+    for field in fields:
+        if field.kind is FieldKind.OPTIONS:
+            controls.append(_options(field, question, submitted))
+        else:
+            text = submitted.text_at(index)
+            controls.append(
+                f'<div class="free-text"><label for="{qid}-text">'
+                f"{'Your own answer (optional)' if question.options else 'Your answer'}</label>"
+                f'<textarea id="{qid}-text" name="{field.name}" rows="2" '
+                f'aria-describedby="{qid}-msg"{invalid}>{html.escape(text)}</textarea>'
+                f'<div class="field-meta"><p class="field-error" id="{qid}-msg">'
+                f"{_text(error) if error else ''}</p></div></div>"
+            )
     return (
         f'<fieldset class="question" id="{qid}"><legend>{title}'
         f'<span class="q-prompt">{prompt}</span></legend>'
-        f'<p class="hint">{hint}</p>'
-        + (f'<div class="options">{"".join(options)}</div>' if options else "")
-        + f'<div class="free-text"><label for="{qid}-text">'
-        f"{'Your own answer (optional)' if options else 'Your answer'}</label>"
-        f'<textarea id="{qid}-text" name="{qid}-text" rows="2" '
-        f'aria-describedby="{qid}-msg"{invalid}>{html.escape(text)}</textarea>'
-        f'<div class="field-meta"><p class="field-error" id="{qid}-msg">'
-        f"{_text(error) if error else ''}</p></div></div></fieldset>"
+        f'<p class="hint">{hint}</p>{"".join(controls)}</fieldset>'
     )
 
 
 def render_form(
-    page: LinkPage, submitted: FormInput | None = None, errors: FormErrors | None = None
+    page: LinkPage, submitted: FormValues | None = None, errors: Mapping[str, str] | None = None
 ) -> str:
-    """The bundle and its answer form (``page.state`` is OPEN)."""
-    submitted = submitted if submitted is not None else FormInput()
-    errors = errors if errors is not None else FormErrors()
+    """The bundle and its answer form (``page.state`` is OPEN): the fields of its
+    :class:`AnswerForm`, ``submitted`` filled in, each of ``errors`` (by field name,
+    :data:`FORM` for the whole form) next to its field."""
+    submitted = submitted if submitted is not None else FormValues()
+    errors = errors if errors is not None else {}
+    fields = list(AnswerForm(page.questions).fields())
     questions = "".join(
-        _question(i, question, submitted, errors.questions.get(i, ""))
+        _question(i, question, [f for f in fields if f.index == i], submitted, errors)
         for i, question in enumerate(page.questions)
     )
     many = len(page.questions) > 1
     skip_label = f"Skip {'these questions' if many else 'this question'} instead…"
-    reason_invalid = ' aria-invalid="true"' if errors.reason else ""
-    open_skip = " open" if errors.reason or submitted.skip else ""
-    form_error = _text(errors.form) if errors.form else ""
+    reason_error = errors.get(REASON, "") or errors.get(SKIP, "")
+    reason_invalid = ' aria-invalid="true"' if reason_error else ""
+    open_skip = " open" if reason_error or submitted.skip else ""
+    form_error = _text(errors[FORM]) if errors.get(FORM) else ""
     body = (
         '<article class="bundle" aria-labelledby="bundle-title">'
         f"{_head(page)}"
@@ -309,10 +309,10 @@ def render_form(
         '<div class="skip-body"><p class="hint">The agent is told the question was skipped, '
         "with your reason if you give one.</p>"
         '<label for="reason">Reason for skipping (optional)</label>'
-        f'<textarea id="reason" name="reason" rows="2" aria-describedby="reason-msg"'
+        f'<textarea id="reason" name="{REASON}" rows="2" aria-describedby="reason-msg"'
         f"{reason_invalid}>{html.escape(submitted.reason)}</textarea>"
         '<div class="field-meta"><p class="field-error" id="reason-msg">'
-        f"{_text(errors.reason) if errors.reason else ''}</p></div>"
+        f"{_text(reason_error) if reason_error else ''}</p></div>"
         '<button type="submit" name="action" value="skip" class="secondary">Skip</button>'
         "</div></details></form></article>"
     )
@@ -421,23 +421,24 @@ def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
             return _store_failed()
         if page.state is not LinkState.OPEN:
             return _page_response(page, submitted=True)
+        form = AnswerForm(page.questions)
         try:
-            submitted = parse_form(await request.body(), len(page.questions))
+            submitted = parse_form(await request.body(), form)
         except ValueError:
-            errors = FormErrors(form="The form could not be read. Please submit it again.")
+            errors = {FORM: "The form could not be read. Please submit it again."}
             return _response(render_form(page, None, errors), 400)
-        if submitted.is_empty():
-            return _response(render_form(page, submitted, FormErrors(form=NOTHING_CHOSEN)), 400)
         try:
-            result = await links.answer(token, submitted.outcome(page.questions), viewer)
+            outcome = form.check(submitted)
+            result = await links.answer(token, outcome, viewer)
         except InvalidOutcome as exc:
-            return _response(render_form(page, submitted, errors_for(exc, submitted)), 400)
+            refused = form.error(exc)
+            return _response(render_form(page, submitted, refused.errors), 400)
         except ClarionError as exc:
             log.warning("answer_link.answer_failed", **failure_fields(exc))
             return _store_failed()
         if result.state is LinkState.FAILED and result.message == NOT_RECORDED:
             # Not recorded: show the form again, with what the person entered.
-            return _response(render_form(page, submitted, FormErrors(form=result.message)), 503)
+            return _response(render_form(page, submitted, {FORM: result.message}), 503)
         return _page_response(result, submitted=True)
 
     return [

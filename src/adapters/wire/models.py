@@ -460,9 +460,20 @@ class Health:
 
 @attrs.frozen
 class Error:
-    """Every REST failure body (R10)."""
+    """Every REST failure body (R10). ``field`` (issue #32, additive as R11 allows) is the JSON
+    path of the offending value on a validation failure (``answers[0].selected_options``,
+    ``reject_reason``, ``limit``); the key is left out of every other body."""
 
     error: str
+    field: str = attrs.field(
+        default="",
+        metadata=schema(
+            description=(
+                "On a 400 for invalid input: the offending field's JSON path, e.g. "
+                "answers[0].selected_options; absent on every other error."
+            )
+        ),
+    )
 
 
 # --- request bodies ---------------------------------------------------------------------------
@@ -800,8 +811,9 @@ OPEN_IN_MCP: Final[frozenset[type[Any]]] = frozenset({Task, AnswerIn, QuestionIn
 """Shapes whose MCP schema admits properties it does not name (upstream's nested argument
 objects are open; the parser still refuses unknown fields, naming them)."""
 
-OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse, LiveRequest})
-"""Shapes that leave out fields equal to their default (upstream's omitempty)."""
+OMIT_EMPTY: Final[frozenset[type[Any]]] = frozenset({WaitAnswer, WaitResponse, LiveRequest, Error})
+"""Shapes that leave out fields equal to their default (upstream's omitempty; an error's
+``field`` when it names none)."""
 
 SHAPES: Final[tuple[type[Any], ...]] = (
     Answer,

@@ -137,8 +137,8 @@ def path_of(link: str) -> str:
 def answer_form(*, option: int = 1, text: str = "", count: int = 2) -> dict[str, Any]:
     form: dict[str, Any] = {"action": "answer"}
     for i in range(count):
-        form[f"q{i}-options"] = [f"q{i + 1}_opt{option}"]
-        form[f"q{i}-text"] = text
+        form[f"q{i}_options"] = [f"q{i + 1}_opt{option}"]
+        form[f"q{i}_text"] = text
     return form
 
 
@@ -171,7 +171,7 @@ async def test_a_link_answers_a_blocked_wait_and_a_second_link_shows_the_winner(
     assert shown.headers["content-type"].startswith("text/html")
     assert '<form class="answer-form" method="post"' in shown.text
     assert 'type="checkbox"' in shown.text
-    assert 'name="q0-options"' in shown.text
+    assert 'name="q0_options"' in shown.text
     assert "Skip these questions instead" in shown.text
     assert "<script" not in shown.text
     assert world.stored(pending_id) == before  # a mail scanner's GET answers nothing
@@ -288,13 +288,13 @@ async def test_validation_errors_re_render_the_form_and_keep_the_link(world: Wor
     before = world.stored(pending_id)
 
     empty = await world.client.post(
-        link, data={"action": "answer", "q0-text": " ", "q1-text": ""}, headers=FORM
+        link, data={"action": "answer", "q0_text": " ", "q1_text": ""}, headers=FORM
     )
     assert empty.status_code == 400
     assert "Choose an option or write an answer first" in page_text(empty)
 
     unknown = answer_form()
-    unknown["q1-options"] = ["made-up"]
+    unknown["q1_options"] = ["made-up"]
     refused = await world.client.post(link, data=unknown, headers=FORM)
     assert refused.status_code == 400
     assert re.search(r'id="q1-msg"><bdi>answer 2 references unknown option_id', refused.text)
@@ -303,14 +303,16 @@ async def test_validation_errors_re_render_the_form_and_keep_the_link(world: Wor
     too_long = answer_form(text="x" * 2001)
     long_page = await world.client.post(link, data=too_long, headers=FORM)
     assert long_page.status_code == 400
-    assert re.search(r'id="q0-msg"><bdi>answer 1 custom_text exceeds 2000', long_page.text)
+    assert re.search(
+        r'id="q0-msg"><bdi>At most 2,000 characters, please \(this has 2,001\)', long_page.text
+    )
     assert 'aria-invalid="true"' in long_page.text
 
     long_reason = await world.client.post(
         link, data={"action": "skip", "reason": "y" * 2001}, headers=FORM
     )
     assert long_reason.status_code == 400
-    assert re.search(r'id="reason-msg"><bdi>reason exceeds 2000', long_reason.text)
+    assert re.search(r'id="reason-msg"><bdi>At most 2,000 characters, please', long_reason.text)
     assert world.stored(pending_id) == before
 
     skipped = await world.client.post(
@@ -320,6 +322,18 @@ async def test_validation_errors_re_render_the_form_and_keep_the_link(world: Wor
     assert "You skipped this question." in page_text(skipped)
     assert "not mine" in page_text(skipped)
     assert world.stored(pending_id) != before
+
+
+async def test_the_page_still_reads_its_earlier_field_names(world: World) -> None:
+    """#32: the form model names the fields ``q0_options``/``q0_text``; a script written
+    against the page's earlier ``q0-options``/``q0-text`` still answers."""
+    pending_id = await world.ask(world.shared_session)
+    link = path_of(world.links.link_for(world.alice, pending_id))
+    legacy = {"action": "answer", "q0-options": ["q1_opt2"], "q1-text": "mine"}
+    answered = await world.client.post(link, data=legacy, headers=FORM)
+    assert answered.status_code == 200, answered.text
+    assert "Your answer was sent to the agent." in page_text(answered)
+    assert "mine" in page_text(answered)
 
 
 async def test_agent_text_is_escaped_and_isolated(world: World) -> None:

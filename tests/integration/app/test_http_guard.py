@@ -217,7 +217,10 @@ def test_a_duplicate_key_is_a_400_and_changes_nothing(client: TestClient) -> Non
         headers={"Content-Type": "application/json"},
     )
     assert response.status_code == 400
-    assert response.json() == {"error": "invalid payload: duplicate key 'name' in a JSON object"}
+    assert response.json() == {
+        "error": "invalid payload: duplicate key 'name' in a JSON object",
+        "field": "body",
+    }
     assert _workspaces(client) == before
 
 

@@ -217,12 +217,27 @@ def ok(response: Any, status: int = 200) -> Any:
 
 
 def error_of(response: Any) -> str:
+    """A failure body's ``error`` (R10); a 400 may add ``field`` (#32), nothing else may."""
     body = response.json()
     assert isinstance(body, Mapping), response.text
-    assert set(body) == {"error"}, response.text
+    assert set(body) - {"field"} == {"error"}, response.text
+    assert "field" not in body or response.status_code == 400, response.text
     error = body["error"]
     assert isinstance(error, str)
     return error
+
+
+def field_of(response: Any) -> str:
+    """The JSON path a 400's ``field`` names (#32), asserting the body is exactly
+    ``{"error", "field"}`` — so a test checks which field failed without reading prose."""
+    assert response.status_code == 400, (response.status_code, response.text)
+    body = response.json()
+    assert isinstance(body, Mapping), response.text
+    assert set(body) == {"error", "field"}, response.text
+    field = body["field"]
+    assert isinstance(field, str), response.text
+    assert field, response.text
+    return field
 
 
 # --- async: every request of a test on the test's own event loop ---------------------------

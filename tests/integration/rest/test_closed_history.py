@@ -142,7 +142,7 @@ def test_a_terminal_session_and_a_cancel_give_their_own_reasons(
 def test_include_takes_only_closed(client: TestClient, alice: Caller) -> None:
     response = client.get(f"{RESOLVED}?include=everything", headers=alice.headers)
     assert response.status_code == 400
-    assert response.json() == {"error": "include: must be closed"}
+    assert response.json() == {"error": "include: must be closed", "field": "include"}
 
 
 def test_a_foreign_closed_bundle_is_absent(

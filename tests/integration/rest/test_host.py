@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.integration.rest.harness import Caller, RestWorld, answers, ask, error_of, ok
+from tests.integration.rest.harness import (
+    Caller,
+    RestWorld,
+    answers,
+    ask,
+    error_of,
+    field_of,
+    ok,
+)
 
 enabled_only = pytest.mark.parametrize("auth_enabled", [True], ids=["auth-enabled"])
 
@@ -98,7 +106,7 @@ def test_only_an_admin_may_create_an_unowned_workspace_and_nobody_else_may_give_
         headers=alice.headers,
     )
     assert given.status_code == 400
-    assert "owner_id" in error_of(given)
+    assert field_of(given) == "owner_id"
 
 
 def test_t1_t2_the_task_list_carries_both_pending_actions_null_when_nothing_is_pending(

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from clarion.app.root.compose import Clarion, build_clarion
 from clarion.app.root.settings import Settings
-from tests.integration.rest.harness import LOCAL_URL
+from tests.integration.rest.harness import LOCAL_URL, field_of
 
 ROUTES = "/api/v1/notifications/routes"
 
@@ -90,7 +90,8 @@ def test_a_bad_route_is_a_400_naming_the_problem(
     _, as_admin = _bearer(clarion, "root", is_admin=True)
     response = client.post(ROUTES, json=body, headers=as_admin)
     assert response.status_code == 400, response.text
-    assert response.json()["error"]  # the field is named in the message (``field``: the id)
+    assert response.json()["error"]  # R10: a message naming the problem
+    assert field_of(response) == field  # #32: which field, without reading it
     assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
 
 
@@ -133,7 +134,7 @@ def _an_email_route_needs_a_user(clarion: Clarion, client: TestClient) -> None:
     admin, as_admin = _bearer(clarion, "root", is_admin=True)
     refused = client.post(ROUTES, json={"channel": "email:ops@example.com"}, headers=as_admin)
     assert refused.status_code == 400
-    assert "user_id" in refused.json()["error"]
+    assert field_of(refused) == "user_id"
     assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
     body = {"channel": "email:ops@example.com", "user_id": admin}
     assert client.post(ROUTES, json=body, headers=as_admin).status_code == 201
@@ -166,8 +167,8 @@ def test_a_webhook_to_an_internal_address_is_a_400_naming_the_channel(
             ROUTES, json={"channel": channel, "workspace_id": workspace.id}, headers=headers
         )
         assert response.status_code == 400, response.text
-        assert response.json()["error"].startswith("channel: ")
-        assert "CLARION_OUTBOUND_ALLOW" in response.json()["error"]
+        assert field_of(response) == "channel"
+        assert "CLARION_OUTBOUND_ALLOW" in response.json()["error"]  # the setting to change
     assert client.get(ROUTES, headers=as_admin).json()["total"] == 0
 
 
@@ -219,7 +220,7 @@ def test_only_administrators_choose_apprise_urls_freely(
     response = client.post(ROUTES, json=body, headers=as_alice)
     assert response.status_code == (201 if owner_may else 400), response.text
     if not owner_may:
-        assert response.json()["error"].startswith("channel: ")
+        assert field_of(response) == "channel"
         assert client.post(ROUTES, json=body, headers=as_admin).status_code == 201
 
 

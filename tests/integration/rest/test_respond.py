@@ -30,6 +30,7 @@ from tests.integration.rest.harness import (
     answers,
     ask,
     error_of,
+    field_of,
     memory_ports,
     ok,
     setup_caller,
@@ -147,7 +148,7 @@ def test_r2c_a_malformed_submission_against_a_resolved_bundle_gets_400_not_the_r
     bad = [{"question_id": "q1", "selected_options": ["nope"]}]
     response = respond(client, alice, pending_id, {"answers": bad})
     assert response.status_code == 400
-    assert "option_id" in error_of(response)
+    assert field_of(response) == "answers[0].selected_options"
 
 
 def test_r12_every_key_is_present_in_the_raw_json_of_winner_and_loser(
@@ -192,17 +193,26 @@ _TOO_LONG = "😀" * 2001  # astral: one code point each, two UTF-16 units, four
 
 
 @pytest.mark.parametrize(
-    ("body", "field"),
+    ("body", "field", "named"),
     [
-        pytest.param({"answers": answers(1)}, "answer", id="N6.1-wrong-count"),
+        pytest.param({"answers": answers(1)}, "answers", "answer", id="N6.1-wrong-count"),
         pytest.param(
-            {"answers": [{"question_id": ""}, {"question_id": "q2"}]}, "question_id", id="N6.2"
+            {"answers": [{"question_id": ""}, {"question_id": "q2"}]},
+            "answers[0].question_id",
+            "question_id",
+            id="N6.2",
         ),
         pytest.param(
-            {"answers": [{"question_id": "q1"}, {"question_id": "q9"}]}, "question_id", id="N6.3"
+            {"answers": [{"question_id": "q1"}, {"question_id": "q9"}]},
+            "answers[1].question_id",
+            "question_id",
+            id="N6.3",
         ),
         pytest.param(
-            {"answers": [{"question_id": "q1"}, {"question_id": "q1"}]}, "question_id", id="N6.4"
+            {"answers": [{"question_id": "q1"}, {"question_id": "q1"}]},
+            "answers[1].question_id",
+            "question_id",
+            id="N6.4",
         ),
         pytest.param(
             {
@@ -211,29 +221,36 @@ _TOO_LONG = "😀" * 2001  # astral: one code point each, two UTF-16 units, four
                     {"question_id": "q2"},
                 ]
             },
+            "answers[0].selected_options",
             "option_id",
             id="N8-unknown-option",
         ),
-        pytest.param({"rejected": True, "answers": answers(2)}, "rejected", id="N8a"),
-        pytest.param({"answers": []}, "answer", id="N8a-empty-answers"),
+        pytest.param({"rejected": True, "answers": answers(2)}, "answers", "rejected", id="N8a"),
+        pytest.param({"answers": []}, "answers", "answer", id="N8a-empty-answers"),
         pytest.param(
             {"answers": [{"question_id": "q1", "custom_text": _TOO_LONG}, {"question_id": "q2"}]},
+            "answers[0].custom_text",
             "custom_text",
             id="N8b-custom-text",
         ),
         pytest.param(
-            {"rejected": True, "reject_reason": _TOO_LONG}, "reason", id="N8b-reject-reason"
+            {"rejected": True, "reject_reason": _TOO_LONG},
+            "reject_reason",
+            "reason",
+            id="N8b-reject-reason",
         ),
     ],
 )
 def test_r10_a_validation_failure_is_400_naming_the_field_and_leaves_the_bundle_untouched(
-    client: TestClient, alice: Caller, body: dict[str, Any], field: str
+    client: TestClient, alice: Caller, body: dict[str, Any], field: str, named: str
 ) -> None:
-    """N6–N8b each in isolation (N8d); N8c: the bundle stays answerable."""
+    """N6–N8b each in isolation (N8d); N8c: the bundle stays answerable. ``field`` (#32) says
+    which field failed; R10's message still names it in words."""
     pending_id = ask(client, alice, 2)
     response = respond(client, alice, pending_id, body)
     assert response.status_code == 400
-    assert field in error_of(response)
+    assert field_of(response) == field
+    assert named in error_of(response)  # R10: the message names the offending field
     assert ok(respond(client, alice, pending_id, {"answers": answers(2)}))["claimed"] is True
 
 
@@ -274,7 +291,7 @@ def test_l16_a_bundle_without_question_ids_gets_400_before_the_claim(
     for body in ({"rejected": True}, {"answers": [{"question_id": "q1"}]}):
         response = respond(client, alice, "legacy-bundle", body)
         assert response.status_code == 400
-        assert "question_id" in error_of(response)
+        assert field_of(response) == "question_id"
 
 
 # --- 500s: claim errors and delivery failures (R4a, R7, R7a; fixes §9.3) -------------------

@@ -9,7 +9,8 @@ import pytest
 from mcp_types import _v2025_11_25, _v2026_07_28
 from pydantic import TypeAdapter
 
-from clarion.adapters.mcp.form import form_message, form_outcome, form_schema
+from clarion.adapters.mcp.form import form_message, form_outcome, form_schema, schema_key
+from clarion.domain.answer_form import AnswerForm
 from clarion.domain.errors import InvalidOutcome
 from clarion.domain.model import Answer, Option, Outcome, Question
 
@@ -86,3 +87,34 @@ def test_a_field_of_the_wrong_type_is_an_invalid_outcome_naming_it(
     with pytest.raises(InvalidOutcome) as caught:
         form_outcome(QUESTIONS, content)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ({"q2_text": "x" * 2001}, "q2_text"),
+        ({"q1_choice": ["made-up"]}, "q1_choice"),
+        ({"skip": True, "skip_reason": "y" * 2001}, "skip_reason"),
+    ],
+)
+def test_the_forms_rules_are_the_answer_forms_named_by_this_schemas_keys(
+    content: dict[str, Any], field: str
+) -> None:
+    """#32: the one answer form's parser (N8, N8b) reads the form; its errors name the pinned
+    property, not the form model's own name for it."""
+    with pytest.raises(InvalidOutcome) as caught:
+        form_outcome(QUESTIONS, content)
+    assert caught.value.field == field
+    assert caught.value.message.startswith(f"{field}: ")
+
+
+def test_the_schemas_keys_are_the_answer_forms_fields_renamed() -> None:
+    form = AnswerForm(QUESTIONS)
+    assert [schema_key(field.name) for field in form.fields()] == list(
+        form_schema(QUESTIONS)["properties"]
+    )
+    assert schema_key("form") == "form"
+
+
+def test_an_accepted_empty_form_is_left_to_the_caller() -> None:
+    assert form_outcome(QUESTIONS, {}) == Outcome.answer(Answer("db"), Answer("name"))

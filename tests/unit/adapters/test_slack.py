@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from slack_sdk.models.blocks import InputBlock
 
 from clarion.adapters.slack.blocks import (
     final_blocks,
@@ -14,8 +15,9 @@ from clarion.adapters.slack.blocks import (
     parse_option_value,
     question_blocks,
 )
-from clarion.adapters.slack.interactions import ReplayGuard, modal_outcome
+from clarion.adapters.slack.interactions import ReplayGuard, error_blocks, modal_outcome
 from clarion.app.root.settings import Settings
+from clarion.domain.answer_form import NOTHING_CHOSEN, AnswerForm, FormError
 from clarion.domain.errors import ValidationError
 from clarion.domain.model import Answer, Option, Outcome, Question, Resolution
 from clarion.domain.notifications import EXPIRED_EVENT, RESOLVED, parse_channel, slack_conversation
@@ -82,19 +84,61 @@ def test_the_replay_guard_accepts_a_signature_once_within_its_window() -> None:
 
 
 def test_a_modal_state_becomes_an_outcome_and_overlong_text_is_a_field_error() -> None:
+    """#32: the modal's block ids are the answer form's field names; its one parser reads them
+    and every over-long text is an error on its own block."""
+    form = AnswerForm(
+        (Question(id="q1", options=(Option("q1_opt1"), Option("q1_opt2"))), Question(id="q2"))
+    )
     values = {
         "q0_options": {"options": {"selected_options": [{"value": "q1_opt2"}]}},
         "q0_text": {"text": {"value": None}},
-        "q1_text": {"text": {"value": "ö" * 2001}},
+        "q1_text": {"text": {"value": "ok"}},
     }
-    outcome, errors = modal_outcome(values, ("q1", "q2"))
-    assert outcome == Outcome.answer(Answer("q1", ("q1_opt2",), ""), Answer("q2", (), "ö" * 2001))
-    assert errors == {"q1_text": "At most 2,000 characters, please (this has 2,001)."}
+    assert modal_outcome(values, form) == Outcome.answer(
+        Answer("q1", ("q1_opt2",), ""), Answer("q2", (), "ok")
+    )
+    values["q1_text"] = {"text": {"value": "ö" * 2001}}
+    values["q0_text"] = {"text": {"value": "x" * 2002}}
+    with pytest.raises(FormError) as caught:
+        modal_outcome(values, form)
+    assert error_blocks(caught.value.errors, form) == {
+        "q0_text": "At most 2,000 characters, please (this has 2,002).",
+        "q1_text": "At most 2,000 characters, please (this has 2,001).",
+    }
     skip = {
         "skip": {"skip": {"selected_options": [{"value": "skip"}]}},
         "reason": {"reason": {"value": "later"}},
     }
-    assert modal_outcome(skip, ("q1",)) == (Outcome.reject("later"), {})
+    assert modal_outcome(skip, form) == Outcome.reject("later")
+
+
+def test_a_modal_with_nothing_chosen_is_refused_on_the_first_answer_block() -> None:
+    """#32: as on the answer page and in the inbox, an empty form is not an answer."""
+    form = AnswerForm((Question(id="q1", options=(Option("a"),)),))
+    with pytest.raises(FormError) as caught:
+        modal_outcome({"q0_text": {"text": {"value": "  "}}}, form)
+    assert error_blocks(caught.value.errors, form) == {"q0_text": NOTHING_CHOSEN}
+
+
+@pytest.mark.parametrize(
+    ("field", "block"),
+    [
+        ("q1_options", "q1_text"),  # the second question shows no options block
+        ("q0_options", "q0_options"),
+        ("reason", "reason"),
+        ("form", "q0_text"),
+    ],
+)
+def test_a_field_error_goes_to_the_block_that_shows_it(field: str, block: str) -> None:
+    form = AnswerForm((Question(id="q1", options=(Option("a"),)), Question(id="q2")))
+    assert error_blocks({field: "no"}, form) == {block: "no"}
+
+
+def test_the_modals_input_blocks_are_the_forms_fields() -> None:
+    questions = (Question(id="q1", options=(Option("a"),)), Question(id="q2"))
+    view = modal_view(pending_id="p", context="", questions=questions, metadata={})
+    inputs = [block.block_id for block in view.blocks if isinstance(block, InputBlock)]
+    assert inputs == [field.name for field in AnswerForm(questions).fields()]
 
 
 def test_one_question_with_options_gets_a_button_per_option_and_text_is_escaped() -> None:

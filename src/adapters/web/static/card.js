@@ -386,19 +386,18 @@ export class BundleCard {
     }
   }
 
-  /** R10: a 400 names the offending field; show the message next to that field. */
+  /**
+   * R10: a 400's message names the offending field; its `field` key (#32) is that field's JSON
+   * path, the same paths the answer form model places errors by: `answers[i]…` (0-based, the
+   * order this card sent) next to question i, `reject_reason` next to the skip reason, anything
+   * else for the whole form. The message itself is never parsed.
+   */
   showValidationError(body, sentAnswers) {
     const message =
       typeof body.error === "string" && body.error ? body.error : "The answer was not accepted.";
     const field = typeof body.field === "string" ? body.field : "";
-    // The field is named by a JSON path (`answers[1].custom_text`, 0-based) or, in the
-    // resolver's messages, by position (`answer 2 custom_text exceeds ...`, 1-based).
-    let index = -1;
-    const path = /\banswers\[(\d+)\]/.exec(field || message);
-    const position = field ? null : /^answer (\d+)\b/.exec(message);
-    if (path) index = Number(path[1]);
-    else if (position) index = Number(position[1]) - 1;
-    const skipField = /^(reject_)?reason$/.test(field) || (!field && /\breason\b/.test(message));
+    const path = /^answers\[(\d+)\]/.exec(field);
+    const index = path ? Number(path[1]) : -1;
 
     let view = null;
     if (index >= 0 && index < sentAnswers.length) {
@@ -407,7 +406,7 @@ export class BundleCard {
     }
     if (view) {
       this.showFieldError(view.message, view.textarea, message);
-    } else if (skipField) {
+    } else if (field === "reject_reason") {
       this.skipView.el.open = true;
       this.showFieldError(this.skipView.message, this.skipView.textarea, message);
     } else {
