@@ -50,7 +50,7 @@ from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
-from clarion.ports.waiters import Delivery, Waiters
+from clarion.ports.waiters import ConfirmationFailed, Delivery, Waiters
 
 log = structlog.get_logger(__name__)
 
@@ -70,10 +70,6 @@ REJECTION_UNFINALIZED = (
     "clarification rejection was recorded, but delivery state could not be finalized"
 )
 CONFIRMATION_FAILED = "clarification delivery confirmation failed"
-
-
-class ConfirmationFailed(Exception):
-    """The durable finalize behind a live delivery did not go through."""
 
 
 @attrs.define(kw_only=True)
