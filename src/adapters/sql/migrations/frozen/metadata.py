@@ -10,7 +10,7 @@ strings of that revision, written out rather than read from the domain.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
@@ -61,7 +61,7 @@ def _key(name: str) -> Any:
 
 def text_at(m: MessageFrom, key: str) -> ColumnElement[str]:
     """``metadata[key]`` as text."""
-    return m.c.metadata[_key(key)].as_string()  # type: ignore[no-any-return]
+    return cast("ColumnElement[str]", m.c.metadata[_key(key)].as_string())
 
 
 def pending_id_of(m: MessageFrom) -> ColumnElement[str]:
