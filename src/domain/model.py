@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Final
+from typing import Final, Literal
 
 import attrs
 
@@ -15,6 +15,20 @@ CANCELLED: Final = "cancelled"
 EXPIRED: Final = "expired"
 KNOWN_STATUSES: Final = frozenset({PENDING, ANSWERED, REJECTED, CANCELLED, EXPIRED})
 TERMINAL_OUTCOMES: Final = frozenset({ANSWERED, REJECTED})
+
+ResolutionStatus = Literal["answered", "rejected"]
+"""D3's terminal outcomes: the status a claim's winner writes and a :class:`Resolution`
+reports (R10/N3's ``status``)."""
+
+
+def resolution_status(status: str | None) -> ResolutionStatus | None:
+    """``status`` as a terminal outcome; None for any other status (pending, expired, ...)."""
+    if status == ANSWERED:
+        return ANSWERED
+    if status == REJECTED:
+        return REJECTED
+    return None
+
 
 CLARIFICATION_REQUEST: Final = "clarification_request"
 MESSAGE: Final = "message"
@@ -112,7 +126,7 @@ class Resolution:
     """The settled outcome of a bundle as reported to a caller (winner or replaying loser)."""
 
     pending_id: str
-    status: str  # ANSWERED or REJECTED
+    status: ResolutionStatus
     answers: tuple[Answer, ...]
     rejected: bool
     reject_reason: str

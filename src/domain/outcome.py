@@ -19,6 +19,7 @@ from clarion.domain.model import (
     Answer,
     Outcome,
     Question,
+    ResolutionStatus,
 )
 
 # Go's strings.TrimSpace trims Unicode White_Space; Python's str.strip() also strips the
@@ -115,7 +116,9 @@ def normalize_answer(question: Question, answer: Answer) -> Answer:
     )
 
 
-def normalize_outcome(questions: Sequence[Question], outcome: Outcome) -> tuple[str, Outcome]:
+def normalize_outcome(
+    questions: Sequence[Question], outcome: Outcome
+) -> tuple[ResolutionStatus, Outcome]:
     """N3a: the canonical form of a *validated* outcome, with its terminal status.
 
     Answers follow the bundle's question order; a rejection keeps its trimmed reason and no

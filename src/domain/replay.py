@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clarion.domain.model import REJECTED, Resolution
+from clarion.domain.model import REJECTED, Resolution, resolution_status
 from clarion.domain.rows import ClarificationRow, order_rows
 
 
@@ -17,14 +17,15 @@ def replay_winner(pending_id: str, rows: Sequence[ClarificationRow]) -> Resoluti
     """
     ordered = order_rows(rows)
     winner = next((row for row in ordered if row.is_resolved), None)
-    if winner is None or winner.status is None:
+    status = resolution_status(winner.status) if winner is not None else None
+    if winner is None or status is None:
         return None
     answers = tuple(row.response for row in ordered if row.response is not None)
     return Resolution(
         pending_id=pending_id,
-        status=winner.status,
+        status=status,
         answers=answers,
-        rejected=winner.status == REJECTED,
+        rejected=status == REJECTED,
         reject_reason="",
         responded_at=winner.updated_at,
         claimed=False,

@@ -46,6 +46,13 @@ class DeliveryResult:
 
 
 Confirm = Callable[[], Awaitable[None]]
+"""The responder's durable confirmation of one live delivery; it raises
+:class:`ConfirmationFailed` (or any exception) when the delivery must not be handed over."""
+
+
+class ConfirmationFailed(Exception):
+    """A live delivery's durable confirmation did not go through: the finalize behind it
+    failed, or (across processes) the delivery was abandoned before anyone confirmed it."""
 
 
 class Waiters(Protocol):

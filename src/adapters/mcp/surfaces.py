@@ -28,8 +28,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
-import anyio
-import anyio.to_thread
 import attrs
 import structlog
 from mcp.server import Server
@@ -300,17 +298,13 @@ def external_authenticator(
         token = bearer_token(scope)
         if not token:
             return None
-        identity = await anyio.to_thread.run_sync(
-            authentication.resolve_bearer, token, limiter=services.limiter
-        )
+        identity = await services.runner(authentication.resolve_bearer, token)
         if identity is None:
             return None
 
         async def still_valid() -> bool:
             assert authentication is not None
-            found = await anyio.to_thread.run_sync(
-                authentication.resolve_bearer, token, limiter=services.limiter
-            )
+            found = await services.runner(authentication.resolve_bearer, token)
             return found is not None
 
         return Caller(identity=identity, credential=hash_credential(token), still_valid=still_valid)

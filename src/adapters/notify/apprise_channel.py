@@ -18,12 +18,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio
 import structlog
 
 from clarion.adapters.notify.body import subject
 from clarion.adapters.notify.destinations import apprise_problem
+from clarion.app.usecases.runner import Runner
 from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
+from clarion.ports.threads import Offload
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -48,7 +49,11 @@ def message_text(notification: Notification) -> str:
 
 
 class AppriseNotifier:
-    """:class:`clarion.ports.notifications.Notifier` through Apprise."""
+    """:class:`clarion.ports.notifications.Notifier` through Apprise. ``offload`` runs the
+    import and the send (:meth:`Offload.outbound`; a Runner of its own when None)."""
+
+    def __init__(self, *, offload: Offload | None = None) -> None:
+        self._offload = offload if offload is not None else Runner()
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
         recipient = notification.recipient
@@ -59,7 +64,7 @@ class AppriseNotifier:
         if problem:
             return DeliveryOutcome(Sent.PERMANENT, problem)
         try:
-            apprise = await anyio.to_thread.run_sync(_quietly, _apprise)
+            apprise = await self._offload.outbound(_quietly, _apprise)
         except RuntimeError as exc:
             return DeliveryOutcome(Sent.PERMANENT, str(exc))
 
@@ -72,7 +77,7 @@ class AppriseNotifier:
 
         # Abandoned (not waited for) when the worker's deadline passes: Apprise's own
         # timeouts end the thread.
-        sent = await anyio.to_thread.run_sync(_quietly, send, abandon_on_cancel=True)
+        sent = await self._offload.outbound(_quietly, send)
         log.info("notification.apprise", pending_id=notification.pending_id, sent=sent)
         if sent is None:
             return DeliveryOutcome(Sent.PERMANENT, "not an Apprise URL Apprise can use")

@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import anyio
 
-from clarion.ports.waiters import Confirm, Delivery, DeliveryResult
-
-
-class ConfirmationFailed(Exception):
-    """The durable confirmation failed, or the delivery was abandoned before it started."""
+from clarion.ports.waiters import Confirm, ConfirmationFailed, Delivery, DeliveryResult
 
 
 class SharedConfirm:

@@ -9,17 +9,11 @@ rows are answered or rejected and the marker is gone), or was rolled back (pendi
 from __future__ import annotations
 
 import enum
-import functools
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
 
-import anyio
-
+from clarion.app.usecases.runner import Runner
 from clarion.domain.rows import Bundle
 from clarion.ports.claims import ClaimRepository
-
-P = ParamSpec("P")
-T = TypeVar("T")
+from clarion.ports.threads import Offload
 
 
 class Settlement(enum.Enum):
@@ -44,14 +38,10 @@ def settlement(bundle: Bundle | None) -> Settlement:
 class DurableReads:
     """The repository reads live delivery needs, run on worker threads (the ports are sync)."""
 
-    def __init__(self, claims: ClaimRepository, limiter: anyio.CapacityLimiter | None) -> None:
+    def __init__(self, claims: ClaimRepository, offload: Offload | None) -> None:
+        """``offload`` runs the reads (a Runner of its own when None)."""
         self._claims = claims
-        self._limiter = limiter
-
-    async def _run(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await anyio.to_thread.run_sync(
-            functools.partial(function, *args, **kwargs), limiter=self._limiter
-        )
+        self._run: Offload = offload if offload is not None else Runner()
 
     async def bundle(self, pending_id: str) -> Bundle | None:
         return await self._run(self._claims.load_bundle, pending_id)

@@ -15,12 +15,11 @@ import anyio
 import attrs
 import structlog
 
-from clarion.adapters.postgres_notify.confirm import ConfirmationFailed
 from clarion.adapters.postgres_notify.durable import DurableReads, Settlement, settlement
 from clarion.adapters.postgres_notify.link import NotifyLink
 from clarion.adapters.postgres_notify.protocol import Offer, Reply, Settled
 from clarion.domain.errors import failure_fields
-from clarion.ports.waiters import Waiters
+from clarion.ports.waiters import ConfirmationFailed, Waiters
 
 log = structlog.get_logger(__name__)
 

@@ -37,6 +37,7 @@ from clarion.adapters.postgres_notify.waiters import (
     PostgresWaiters,
 )
 from clarion.ports.claims import ClaimRepository
+from clarion.ports.threads import Offload
 from clarion.ports.waiters import Waiters
 
 DEFAULT_CHANNEL: Final = "clarion_live"
@@ -68,7 +69,7 @@ class PostgresLiveDelivery:
         local_events: LocalEventBus,
         channel: str = DEFAULT_CHANNEL,
         instance: str | None = None,
-        limiter: anyio.CapacityLimiter | None = None,
+        offload: Offload | None = None,
         reconnect_delay: Callable[[int], Awaitable[None]] = backoff,
         liveness_interval: float = LIVENESS_INTERVAL_S,
         recheck_interval: float = RECHECK_INTERVAL_S,
@@ -88,7 +89,7 @@ class PostgresLiveDelivery:
             local=local_waiters,
             link=self._link,
             claims=claims,
-            limiter=limiter,
+            offload=offload,
             liveness_interval=liveness_interval,
             recheck_interval=recheck_interval,
         )
@@ -157,7 +158,7 @@ def postgres_waiters_and_events(
     local_waiters: Waiters,
     local_events: LocalEventBus,
     channel: str = DEFAULT_CHANNEL,
-    limiter: anyio.CapacityLimiter | None = None,
+    offload: Offload | None = None,
 ) -> PostgresLiveDelivery:
     """What the composition root calls when ``CLARION_LIVE_DELIVERY`` is ``postgres``: the
     process's waiters and events, to be run with ``async with`` for the life of the server.
@@ -171,5 +172,5 @@ def postgres_waiters_and_events(
         local_waiters=local_waiters,
         local_events=local_events,
         channel=channel,
-        limiter=limiter,
+        offload=offload,
     )

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import attrs
 
-from clarion.domain.model import Answer, Resolution
+from clarion.domain.model import Answer, Resolution, resolution_status
 from clarion.ports.events import Event
 
 MAX_PAYLOAD: Final = 7900  # PostgreSQL refuses payloads of 8000 bytes or more
@@ -162,9 +162,19 @@ def resolution_to_json(resolution: Resolution) -> dict[str, Any]:
 
 
 def resolution_from_json(raw: Mapping[str, Any]) -> Resolution:
+    """The resolution an offer carries.
+
+    Raises:
+        ValueError: its status is not a terminal outcome (answered or rejected).
+    """
+    status = resolution_status(raw["status"])
+    if status is None:
+        raise ValueError(
+            f"an offered resolution's status must be answered or rejected: {raw['status']!r}"
+        )
     return Resolution(
         pending_id=str(raw["pending_id"]),
-        status=str(raw["status"]),
+        status=status,
         answers=tuple(
             Answer(
                 question_id=str(answer["question_id"]),

@@ -20,11 +20,11 @@ import anyio
 import attrs
 import structlog
 
-from clarion.adapters.postgres_notify.confirm import ConfirmationFailed, SharedConfirm
+from clarion.adapters.postgres_notify.confirm import SharedConfirm
 from clarion.adapters.postgres_notify.link import LinkUnavailable, NotifyLink
 from clarion.adapters.postgres_notify.protocol import Offer, Reply, Settled
 from clarion.domain.model import Resolution
-from clarion.ports.waiters import Confirm, Delivery, DeliveryResult, Waiters
+from clarion.ports.waiters import Confirm, ConfirmationFailed, Delivery, DeliveryResult, Waiters
 
 log = structlog.get_logger(__name__)
 

@@ -70,6 +70,7 @@ from clarion.domain.errors import failure_fields
 from clarion.domain.model import Resolution
 from clarion.domain.replay import replay_winner
 from clarion.ports.claims import ClaimRepository
+from clarion.ports.threads import Offload
 from clarion.ports.waiters import Confirm, DeliveryResult, Waiters
 
 log = structlog.get_logger(__name__)
@@ -100,14 +101,14 @@ class PostgresWaiters:
         local: Waiters,
         link: NotifyLink,
         claims: ClaimRepository,
-        limiter: anyio.CapacityLimiter | None = None,
+        offload: Offload | None = None,
         liveness_interval: float = LIVENESS_INTERVAL_S,
         recheck_interval: float = RECHECK_INTERVAL_S,
         settle_grace: float = SETTLE_GRACE_S,
     ) -> None:
         self._local = local
         self._link = link
-        self._durable = DurableReads(claims, limiter)
+        self._durable = DurableReads(claims, offload)
         self._liveness_interval = liveness_interval
         self._recheck_interval = recheck_interval
         self._held: dict[str, _Held] = {}

@@ -12,7 +12,6 @@ import time
 from collections.abc import Sequence
 from typing import Final
 
-import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -21,14 +20,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.adapters.prometheus.metrics import PrometheusMetrics, method_label
 from clarion.app.usecases.auth import current_identity
+from clarion.app.usecases.runner import Runner
 from clarion.ports.telemetry import Metrics
+from clarion.ports.threads import Offload
 
 METRICS_PATH: Final = "/metrics"
 UNMATCHED: Final = "unmatched"
 
 
-def metrics_route(metrics: PrometheusMetrics, *, auth_enabled: bool) -> Route:
-    """The scrape endpoint over ``metrics.registry`` (admin only when ``auth_enabled``)."""
+def metrics_route(
+    metrics: PrometheusMetrics, *, auth_enabled: bool, offload: Offload | None = None
+) -> Route:
+    """The scrape endpoint over ``metrics.registry`` (admin only when ``auth_enabled``);
+    ``offload`` runs the collection (give it the one Runner: a Runner of its own when None)."""
+    run: Offload = offload if offload is not None else Runner()
 
     async def scrape(request: Request) -> Response:
         if auth_enabled:
@@ -41,8 +46,9 @@ def metrics_route(metrics: PrometheusMetrics, *, auth_enabled: bool) -> Route:
                 )
             if not identity.is_admin:
                 return JSONResponse({"error": "an admin credential is required"}, status_code=403)
-        # Collecting reads the database (the pending gauges): off the event loop.
-        body = await anyio.to_thread.run_sync(generate_latest, metrics.registry)
+        # Collecting reads the database (the pending gauges): off the event loop, under the
+        # shared worker limiter like every store call.
+        body = await run(generate_latest, metrics.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     return Route(METRICS_PATH, scrape, methods=["GET"])

@@ -116,13 +116,13 @@ def build_rest(
     (authenticated like ``/api/``; the route refuses a caller without one); a request body
     must arrive within ``body_timeout_s``
     (:class:`~clarion.adapters.body_deadline.BodyDeadline`)."""
-    limiter = services.limiter
+    offload = services.runner
     events = EventStream(
         event_source,
         _visibility(services.listing),
         heartbeat_s=heartbeat_s,
         max_streams=services.limits.max_event_streams,
-        limiter=limiter,
+        offload=offload,
     )
     document = openapi_document(auth_enabled=auth_enabled)
 
@@ -135,7 +135,7 @@ def build_rest(
             "openapi": openapi,
             "streamEvents": events.endpoint,
         },
-        auth=auth_routes(auth_enabled=auth_enabled, authentication=authentication, limiter=limiter),
+        auth=auth_routes(auth_enabled=auth_enabled, authentication=authentication, offload=offload),
         clarification=clarification_routes(
             resolver=services.resolver,
             asking=services.asking,
@@ -157,7 +157,7 @@ def build_rest(
             AuthMiddleware,
             enabled=auth_enabled,
             authentication=authentication,
-            limiter=limiter,
+            offload=offload,
             identified_paths=identified_paths,
         ),
         # Inside authentication: an unauthenticated REST request is refused before its body

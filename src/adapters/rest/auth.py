@@ -43,13 +43,10 @@ this module's own, read through :func:`auth_context` by the routes of this packa
 
 from __future__ import annotations
 
-import functools
 import hmac
 from collections.abc import Callable, Collection
 from typing import Final, Literal
 
-import anyio
-import anyio.to_thread
 import attrs
 import structlog
 from starlette.requests import HTTPConnection, Request
@@ -78,6 +75,7 @@ from clarion.app.usecases.auth import (
 from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
 from clarion.domain.resolved_by import Surface
+from clarion.ports.threads import Offload
 
 log = structlog.get_logger(__name__)
 
@@ -171,7 +169,7 @@ class AuthMiddleware:
         *,
         enabled: bool,
         authentication: Authentication | None,
-        limiter: anyio.CapacityLimiter | None = None,
+        offload: Offload,
         public_paths: Collection[str] = (LOGIN_PATH, LOGOUT_PATH),
         identified_paths: Collection[str] = (),
         revocation: RevocationWatch | None = None,
@@ -181,7 +179,7 @@ class AuthMiddleware:
         self.app = app
         self._enabled = enabled
         self._authentication = authentication
-        self._limiter = limiter
+        self._offload = offload
         self._public = frozenset(public_paths)
         # #29 S8: reads that may run on (a /wait) end when their credential stops working;
         # writes are short and were checked on arrival; the event stream has its own watch.
@@ -232,7 +230,7 @@ class AuthMiddleware:
                 return
 
             async def check() -> bool:
-                return await anyio.to_thread.run_sync(credential.still_valid, limiter=self._limiter)
+                return await self._offload(credential.still_valid)
 
             await self._revocation.serve(credential.key, check, self.app, scope, receive, send)
 
@@ -245,9 +243,7 @@ class AuthMiddleware:
         assert authentication is not None
         bearer = bearer_credential(connection.headers.get("authorization"))
         if bearer is not None:
-            identity = await anyio.to_thread.run_sync(
-                authentication.resolve_bearer, bearer, limiter=self._limiter
-            )
+            identity = await self._offload(authentication.resolve_bearer, bearer)
             if identity is None:
                 return AuthContext(identity=None, via="none")
             token = Credential(
@@ -257,9 +253,7 @@ class AuthMiddleware:
             return AuthContext(identity=identity, via="token", credential=token)
         cookie = connection.cookies.get(cookie_name(SESSION_COOKIE, connection))
         if cookie:
-            session = await anyio.to_thread.run_sync(
-                authentication.resolve_session, cookie, limiter=self._limiter
-            )
+            session = await self._offload(authentication.resolve_session, cookie)
             if session is not None:
                 browser = Credential(
                     key=hash_credential(cookie),
@@ -291,7 +285,7 @@ def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
 
 
 def auth_routes(
-    *, auth_enabled: bool, authentication: Authentication | None, limiter: anyio.CapacityLimiter
+    *, auth_enabled: bool, authentication: Authentication | None, offload: Offload
 ) -> dict[str, Endpoint]:
     """``POST /auth/login``, ``POST /auth/logout`` and ``GET /auth/me``."""
 
@@ -302,10 +296,7 @@ def auth_routes(
         client = request.client.host if request.client is not None else ""
         try:
             session = (
-                await anyio.to_thread.run_sync(
-                    functools.partial(authentication.login, body.token, client=client),
-                    limiter=limiter,
-                )
+                await offload(authentication.login, body.token, client=client)
                 if authentication is not None
                 else None
             )
@@ -351,7 +342,7 @@ def auth_routes(
     async def logout(request: Request) -> Response:
         cookie = request.cookies.get(cookie_name(SESSION_COOKIE, request))
         if cookie and authentication is not None:
-            await anyio.to_thread.run_sync(authentication.logout, cookie, limiter=limiter)
+            await offload(authentication.logout, cookie)
         response = JSONResponse(wire.unstructure(models.Success(True)))
         secure = _is_https(request)
         response.delete_cookie(

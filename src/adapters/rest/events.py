@@ -34,7 +34,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
-import anyio.to_thread
 import attrs
 import structlog
 from anyio.abc import ObjectSendStream
@@ -48,6 +47,7 @@ from clarion.adapters.rest.auth import Credential, auth_context, require_identit
 from clarion.domain.errors import LimitExceeded
 from clarion.domain.model import Identity
 from clarion.ports.events import Event, EventSource
+from clarion.ports.threads import Offload
 
 log = structlog.get_logger(__name__)
 
@@ -114,13 +114,13 @@ class EventStream:
         *,
         heartbeat_s: float = 15.0,
         max_streams: int = DEFAULT_MAX_STREAMS,
-        limiter: anyio.CapacityLimiter | None = None,
+        offload: Offload,
     ) -> None:
         self._source = source
         self._can_see = can_see
         self._heartbeat_s = heartbeat_s
         self._max_streams = max_streams
-        self._limiter = limiter
+        self._offload = offload
         self._closed = anyio.Event()
         self._viewers: dict[str, _Viewer] = {}
         self._checks: dict[str, _Check] = {}
@@ -208,9 +208,7 @@ class EventStream:
         running = check.running
         assert running is not None
         try:
-            check.valid = await anyio.to_thread.run_sync(
-                credential.still_valid, limiter=self._limiter
-            )
+            check.valid = await self._offload(credential.still_valid)
         except Exception:  # a failing store ends nothing; the next heartbeat asks again
             log.warning("events.credential_check_failed", exc_info=True)
             check.valid = True

@@ -2,7 +2,8 @@
 
 The function receives the :class:`clarion.ports.ResumeRequest`. Returning (any value, or
 awaiting to completion) accepts the resume; raising refuses it. A synchronous function runs on
-a worker thread so it never blocks the event loop.
+a worker thread (through the ``offload`` it is given: the composition's one Runner) so it never
+blocks the event loop.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
-import anyio
 import structlog
 
+from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import failure_fields
 from clarion.ports.resume import ResumeRefused, ResumeRequest
+from clarion.ports.threads import Offload
 
 log = structlog.get_logger(__name__)
 
@@ -26,11 +28,10 @@ ResumeFunction: TypeAlias = Callable[[ResumeRequest], Awaitable[object] | object
 class CallableResumeDispatcher:
     """:class:`clarion.ports.ResumeDispatcher` over an async or sync callable."""
 
-    def __init__(
-        self, function: ResumeFunction, *, limiter: anyio.CapacityLimiter | None = None
-    ) -> None:
+    def __init__(self, function: ResumeFunction, *, offload: Offload | None = None) -> None:
+        """``offload`` runs a synchronous ``function`` (a Runner of its own when None)."""
         self._function = function
-        self._limiter = limiter
+        self._offload = offload if offload is not None else Runner()
 
     async def dispatch(self, request: ResumeRequest) -> None:
         """Call the function.
@@ -42,9 +43,7 @@ class CallableResumeDispatcher:
             if _is_async(self._function):
                 result = self._function(request)
             else:
-                result = await anyio.to_thread.run_sync(
-                    functools.partial(self._function, request), limiter=self._limiter
-                )
+                result = await self._offload(self._function, request)
             if inspect.isawaitable(result):
                 await result
         except ResumeRefused:

@@ -16,16 +16,16 @@ does; by then the bundle is terminal, so nothing active is lost.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import anyio
 import structlog
 
+from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ClarionError, failure_fields
 from clarion.domain.rows import ClarificationRow, response_metadata
 from clarion.ports.claims import ClaimRepository, ResumeRecord
 from clarion.ports.resume import ResumeRefused, ResumeRequest
+from clarion.ports.threads import Offload
 
 log = structlog.get_logger(__name__)
 
@@ -45,11 +45,10 @@ class OutboxResumeDispatcher:
     """:class:`clarion.ports.ResumeDispatcher` writing the resume, and finalizing the claim
     with it, through the claim repository."""
 
-    def __init__(
-        self, claims: ClaimRepository, limiter: anyio.CapacityLimiter | None = None
-    ) -> None:
+    def __init__(self, claims: ClaimRepository, offload: Offload | None = None) -> None:
+        """``offload`` runs the store write (a Runner of its own when None)."""
         self._claims = claims
-        self._limiter = limiter
+        self._offload = offload if offload is not None else Runner()
 
     async def dispatch(self, request: ResumeRequest) -> tuple[ClarificationRow, ...]:
         """Record the resume durably and finalize the claim, in one transaction; returns the
@@ -60,9 +59,7 @@ class OutboxResumeDispatcher:
                 failed (nothing was written).
         """
         try:
-            return await anyio.to_thread.run_sync(
-                functools.partial(self._record, request), limiter=self._limiter
-            )
+            return await self._offload(self._record, request)
         except ResumeRefused:
             raise
         except Exception as exc:  # a driver error is a refusal, never a crash (R7)

@@ -1,6 +1,6 @@
 """The Slack Web API as Clarion uses it: ``slack_sdk``'s synchronous ``WebClient`` on a worker
-thread (its ``AsyncWebClient`` needs ``aiohttp``, which Clarion does not ship), and
-``response_url`` posts through its ``WebhookClient``.
+thread (the Runner's outbound pool: its ``AsyncWebClient`` needs ``aiohttp``, which Clarion
+does not ship), and ``response_url`` posts through its ``WebhookClient``.
 
 Every call returns or raises :class:`SlackFailure`, which says whether trying again may help:
 a transport error, a timeout, HTTP 429 (``ratelimited``) or a 5xx may pass; any other error
@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-import anyio
-import anyio.to_thread
 import attrs
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -22,6 +20,8 @@ from slack_sdk.models.views import View
 from slack_sdk.webhook import WebhookClient
 
 from clarion.adapters.slack.blocks import as_dicts
+from clarion.app.usecases.runner import Runner
+from clarion.ports.threads import Offload
 
 DEFAULT_API_URL: Final = "https://slack.com/api/"
 T = TypeVar("T")
@@ -54,16 +54,25 @@ class SlackApi:
     """The calls Clarion makes, each on a worker thread; ``api_url`` is the Web API's base
     (``https://slack.com/api/``; tests point it at a local fake)."""
 
-    def __init__(self, token: str, *, api_url: str = DEFAULT_API_URL, timeout: int = 10) -> None:
+    def __init__(
+        self,
+        token: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        timeout: int = 10,
+        offload: Offload | None = None,
+    ) -> None:
+        """``offload`` runs the calls (:meth:`Offload.outbound`; a Runner of its own when None)."""
         base = api_url if api_url.endswith("/") else api_url + "/"
         self._client = WebClient(token=token, base_url=base, timeout=timeout)
         self._timeout = timeout
+        self._offload = offload if offload is not None else Runner()
 
     async def _call(self, work: Callable[[], T]) -> T:
         try:
             # Abandoned (not waited for) when the caller's deadline passes — the notification
             # worker's per-delivery deadline (issue #29 S2); the client's timeout ends it.
-            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            return await self._offload.outbound(work)
         except (SlackClientError, OSError) as exc:
             raise _failure(exc) from exc
 

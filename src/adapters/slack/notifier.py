@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import Final
 
-import anyio.to_thread
 import structlog
 
 from clarion.adapters.slack.api import SlackApi, SlackFailure
 from clarion.adapters.slack.blocks import final_blocks, question_blocks, summary_text
+from clarion.app.usecases.runner import Runner
 from clarion.domain.notifications import ASKING_EVENTS, TERMINAL_EVENTS, slack_conversation
 from clarion.ports.notifications import (
     DeliveryOutcome,
@@ -36,6 +36,7 @@ from clarion.ports.notifications import (
     PostedMessages,
     Sent,
 )
+from clarion.ports.threads import Offload
 
 log = structlog.get_logger(__name__)
 
@@ -50,9 +51,14 @@ class SlackNotifier:
 
     updates_in_place = True  # the worker re-applies a terminal update that raced a post
 
-    def __init__(self, api: SlackApi, posted: PostedMessages) -> None:
+    def __init__(
+        self, api: SlackApi, posted: PostedMessages, *, offload: Offload | None = None
+    ) -> None:
+        """``offload`` runs the ``posted`` store's calls: give it the composition's one Runner,
+        so they count against the shared worker limiter (a Runner of its own when None)."""
         self._api = api
         self._posted = posted
+        self._offload = offload if offload is not None else Runner()
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
         try:
@@ -67,7 +73,7 @@ class SlackNotifier:
 
     async def _post(self, notification: Notification) -> DeliveryOutcome:
         key = notification.idempotency_key
-        if await anyio.to_thread.run_sync(self._posted.posted_by_key, key):
+        if await self._offload(self._posted.posted_by_key, key):
             return DeliveryOutcome(Sent.SENT, "already posted")
         blocks = question_blocks(
             event=notification.event,
@@ -88,14 +94,12 @@ class SlackNotifier:
             idempotency_key=key,
             posted_at=notification.occurred_at,
         )
-        await anyio.to_thread.run_sync(self._posted.record_posted, record)
+        await self._offload(self._posted.record_posted, record)
         log.info("notification.slack_posted", pending_id=notification.pending_id)
         return DeliveryOutcome(Sent.SENT)
 
     async def _update(self, notification: Notification) -> DeliveryOutcome:
-        messages = await anyio.to_thread.run_sync(
-            self._posted.posted_for, notification.pending_id, KIND
-        )
+        messages = await self._offload(self._posted.posted_for, notification.pending_id, KIND)
         mine = [m for m in messages if m.route_id == notification.route.id]
         blocks = final_blocks(
             event=notification.event,

@@ -99,7 +99,7 @@ def resolution_json(resolution: Resolution) -> dict[str, Any]:
     return unstructure(
         models.Resolution(
             resolution.claimed,
-            resolution.status,  # type: ignore[arg-type]
+            resolution.status,
             response_model(resolution),
         )
     )
@@ -111,7 +111,7 @@ def respond_body(resolution: Resolution) -> dict[str, Any]:
         models.RespondResult(
             True,
             resolution.claimed,
-            resolution.status,  # type: ignore[arg-type]
+            resolution.status,
             response_model(resolution),
         )
     )

@@ -65,7 +65,7 @@ def resolved_bundle_model(bundle: ResolvedBundle) -> models.ResolvedBundle:
         created_at=bundle.created_at,
         context=bundle.context,
         questions=_questions(bundle.questions),
-        status=bundle.resolution.status,  # type: ignore[arg-type]
+        status=bundle.resolution.status,
         response=response_model(bundle.resolution),
         resolved_by=resolver_model(bundle.resolved_by),
         resolved_at=bundle.resolved_at,

@@ -99,6 +99,7 @@ from clarion.ports.notifications import (
 )
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
+from clarion.ports.threads import Offload
 from clarion.ports.tokens import TokenStore
 from clarion.ports.waiters import Waiters
 
@@ -485,7 +486,7 @@ def _live_delivery(
     claims: ClaimRepository,
     waiters: Waiters | None,
     events: EventPublisher | None,
-    limiter: anyio.CapacityLimiter,
+    runner: Runner,
 ) -> PostgresLiveDelivery | None:
     """LISTEN/NOTIFY delivery across processes when configured (or ``auto`` on PostgreSQL),
     unless the host injected its own waiters or events.
@@ -507,7 +508,7 @@ def _live_delivery(
         claims=claims,
         local_waiters=InMemoryWaiters(),
         local_events=InProcessEventBus(),
-        limiter=limiter,
+        offload=runner,
     )
 
 
@@ -637,10 +638,12 @@ def default_notifiers(
     settings: Settings,
     answer_links: AnswerLinkIssuer | None = None,
     posted: PostedMessages | None = None,
+    offload: Offload | None = None,
 ) -> dict[str, Notifier]:
     """The channels ``settings`` configure: webhook and Apprise always, e-mail with an SMTP
     host (its answer links from ``answer_links``, else the inbox deep link), Slack with a bot
-    token and a store to record its messages in (``posted``). The webhook signs with the
+    token and a store to record its messages in (``posted``); Apprise and Slack offload
+    through ``offload`` (the one Runner). The webhook signs with the
     server-wide secret when one is set, else with each route's own; it reaches internal
     addresses only as ``CLARION_OUTBOUND_ALLOW`` allows."""
     secret = settings.notify_webhook_secret or settings.resume_webhook_secret
@@ -648,7 +651,7 @@ def default_notifiers(
         "webhook": WebhookNotifier(
             secret=secret, timeout=settings.notify_timeout_s, policy=outbound_policy(settings)
         ),
-        "apprise": AppriseNotifier(),
+        "apprise": AppriseNotifier(offload=offload),
     }
     if settings.smtp_host:
         smtp = SmtpSettings(
@@ -662,8 +665,10 @@ def default_notifiers(
         notifiers["email"] = EmailNotifier(smtp, links=answer_links)
     if settings.slack_bot_token and posted is not None:
         slack = _slack_adapter()
-        api = slack.SlackApi(settings.slack_bot_token, api_url=settings.slack_api_url)
-        notifiers["slack"] = slack.SlackNotifier(api, posted)
+        api = slack.SlackApi(
+            settings.slack_bot_token, api_url=settings.slack_api_url, offload=offload
+        )
+        notifiers["slack"] = slack.SlackNotifier(api, posted, offload=offload)
     return notifiers
 
 
@@ -696,7 +701,7 @@ def _slack_routes(
         runner=runner,
         auth_enabled=settings.auth_enabled,
     )
-    api = slack.SlackApi(settings.slack_bot_token, api_url=settings.slack_api_url)
+    api = slack.SlackApi(settings.slack_bot_token, api_url=settings.slack_api_url, offload=runner)
     interactions = slack.SlackInteractions(
         signing_secret=settings.slack_signing_secret, answering=answering, api=api
     )
@@ -779,8 +784,8 @@ def build_clarion(
         storage = open_storage(settings, clock, ids)
     claims = crashing_claims(settings.test_crash_after, storage.claims)
     host, tokens = storage.host, storage.tokens
-    limiter = anyio.CapacityLimiter(WORKER_THREADS)
-    live = _live_delivery(settings, storage, claims, waiters, events, limiter)
+    runner = Runner(anyio.CapacityLimiter(WORKER_THREADS))  # the one Runner (#32)
+    live = _live_delivery(settings, storage, claims, waiters, events, runner)
     if live is not None:
         waiters, events = live.waiters, live.events
     if events is None:
@@ -796,7 +801,7 @@ def build_clarion(
                 policy=policy,
             )
         else:
-            dispatcher = OutboxResumeDispatcher(claims, limiter)
+            dispatcher = OutboxResumeDispatcher(claims, runner)
     dispatcher = crashing_dispatcher(settings.test_crash_after, dispatcher)
     task_authorizer = authorizer if authorizer is not None else HostTaskAuthorizer(host)
     metrics = PrometheusMetrics()
@@ -811,7 +816,7 @@ def build_clarion(
         events=events,
         clock=clock,
         ids=ids,
-        limiter=limiter,
+        runner=runner,
         ask_timeout=settings.ask_timeout_s,
         resume_timeout=settings.resume_timeout_s,
         users=tokens,
@@ -835,12 +840,11 @@ def build_clarion(
             max_failures=limits.max_login_failures, window_s=limits.login_failure_window_s
         ),
     )
-    runner = Runner(limiter)
     answer_links = _answer_links(settings, storage, services, claims, tokens, runner)
     channels = (
         notifiers
         if notifiers is not None
-        else default_notifiers(settings, answer_links, storage.notifications)
+        else default_notifiers(settings, answer_links, storage.notifications, runner)
     )
     worker, routing = _notifications(
         settings,
@@ -925,7 +929,7 @@ def build_clarion(
             *mcp.routes,
             *web_routes(answer_links),
             *_slack_routes(settings, storage, services, tokens, runner),
-            metrics_route(metrics, auth_enabled=settings.auth_enabled),
+            metrics_route(metrics, auth_enabled=settings.auth_enabled, offload=runner),
         ],
         identified_paths=(METRICS_PATH,),
         lifespan=lifespan,

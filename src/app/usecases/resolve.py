@@ -39,7 +39,7 @@ from clarion.domain.errors import (
     ValidationError,
     failure_fields,
 )
-from clarion.domain.model import REJECTED, Identity, Outcome, Resolution
+from clarion.domain.model import REJECTED, Identity, Outcome, Resolution, ResolutionStatus
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
@@ -50,7 +50,7 @@ from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
-from clarion.ports.waiters import Delivery, Waiters
+from clarion.ports.waiters import ConfirmationFailed, Delivery, Waiters
 
 log = structlog.get_logger(__name__)
 
@@ -70,10 +70,6 @@ REJECTION_UNFINALIZED = (
     "clarification rejection was recorded, but delivery state could not be finalized"
 )
 CONFIRMATION_FAILED = "clarification delivery confirmation failed"
-
-
-class ConfirmationFailed(Exception):
-    """The durable finalize behind a live delivery did not go through."""
 
 
 @attrs.define(kw_only=True)
@@ -139,7 +135,11 @@ class Resolver:
         return resolution
 
     async def _claim_and_deliver(
-        self, bundle: Bundle, terminal: str, normalized: Outcome, resolved_by: ResolvedBy
+        self,
+        bundle: Bundle,
+        terminal: ResolutionStatus,
+        normalized: Outcome,
+        resolved_by: ResolvedBy,
     ) -> Resolution:
         pending_id = bundle.pending_id
         with self._tracer.span("clarion.claim", pending_id=pending_id):

@@ -4,6 +4,9 @@ Domain and ports are synchronous; the use cases are async. Every repository call
 one :class:`Runner`, which runs it on a worker thread under one shared
 :class:`anyio.CapacityLimiter`, so the number of threads (and database connections) in use is
 bounded however many agents wait or answer at once. Waiting itself never holds a thread.
+
+The Runner is also the :class:`clarion.ports.threads.Offload` every adapter that blocks is
+handed (issue #32): one place offloads, under one limiter.
 """
 
 from __future__ import annotations
@@ -37,16 +40,27 @@ class StoreFailure:
 
 
 class Runner:
-    """Runs synchronous callables on a bounded pool of worker threads."""
+    """Runs synchronous callables on a bounded pool of worker threads (an
+    :class:`clarion.ports.threads.Offload`)."""
 
     def __init__(self, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.limiter = limiter if limiter is not None else anyio.CapacityLimiter(DEFAULT_THREADS)
 
-    async def __call__(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def __call__(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``function(*args, **kwargs)`` on a worker thread. The call is not abandoned when the
         caller is cancelled: a write that started finishes, then the cancellation is seen."""
         return await anyio.to_thread.run_sync(
             functools.partial(function, *args, **kwargs), limiter=self.limiter
+        )
+
+    async def outbound(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """An outbound request (Slack's Web API, Apprise) on a worker thread of anyio's default
+        pool, not under :attr:`limiter`: a slow remote must not hold the threads the store
+        calls need (the notification worker's ``concurrency`` bounds how many run). A
+        cancelled caller does not wait for it — the worker's per-delivery deadline ends the
+        wait at once, the request's own timeout ends the thread."""
+        return await anyio.to_thread.run_sync(
+            functools.partial(function, *args, **kwargs), abandon_on_cancel=True
         )
 
     async def guarded(

@@ -35,10 +35,10 @@ class Services:
     """The use cases: all a driving adapter (REST, MCP, the inbox, the CLI) is handed. The
     ports they were built from stay out of reach, so no surface can go around a use case
     (``listing.may_see_task`` rather than the authorizer, for example). Besides the use cases
-    it carries only what surfaces render or bound with: the clock (``age_seconds``), the
-    shared worker ``limiter`` (for the blocking calls a surface makes itself, such as checking
-    a credential) and the limits. The event source a stream reads is passed to a surface on
-    its own (``create_rest_app(event_source=...)``)."""
+    it carries only what surfaces render or bound with: the clock (``age_seconds``), the one
+    ``runner`` (the :class:`clarion.ports.threads.Offload` for the blocking calls a surface
+    makes itself, such as checking a credential) and the limits. The event source a stream
+    reads is passed to a surface on its own (``create_rest_app(event_source=...)``)."""
 
     resolver: Resolver
     asking: Asking
@@ -47,7 +47,7 @@ class Services:
     lifecycle: Lifecycle
     host: HostOperations
     clock: Clock
-    limiter: anyio.CapacityLimiter
+    runner: Runner
     limits: Limits
     metrics: Metrics = attrs.field(factory=NoMetrics)
     tracer: Tracer = attrs.field(factory=NoTracer)
@@ -55,6 +55,11 @@ class Services:
     # on the MCP surfaces. None when built without an AskRecords store: asks then end with
     # their call, as before.
     agent_asks: AgentAsks | None = None
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        """The shared worker limiter the runner runs under."""
+        return self.runner.limiter
 
 
 def build_services(
@@ -68,6 +73,7 @@ def build_services(
     clock: Clock,
     ids: IdGenerator,
     limiter: anyio.CapacityLimiter | None = None,
+    runner: Runner | None = None,
     ask_timeout: float = ASK_TIMEOUT_S,
     delivery_timeout: float = DELIVERY_TIMEOUT_S,
     resume_timeout: float = RESUME_TIMEOUT_S,
@@ -80,8 +86,9 @@ def build_services(
 ) -> Services:
     """Build every use case once over the given ports.
 
-    ``limiter`` bounds the worker threads that run the synchronous ports (one shared limiter:
-    give the same one to adapters that also use threads); ``ask_timeout`` bounds an agent's
+    ``limiter`` bounds the worker threads that run the synchronous ports; or give the
+    ``runner`` itself, when adapters built before the use cases offload through it too (one
+    Runner, one shared limiter); ``ask_timeout`` bounds an agent's
     wait (``CLARION_ASK_TIMEOUT_S``); ``resume_timeout`` is the bounded wait for a detached
     resume (facts §4.7); ``users`` (the token store, in Clarion's own deployment) lets agent
     tokens stop working when the workspace owner they act as is deactivated; ``limits`` are
@@ -89,11 +96,16 @@ def build_services(
     ``watch_interval`` is how often a bystander's wait re-reads the bundle; ``metrics``
     counts and times what happens (:class:`NoMetrics` when None); ``ask_records`` keeps
     agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks).
+
+    Raises:
+        ValueError: both a ``runner`` and a different ``limiter`` were given.
     """
     limits = limits if limits is not None else Limits()
     metrics = metrics if metrics is not None else NoMetrics()
     tracer = tracer if tracer is not None else NoTracer()
-    runner = Runner(limiter)
+    if runner is not None and limiter is not None and limiter is not runner.limiter:
+        raise ValueError("build_services takes a runner or a limiter, not two different pools")
+    runner = runner if runner is not None else Runner(limiter)
     resolver = Resolver(
         claims=claims,
         authorizer=authorizer,
@@ -170,7 +182,7 @@ def build_services(
             limits=limits,
         ),
         clock=clock,
-        limiter=runner.limiter,
+        runner=runner,
         limits=limits,
         metrics=metrics,
         tracer=tracer,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from typing import ParamSpec, TypeVar
 
+import anyio
 import pytest
 
 from clarion.adapters.memory import InMemoryNotificationStore, InMemoryStore
@@ -15,6 +17,7 @@ from clarion.adapters.slack import SlackApi, SlackNotifier
 from clarion.adapters.system import UuidIds
 from clarion.app.root.compose import Storage, build_clarion
 from clarion.app.root.settings import Settings
+from clarion.app.usecases.runner import Runner
 from clarion.domain.errors import ValidationError
 from clarion.domain.model import Answer, Identity, Option, Outcome, Question, Resolution
 from clarion.domain.notifications import RouteSpec, parse_channel
@@ -22,6 +25,9 @@ from clarion.domain.resolved_by import Surface
 from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
 from clarion.ports.testing import ManualClock
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, fake_slack
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 QUESTIONS = (Question(id="q1", prompt="Ship it?", options=(Option("q1_opt1", "Yes"),)),)
 
@@ -224,3 +230,44 @@ async def test_a_terminal_update_that_raced_the_post_is_applied_again(fake: Fake
     assert message.updates == 1
     assert message.blocks[0]["text"]["text"] == "Answered"
     assert not any(block["type"] == "actions" for block in message.blocks)
+
+
+class _RecordingRunner(Runner):
+    """The one Runner, noting what went through it and on which pool."""
+
+    def __init__(self) -> None:
+        super().__init__(anyio.CapacityLimiter(4))
+        self.store: list[str] = []
+        self.outbound_calls = 0
+        self.most_borrowed = 0
+
+    async def __call__(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self.store.append(getattr(function, "__name__", "?"))
+
+        def borrowed() -> T:
+            self.most_borrowed = max(self.most_borrowed, self.limiter.borrowed_tokens)
+            return function(*args, **kwargs)
+
+        return await super().__call__(borrowed)
+
+    async def outbound(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self.outbound_calls += 1
+        return await super().outbound(function, *args, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_the_store_calls_run_under_the_shared_limiter_and_slack_calls_outbound(
+    fake: FakeSlack,
+) -> None:
+    """#32: the posted-message store's calls go through the Runner the notifier is given (the
+    composition's one, with the shared worker limiter), the Web API calls through its
+    outbound pool."""
+    runner = _RecordingRunner()
+    store = InMemoryNotificationStore(InMemoryStore(), ManualClock(), UuidIds())
+    api = SlackApi(TOKEN, api_url=fake.api_url(), offload=runner)
+    notifier = SlackNotifier(api, store, offload=runner)
+    assert (await notifier.deliver(_notification(store, "answerable", "k-1"))).status is Sent.SENT
+    assert (await notifier.deliver(_notification(store, "resolved", "k-2"))).status is Sent.SENT
+    assert runner.store == ["posted_by_key", "record_posted", "posted_for"]
+    assert runner.most_borrowed == 1  # each ran holding a token of the shared limiter
+    assert runner.outbound_calls == 2  # chat.postMessage, then chat.update

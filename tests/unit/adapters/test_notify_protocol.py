@@ -55,6 +55,8 @@ resolutions = st.builds(
     claimed=st.booleans(),
 )
 
+BASE = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
 EXAMPLES: list[Message] = [
     Register("p1", "s1"),
     Unregister("p1"),
@@ -136,6 +138,18 @@ def test_unknown_message_types_are_ignored_and_garbage_is_refused() -> None:
         list(reassembler.feed("not json"))
     with pytest.raises(ValueError):  # noqa: PT011
         list(reassembler.feed("[1, 2]"))
+
+
+@pytest.mark.parametrize("status", ["pending", "expired", "", "ANSWERED"])
+def test_an_offer_whose_resolution_is_not_a_terminal_outcome_is_refused(status: str) -> None:
+    """#32: a peer's offer carries a ``ResolutionStatus``; anything else is not this protocol."""
+    (payload,) = Encoder("abc123").encode(
+        Offer("n1", "p1", Resolution("p1", ANSWERED, (), False, "", BASE, True), 1.0)
+    )
+    body = json.loads(payload)
+    body["r"]["status"] = status
+    with pytest.raises(ValueError, match="must be answered or rejected"):
+        list(Reassembler().feed(json.dumps(body)))
 
 
 @pytest.mark.parametrize(

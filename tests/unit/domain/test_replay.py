@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from clarion.domain import (
     replay_winner,
     response_metadata,
 )
+from clarion.domain.model import resolution_status
 from tests.strategies import BASE_TIME, clarification_record, question_sets, valid_outcomes
 
 Q1 = Question(id="q1", prompt="One?", options=(Option("q1_opt1", "A", "a"),))
@@ -164,3 +166,24 @@ def test_r2b_a_loser_replays_exactly_the_winners_normalized_answers_whatever_the
     assert resolution.answers == normal.answers
     assert resolution.rejected == normal.rejected
     assert resolution.reject_reason == ""
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        (ANSWERED, "answered"),
+        (REJECTED, "rejected"),
+        (PENDING, None),
+        (EXPIRED, None),
+        (CANCELLED, None),
+        ("", None),
+        (None, None),
+        ("Answered", None),
+    ],
+)
+def test_d3_only_answered_and_rejected_are_a_resolutions_status(
+    status: str | None, outcome: str | None
+) -> None:
+    """#32: ``Resolution.status`` is typed ``ResolutionStatus``; a stored status becomes one
+    only when it is a terminal outcome."""
+    assert resolution_status(status) == outcome

@@ -10,8 +10,12 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.metadata_sql import is_clarification, is_pendingish, pending_id_of
-from clarion.adapters.sql.types import EMPTY, Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import EMPTY, Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.metadata import (
+    is_clarification,
+    is_pendingish,
+    pending_id_of,
+)
 
 revision = "0001_initial"
 down_revision: str | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from clarion.adapters.sql.types import EMPTY, PAT_KIND_DEFAULT, Key
+from clarion.adapters.sql.migrations.frozen.columns import EMPTY, PAT_KIND_DEFAULT, Key
 
 revision = "0002_token_kind"
 down_revision: str | None = "0001_initial"

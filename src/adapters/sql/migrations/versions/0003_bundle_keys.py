@@ -2,9 +2,9 @@
 ``bundle_digest``, with the partial index the list walk reads, and the digest added to the
 per-session index of pending rows for create's deduplication (issue 15).
 
-Existing rows are backfilled with the same function the repositories use when they insert
-(``records.bundle_keys``), one pending id at a time, so every clarification row — pending or
-history — carries its bundle's keys afterwards.
+Existing rows are backfilled with the function the repositories used when they inserted
+(``records.bundle_keys``, as frozen in ``migrations/frozen/bundles.py``), one pending id at a
+time, so every clarification row — pending or history — carries its bundle's keys afterwards.
 
 Revision ID: 0003_bundle_keys
 Revises: 0002_token_kind
@@ -16,12 +16,12 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.metadata_sql import (
+from clarion.adapters.sql.migrations.frozen.bundles import bundles_of, execute_in_batches
+from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.metadata import (
     is_clarification,
     is_pendingish,
 )
-from clarion.adapters.sql.records import bundles_of, execute_in_batches
-from clarion.adapters.sql.types import Key, UtcDateTime
 
 revision = "0003_bundle_keys"
 down_revision: str | None = "0002_token_kind"

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.metadata_sql import is_clarification, is_resolved
-from clarion.adapters.sql.types import Key
+from clarion.adapters.sql.migrations.frozen.columns import Key
+from clarion.adapters.sql.migrations.frozen.metadata import is_clarification, is_resolved
 
 revision = "0005_resolved_by"
 down_revision: str | None = "0004_bundle_asker"

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.types import EMPTY, Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import EMPTY, Key, UtcDateTime
 
 revision = "0006_notifications"
 down_revision: str | None = "0005_resolved_by"

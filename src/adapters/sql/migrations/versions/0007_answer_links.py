@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from clarion.adapters.sql.types import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
 
 revision = "0007_answer_links"
 down_revision: str | None = "0006_notifications"

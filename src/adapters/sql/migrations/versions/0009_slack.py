@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from clarion.adapters.sql.types import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
 
 revision = "0009_slack"
 down_revision: str | None = "0008_list_keys"

@@ -3,8 +3,9 @@ the smallest non-empty row task id, "" when none has one) and ``bundle_complete`
 row of the bundle has a question id), so the list walk judges both from the head row instead of
 probing the bundle's rows (and, for L16, decoding their JSON) once per head.
 
-Existing rows are backfilled with the function the repositories use when they insert
-(``records.bundle_keys``), one pending id at a time, like 0003.
+Existing rows are backfilled with the function the repositories used when they inserted
+(``records.bundle_keys``, as frozen in ``migrations/frozen/bundles.py``), one pending id at a
+time, like 0003.
 
 Revision ID: 0010_bundle_facts
 Revises: 0009_slack
@@ -16,8 +17,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.records import bundles_of, execute_in_batches
-from clarion.adapters.sql.types import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.bundles import bundles_of, execute_in_batches
+from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
 
 revision = "0010_bundle_facts"
 down_revision: str | None = "0009_slack"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from clarion.adapters.sql.types import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
 
 revision = "0012_agent_asks"
 down_revision: str | None = "0011_unannounced_events"

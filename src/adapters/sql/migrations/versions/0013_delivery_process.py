@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.metadata_sql import is_clarification, is_delivery_pending
+from clarion.adapters.sql.migrations.frozen.metadata import is_clarification, is_delivery_pending
 
 revision = "0013_delivery_process"
 down_revision: str | None = "0012_agent_asks"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from clarion.adapters.sql.types import Key
+from clarion.adapters.sql.migrations.frozen.columns import Key
 
 revision = "0015_agents_workspace"
 down_revision: str | None = "0014_route_secrets"

@@ -13,8 +13,12 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from clarion.adapters.sql.metadata_sql import const, is_clarification, is_ended
-from clarion.domain.model import SessionState
+from clarion.adapters.sql.migrations.frozen.metadata import (
+    TERMINAL_SESSION_STATES,
+    const,
+    is_clarification,
+    is_ended,
+)
 
 revision = "0016_closed_history"
 down_revision: str | None = "0015_agents_workspace"
@@ -39,7 +43,7 @@ def upgrade() -> None:
         postgresql_where=ended_rows,
     )
     op.create_index("ix_task_session_turns_started", "task_session_turns", ["started_at"])
-    ended_sessions = session.c.state.in_([const(s) for s in sorted(SessionState.TERMINAL)])
+    ended_sessions = session.c.state.in_([const(s) for s in TERMINAL_SESSION_STATES])
     op.create_index(
         "ix_task_sessions_ended",
         "task_sessions",
