@@ -159,6 +159,24 @@ class NotificationOutbox(Protocol):
         error: str = "",
     ) -> bool: ...
 
+    def finish_and_take(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        *,
+        follow_ups: Sequence[NewEntry],
+        now: datetime,
+        lease_s: float,
+        error: str = "",
+    ) -> tuple[OutboxEntry, ...] | None:
+        """:meth:`finish`, handing the caller at once, under fresh leases valid until
+        ``now + lease_s`` (as :meth:`claim_due` would), the follow-ups it recorded that are due
+        by ``now``, in the same transaction; so an event's deliveries need no second round.
+        A follow-up skipped for its known key is not handed out (someone else has it). None
+        when the caller no longer holds the entry (nothing written)."""
+        ...
+
     def retry(self, entry_id: str, lease_token: str, due_at: datetime, error: str) -> bool:
         """Count an attempt, release the lease and make the entry due again at ``due_at``."""
         ...

@@ -85,9 +85,8 @@ async def test_a_destination_that_never_answers_delays_no_other_route(
     world.route("", SLOW, events=(ANSWERABLE,))
     world.route("", FAST, events=(ANSWERABLE,))
     world.ask("")
-    await world.worker.run_once()  # the fan-out
     with anyio.fail_after(60):
-        await world.worker.run_once()
+        await world.worker.run_once()  # the fan-out and, in the same round (#32), both deliveries
     assert (ANSWERABLE, "https://fast.example/hook") in world.channel.events()
     assert _by_target(world, "https://fast.example/hook") == [DONE]
     (slow,) = [e for e in world.entries() if e.route_id and e.status != DONE]
@@ -120,9 +119,8 @@ async def test_a_failing_route_backs_off_as_a_whole(hanging: NotifyWorld) -> Non
     world.route("", FAST, events=(ANSWERABLE,))
     world.ask("", pending_id="p-1")
     world.ask("", pending_id="p-2")
-    await world.worker.run_once()  # both fan-outs
     world.channel.script = [Sent.RETRY]
-    await world.worker.run_once()
+    await world.worker.run_once()  # both fan-outs and, in the same round (#32), their deliveries
     assert len(world.channel.sent) == 1  # one attempt; the other waited for the backoff
     postponed = [e for e in world.store.entries() if e.route_id and e.status != DONE]
     assert sorted(e.last_error for e in postponed) == ["its route is backing off", "told to fail"]
@@ -184,8 +182,7 @@ async def test_a_delivery_that_waited_past_its_lease_is_handed_out_again_later(
         world.route("", FAST, events=(ANSWERABLE,))
         world.ask("", pending_id="p-1")
         world.ask("", pending_id="p-2")
-        await world.worker.run_once()  # both fan-outs
-        await world.worker.run_once()
+        await world.worker.run_once()  # both fan-outs and, in the same round (#32), deliveries
         assert len(channel.sent) == 1
         waiting = [e for e in world.store.entries() if e.route_id and e.status != DONE]
         assert [e.attempts for e in waiting] == [0]
