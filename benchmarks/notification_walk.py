@@ -2,15 +2,17 @@
 
 Runs the real notification worker on a fresh SQLite file, with the real e-mail channel sending
 to an in-process SMTP sink (aiosmtpd), for one bundle in a workspace owned by a user whose
-``email:`` route hears ``answerable``. It drives the worker one round (``run_once``) at a time
-until the sink has the message and prints, from the first claim of the outbox to the e-mail:
+``email:`` route hears the event (``--event answerable``, the default: the bundle was just
+asked; ``--event resolved``: it was asked, then answered through the resolver, and only the
+answer's e-mail is counted). It drives the worker one round (``run_once``) at a time until the
+sink has the message and prints, from the first claim of the outbox to the e-mail:
 
 - poll rounds: the worker's rounds that claimed something;
 - store transactions: every transaction begun on the engine (SQLAlchemy ``begin`` events);
-- task reads: statements reading the ``tasks`` table;
+- task reads: statements reading the ``tasks`` table (``FROM`` or ``JOIN`` it);
 - bundle loads: calls of the claim repository's ``load_bundle`` / ``load_visible_bundle``.
 
-    .venv/bin/python -m benchmarks.notification_walk
+    .venv/bin/python -m benchmarks.notification_walk [--event resolved]
 
 The figures are deterministic (a manual clock, one bundle, one route), so one run suffices.
 """
@@ -29,19 +31,21 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import sqlalchemy as sa
 import structlog
 from aiosmtpd.controller import Controller
-from sqlalchemy import event
 
 from clarion.adapters.notify import EmailNotifier, SmtpSettings
 from clarion.adapters.sql import create_engine, upgrade_database
 from clarion.adapters.system import UuidIds
 from clarion.app.root.compose import Storage, build_clarion
 from clarion.app.root.settings import Settings
-from clarion.domain.notifications import ANSWERABLE, RouteSpec, parse_channel
+from clarion.domain.model import Answer, Identity, Outcome
+from clarion.domain.notifications import ANSWERABLE, RESOLVED, RouteSpec, parse_channel
+from clarion.domain.resolved_by import Surface
 from clarion.ports.testing import ManualClock, sample_questions
 
-_TASK_READ = re.compile(r"\bFROM\s+tasks\b", re.IGNORECASE)
+_TASK_READ = re.compile(r"\b(?:FROM|JOIN)\s+tasks\b", re.IGNORECASE)
 _MAX_ROUNDS = 10
 
 
@@ -93,9 +97,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-async def walk(database: Path, port: int, sink: Sink) -> Counts:
-    """One walk on a fresh database at ``database``: create a bundle, count the worker's work
-    until the sink holds its e-mail."""
+async def walk(database: Path, port: int, sink: Sink, event: str = ANSWERABLE) -> Counts:
+    """One walk on a fresh database at ``database``: create a bundle (and answer it, for
+    ``resolved``), count the worker's work until the sink holds the ``event`` e-mail."""
     clock = ManualClock()
     engine = create_engine(f"sqlite:///{database}")
     upgrade_database(engine)
@@ -119,7 +123,7 @@ async def walk(database: Path, port: int, sink: Sink) -> Counts:
             workspace_id=workspace.id,
             channel=parse_channel("email:alice@example.com"),
             user_id=user.id,
-            events=(ANSWERABLE,),
+            events=(event,),
         ),
         created_by="bench",
     )
@@ -132,6 +136,9 @@ async def walk(database: Path, port: int, sink: Sink) -> Counts:
         questions=sample_questions(1),
         context="Deploying the release",
     )
+    if event == RESOLVED:
+        outcome = Outcome.answer(Answer(question_id="q1", selected_options=("q1_opt1",)))
+        await clarion.resolver.resolve(Identity.internal(), "p-1", outcome, surface=Surface.REST)
 
     counts = Counts()
     # Count the worker's bundle loads (the only reader of the repository in the walk).
@@ -149,7 +156,7 @@ async def walk(database: Path, port: int, sink: Sink) -> Counts:
         ("before_cursor_execute", on_execute),
     ]
     for name, listener in listeners:
-        event.listen(engine, name, listener)
+        sa.event.listen(engine, name, listener)
     try:
         while not sink.messages:
             if counts.rounds >= _MAX_ROUNDS:
@@ -158,13 +165,15 @@ async def walk(database: Path, port: int, sink: Sink) -> Counts:
                 counts.rounds += 1
     finally:
         for name, listener in listeners:
-            event.remove(engine, name, listener)
+            sa.event.remove(engine, name, listener)
         engine.dispose()
     return counts
 
 
 def main(argv: list[str] | None = None) -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--event", choices=(ANSWERABLE, RESOLVED), default=ANSWERABLE)
+    event = parser.parse_args(argv).event
     logging.disable(logging.CRITICAL)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
     sink, port = Sink(), _free_port()
@@ -172,9 +181,10 @@ def main(argv: list[str] | None = None) -> None:
     controller.start()
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            counts = asyncio.run(walk(Path(scratch) / "clarion.db", port, sink))
+            counts = asyncio.run(walk(Path(scratch) / "clarion.db", port, sink, event))
     finally:
         controller.stop()
+    print(f"the {event} e-mail, from the first claim of the outbox to the sink")
     print(f"poll rounds (claims that found work): {counts.rounds}")
     print(f"store transactions:                   {counts.transactions}")
     print(f"task reads:                           {counts.task_reads}")

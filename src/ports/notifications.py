@@ -134,7 +134,7 @@ class NotificationOutbox(Protocol):
       again at the same instant is one), at the transition's own time; ``claim_due`` and
       ``entries`` see every event recorded before they were called (a store may keep events
       with the transition's rows and take them into the outbox then). Follow-ups are written
-      by :meth:`finish`.
+      by :meth:`finish` (or :meth:`finish_and_take`).
     - ``claim_due`` hands out due entries (``status`` "due", ``due_at`` ≤ ``now``, no live
       lease) oldest due first, each with a fresh ``lease_token`` valid until ``now + lease_s``.
       Two concurrent callers never receive the same entry while its lease lives; an entry

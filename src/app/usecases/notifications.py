@@ -313,10 +313,13 @@ class NotificationWorker:
         follow_ups: tuple[NewEntry, ...] = (),
         facts: _TaskFacts | None = None,
     ) -> None:
-        """Finish ``entry``; within a round, the follow-ups due now are taken in the same
-        transaction and handled at once (with ``facts``), so they wait for no later round."""
+        """Finish ``entry``; within a round, and while fewer than ``max_in_flight`` entries
+        would be in flight, the follow-ups due now are taken in the same transaction and
+        handled at once (with ``facts``), so they wait for no later round."""
         tasks = _ROUND.get()
-        if not follow_ups or tasks is None:
+        room = self._policy.max_in_flight - len(self._in_flight)
+        if not follow_ups or tasks is None or len(follow_ups) > room:
+            # Nothing to take, no round to take it in, or no room: a later round claims them.
             finished = await self._run.guarded(
                 NOTIFY_FAILED,
                 self._store.finish,
