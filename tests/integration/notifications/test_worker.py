@@ -7,14 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
+from clarion.app.usecases.notifications import DeliveryPolicy
 from clarion.domain.errors import NotActive
 from clarion.domain.model import ANSWERED, EXPIRED, Answer, Identity
 from clarion.domain.notifications import (
     ANSWERABLE,
     DONE,
     DROPPED,
+    DUE,
     ESCALATION,
     FAILED,
     REMINDER,
@@ -354,3 +357,24 @@ async def test_a_delivery_reads_its_bundle_once_and_its_task_once(world: NotifyW
     assert [(n.event, n.workspace_id) for n in world.channel.sent] == [(REMINDER, workspace.id)]
     assert bundles.calls == ["load_bundle"]
     assert tasks.calls == ["get_task_and_workspace"]
+
+
+async def test_deliveries_beyond_max_in_flight_wait_for_the_next_round(
+    world: NotifyWorld,
+) -> None:
+    """#32 and #29 S2: a fan-out hands its deliveries straight on only while the worker has
+    room for them (``max_in_flight``); otherwise they are recorded unleased for a later round,
+    and sent then."""
+    world.route("", HOOK_A, events=(ANSWERABLE,))
+    world.route("", HOOK_B, events=(ANSWERABLE,))
+    world.ask("")
+    policy = attrs.evolve(DeliveryPolicy(), max_in_flight=1)
+    worker = attrs.evolve(world.worker, policy=policy)
+    assert await worker.run_once() == 1
+    assert world.channel.sent == []
+    assert _statuses(world, ANSWERABLE) == [DUE, DUE]
+    assert await worker.run_once() == 2
+    assert sorted(world.channel.events()) == [
+        (ANSWERABLE, "https://hooks.example/a"),
+        (ANSWERABLE, "https://hooks.example/b"),
+    ]
