@@ -117,10 +117,9 @@ class _TaskFacts:
     owner_id: str = ""
 
 
-# The round's task group (entries a finish hands on start there, outside any route's lane)
-# and the task facts the fan-out that handed an entry on had read.
+# The task group of the round (``run_once``) or loop (``run_forever``) handling an entry: the
+# entries its finish takes start there, outside any route's lane.
 _ROUND: ContextVar[anyio.abc.TaskGroup | None] = ContextVar("notification_round", default=None)
-_HANDED_FACTS: ContextVar[_TaskFacts | None] = ContextVar("notification_facts", default=None)
 
 
 class AnswerBundle(Protocol):

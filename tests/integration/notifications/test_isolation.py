@@ -4,7 +4,7 @@ route backs off as a whole, and deadlines keep their own clock while a delivery 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -157,14 +157,20 @@ async def test_the_running_worker_keeps_delivering_while_one_delivery_hangs(
 
 class ClockAdvancingChannel(FakeChannel):
     """Like :class:`FakeChannel`, but its first delivery takes ``seconds`` on the world's clock
-    (a slow destination, seen by the entries waiting behind it)."""
+    (a slow destination, seen by the entries waiting behind it) — once ``ready()`` says the
+    entries that should wait behind it are there."""
 
-    def __init__(self, clock: ManualClock, seconds: float) -> None:
+    def __init__(
+        self, clock: ManualClock, seconds: float, ready: Callable[[], bool] = lambda: True
+    ) -> None:
         super().__init__()
-        self._clock, self._seconds = clock, seconds
+        self._clock, self._seconds, self._ready = clock, seconds, ready
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
         if not self.sent:
+            with anyio.fail_after(30):
+                while not self._ready():
+                    await anyio.sleep(0.01)
             self._clock.set(self._clock.peek() + timedelta(seconds=self._seconds))
         return await super().deliver(notification)
 
@@ -177,7 +183,13 @@ async def test_a_delivery_that_waited_past_its_lease_is_handed_out_again_later(
     lease could pass mid-attempt is not attempted (another worker may hold it by then); it is
     delivered once its lease has passed."""
     with storage_for(backend, request, tmp_path) as storage:
-        channel = ClockAdvancingChannel(notify_clock, 200.0)  # beyond the 120 s lease
+        # Its first delivery takes 200 s (beyond the 120 s lease) once both fan-outs handed
+        # their deliveries on (#32: in the round that fans them out, concurrently).
+        channel = ClockAdvancingChannel(
+            notify_clock,
+            200.0,
+            lambda: len([e for e in world.store.entries() if e.route_id]) == 2,
+        )
         world = notify_world(storage, notify_clock, {"webhook": channel})
         world.route("", FAST, events=(ANSWERABLE,))
         world.ask("", pending_id="p-1")
