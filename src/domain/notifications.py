@@ -220,6 +220,9 @@ class NewEntry:
     idempotency_key: str
     route_id: str = ""
     sequence: int = 0  # the reminder's number (1, 2, …); 0 otherwise
+    # The idempotency key of the recorded event this entry follows from (the event that fanned
+    # out to it, or — for a terminal update — the resolution it announces); "" for an event.
+    origin_key: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -240,8 +243,8 @@ def event_key(event: str, pending_id: str, at: datetime) -> str:
     however often. A bundle becomes answerable, expires, is cancelled or superseded at most
     once; it is
     resolved once per winning claim, told apart by the claim's own time ``at`` (fixed-width and
-    without colons: the worker finds a delivery's origin event as the key that, followed by a
-    colon, begins the delivery's key, so no occurrence's key may begin that way another's)."""
+    without colons). The entries following from an event carry its key as their
+    ``origin_key``, and their own keys begin with it."""
     if event != RESOLVED:
         return f"{event}:{pending_id}"
     return f"{event}:{pending_id}:{at.astimezone(UTC):%Y%m%dT%H%M%S.%fZ}"

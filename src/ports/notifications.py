@@ -134,7 +134,7 @@ class NotificationOutbox(Protocol):
       again at the same instant is one), at the transition's own time; ``claim_due`` and
       ``entries`` see every event recorded before they were called (a store may keep events
       with the transition's rows and take them into the outbox then). Follow-ups are written
-      by :meth:`finish`.
+      by :meth:`finish` (or :meth:`finish_and_take`).
     - ``claim_due`` hands out due entries (``status`` "due", ``due_at`` ≤ ``now``, no live
       lease) oldest due first, each with a fresh ``lease_token`` valid until ``now + lease_s``.
       Two concurrent callers never receive the same entry while its lease lives; an entry
@@ -158,6 +158,24 @@ class NotificationOutbox(Protocol):
         follow_ups: Sequence[NewEntry] = (),
         error: str = "",
     ) -> bool: ...
+
+    def finish_and_take(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        *,
+        follow_ups: Sequence[NewEntry],
+        now: datetime,
+        lease_s: float,
+        error: str = "",
+    ) -> tuple[OutboxEntry, ...] | None:
+        """:meth:`finish`, handing the caller at once, under fresh leases valid until
+        ``now + lease_s`` (as :meth:`claim_due` would), the follow-ups it recorded that are due
+        by ``now``, in the same transaction; so an event's deliveries need no second round.
+        A follow-up skipped for its known key is not handed out (someone else has it). None
+        when the caller no longer holds the entry (nothing written)."""
+        ...
 
     def retry(self, entry_id: str, lease_token: str, due_at: datetime, error: str) -> bool:
         """Count an attempt, release the lease and make the entry due again at ``due_at``."""

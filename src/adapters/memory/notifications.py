@@ -104,15 +104,41 @@ class InMemoryNotificationStore:
         follow_ups: Sequence[NewEntry] = (),
         error: str = "",
     ) -> bool:
+        return self._finish(entry_id, lease_token, status, follow_ups, error, None) is not None
+
+    def finish_and_take(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        *,
+        follow_ups: Sequence[NewEntry],
+        now: datetime,
+        lease_s: float,
+        error: str = "",
+    ) -> tuple[OutboxEntry, ...] | None:
+        take = (now, now + timedelta(seconds=lease_s))
+        return self._finish(entry_id, lease_token, status, follow_ups, error, take)
+
+    def _finish(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        follow_ups: Sequence[NewEntry],
+        error: str,
+        take: tuple[datetime, datetime] | None,
+    ) -> tuple[OutboxEntry, ...] | None:
         with self._store.lock:
             entry = self._held(entry_id, lease_token)
             if entry is None:
-                return False
+                return None
             outbox = self._store.notification_outbox
             outbox[entry_id] = attrs.evolve(entry, status=status, lease_token="", last_error=error)
             self._store.outbox_leases.pop(entry_id, None)
             known = {existing.idempotency_key for existing in outbox.values()}
-            now = self._clock.now()
+            recorded_at = self._clock.now()
+            taken: list[OutboxEntry] = []
             for new in follow_ups:
                 if new.idempotency_key in known:
                     continue
@@ -123,9 +149,14 @@ class InMemoryNotificationStore:
                     id=new_id,
                     status=DUE,
                     attempts=0,
-                    created_at=now,
+                    created_at=recorded_at,
                 )
-            return True
+                if take is not None and new.due_at <= take[0]:
+                    held = attrs.evolve(outbox[new_id], lease_token=_internal_id())
+                    outbox[new_id] = held
+                    self._store.outbox_leases[new_id] = take[1]
+                    taken.append(held)
+            return tuple(sorted(taken, key=lambda held: (held.due_at, held.id)))
 
     def retry(self, entry_id: str, lease_token: str, due_at: datetime, error: str) -> bool:
         with self._store.lock:

@@ -61,6 +61,7 @@ def _entry(row: Any) -> OutboxEntry:
         created_at=row.created_at,
         lease_token=row.lease_token,
         last_error=row.last_error,
+        origin_key=row.origin_key,
     )
 
 
@@ -195,7 +196,44 @@ class SqlNotificationStore:
         follow_ups: Sequence[NewEntry] = (),
         error: str = "",
     ) -> bool:
-        now = self._clock.now()
+        return self._finish(entry_id, lease_token, status, follow_ups, error, None) is not None
+
+    def finish_and_take(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        *,
+        follow_ups: Sequence[NewEntry],
+        now: datetime,
+        lease_s: float,
+        error: str = "",
+    ) -> tuple[OutboxEntry, ...] | None:
+        take = (now, now + timedelta(seconds=lease_s))
+        return self._finish(entry_id, lease_token, status, follow_ups, error, take)
+
+    def _finish(
+        self,
+        entry_id: str,
+        lease_token: str,
+        status: str,
+        follow_ups: Sequence[NewEntry],
+        error: str,
+        take: tuple[datetime, datetime] | None,
+    ) -> tuple[OutboxEntry, ...] | None:
+        """Finish the entry and record ``follow_ups``; with ``take`` (now, lease end) those
+        due by now are inserted leased to the caller and read back (a follow-up skipped for
+        its known key keeps whoever's lease it has)."""
+        recorded_at = self._clock.now()
+        rows = [entry_values(entry, _internal_id(), recorded_at) for entry in follow_ups]
+        tokens = []
+        if take is not None:
+            now, until = take
+            for row in rows:
+                if row["due_at"] <= now:
+                    row["lease_token"] = token = _internal_id()
+                    row["locked_until"] = until
+                    tokens.append(token)
         with self._writes.begin() as connection:
             done = connection.execute(
                 sa.update(outbox)
@@ -203,11 +241,16 @@ class SqlNotificationStore:
                 .values(status=status, lease_token="", locked_until=None, last_error=error)
             )
             if done.rowcount != 1:
-                return False
-            insert_entries(
-                connection, [entry_values(entry, _internal_id(), now) for entry in follow_ups]
+                return None
+            insert_entries(connection, rows)
+            if not tokens:
+                return ()
+            taken = connection.execute(
+                sa.select(outbox)
+                .where(outbox.c.lease_token.in_(tokens))
+                .order_by(outbox.c.due_at, outbox.c.id)
             )
-        return True
+            return tuple(_entry(row) for row in taken)
 
     def retry(self, entry_id: str, lease_token: str, due_at: datetime, error: str) -> bool:
         with self._writes.begin() as connection:

@@ -93,6 +93,7 @@ def entry_values(entry: NewEntry, entry_id: str, now: datetime) -> dict[str, Any
         "locked_until": None,
         "last_error": "",
         "created_at": now,
+        "origin_key": entry.origin_key,
     }
 
 

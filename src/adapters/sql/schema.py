@@ -355,6 +355,8 @@ notification_outbox = sa.Table(
     sa.Column("locked_until", UtcDateTime, nullable=True),
     sa.Column("last_error", sa.Text, nullable=False, server_default=EMPTY),
     sa.Column("created_at", UtcDateTime, nullable=False),
+    # The key of the event an entry follows from ("" for an event; migration 0017).
+    sa.Column("origin_key", sa.Text, nullable=False, server_default=EMPTY),
     sa.Index("ix_notification_outbox_status_due_at", "status", "due_at"),
     sa.Index("ix_notification_outbox_pending_id", "pending_id"),
 )

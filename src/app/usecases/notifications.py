@@ -9,12 +9,16 @@ entry's stable idempotency key. Each kind of entry:
 - an *event* (``route_id`` "") fans out: one delivery per route of the bundle's workspace
   ("" = the default routes) that hears it, and — for ``answerable`` — each route's reminder,
   escalation and deadline as entries due later; all recorded with the event's completion, and
-  keyed so a repeat after a crash records nothing twice;
+  keyed so a repeat after a crash records nothing twice. The entries due at once are taken in
+  that same transaction under this worker's lease (:meth:`NotificationOutbox.finish_and_take`)
+  and handled in the same round (issue #32), each carrying the fan-out's read of the task;
+  every entry records the key of the event it follows from (``origin_key``);
 - a *delivery* (also reminders and escalations) is dropped when it asks a person to act and
   the bundle is no longer answerable, when a ``resolved`` event's claim was rolled back, when
   its route was removed, or when the route's identity may not see the bundle's task (checked
-  now, at send time); otherwise it is sent with the route's channel, retried with exponential
-  backoff, and given up after ``max_attempts``;
+  now, at send time, with one read of the bundle and at most one of its task); otherwise it
+  is sent with the route's channel, retried with exponential backoff, and given up after
+  ``max_attempts``;
 - a *deadline* applies its route's ``on_deadline``: ``keep`` decides nothing, ``expire`` ends
   the bundle with the ordinary expire transition, ``default:<option id>`` answers it through
   the one resolver with the system identity. Either races a human answer through the same
@@ -42,6 +46,7 @@ One slow, failing or huge destination delays nobody else (issue #29 S2):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -50,7 +55,8 @@ import attrs
 import structlog
 
 from clarion.app.usecases.runner import Runner
-from clarion.domain.errors import ClarionError, NotFound, failure_fields
+from clarion.domain.errors import ClarionError, failure_fields
+from clarion.domain.listing import task_visible
 from clarion.domain.model import CANCELLED, EXPIRED, Answer, Identity, Outcome, Resolution
 from clarion.domain.notifications import (
     ANSWERABLE,
@@ -72,6 +78,7 @@ from clarion.domain.notifications import (
     Route,
     backoff,
     deep_link,
+    event_key,
 )
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import Surface
@@ -95,6 +102,24 @@ log = structlog.get_logger(__name__)
 NOTIFY_FAILED = "failed to read or write the notification outbox"
 
 ExpireBundle = Callable[[Bundle], Awaitable[object]]
+
+
+@attrs.frozen
+class _TaskFacts:
+    """What a delivery reads of its bundle's task: the task's workspace, whether the task and
+    the workspace exist and the workspace's owner (the L1c inputs). A task's workspace and a
+    workspace's owner never change, so a fan-out's read serves the deliveries it hands on."""
+
+    pending_id: str
+    task_exists: bool
+    workspace_id: str = ""
+    workspace_exists: bool = False
+    owner_id: str = ""
+
+
+# The task group of the round (``run_once``) or loop (``run_forever``) handling an entry: the
+# entries its finish takes start there, outside any route's lane.
+_ROUND: ContextVar[anyio.abc.TaskGroup | None] = ContextVar("notification_round", default=None)
 
 
 class AnswerBundle(Protocol):
@@ -171,39 +196,53 @@ class NotificationWorker:
         returns how many were handed out."""
         entries = await self._claim(self._policy.batch)
         async with anyio.create_task_group() as tasks:
-            for entry in entries:
-                tasks.start_soon(self._tracked, entry, self._clock.now())
+            round_token = _ROUND.set(tasks)
+            try:
+                for entry in entries:
+                    tasks.start_soon(self._tracked, entry, self._clock.now())
+            finally:
+                _ROUND.reset(round_token)
         return len(entries)
 
     async def run_forever(self) -> None:
         """Claim due entries and handle each in its own task until cancelled, never waiting
         for a delivery before claiming more; a failing round is logged and retried."""
         async with anyio.create_task_group() as tasks:
-            while True:
-                room = min(self._policy.batch, self._policy.max_in_flight - len(self._in_flight))
-                claimed = 0
-                try:
-                    if room > 0:
-                        entries = await self._claim(room)
-                        claimed = len(entries)
-                        for entry in entries:
-                            self._in_flight.add(entry.id)
-                            tasks.start_soon(self._tracked, entry, self._clock.now())
-                    if claimed < room or room <= 0:
-                        before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
-                        await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
-                except ClarionError as exc:
-                    log.warning("notifications.round_failed", **failure_fields(exc))
-                if room > 0 and claimed >= room:
-                    await anyio.sleep(0)  # more may be due: claim again at once
-                else:
-                    await anyio.sleep(self._policy.poll_interval_s)
+            round_token = _ROUND.set(tasks)
+            try:
+                await self._rounds(tasks)
+            finally:
+                _ROUND.reset(round_token)
 
-    async def _tracked(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+    async def _rounds(self, tasks: anyio.abc.TaskGroup) -> None:
+        """``run_forever``'s loop, starting each entry in ``tasks``."""
+        while True:
+            room = min(self._policy.batch, self._policy.max_in_flight - len(self._in_flight))
+            claimed = 0
+            try:
+                if room > 0:
+                    entries = await self._claim(room)
+                    claimed = len(entries)
+                    for entry in entries:
+                        self._in_flight.add(entry.id)
+                        tasks.start_soon(self._tracked, entry, self._clock.now())
+                if claimed < room or room <= 0:
+                    before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
+                    await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
+            except ClarionError as exc:
+                log.warning("notifications.round_failed", **failure_fields(exc))
+            if room > 0 and claimed >= room:
+                await anyio.sleep(0)  # more may be due: claim again at once
+            else:
+                await anyio.sleep(self._policy.poll_interval_s)
+
+    async def _tracked(
+        self, entry: OutboxEntry, claimed_at: datetime, facts: _TaskFacts | None = None
+    ) -> None:
         """Handle ``entry`` in its own task: a failure is logged (the entry comes back when
         its lease passes), never raised into the task group the other entries share."""
         try:
-            await self._handle(entry, claimed_at)
+            await self._handle(entry, claimed_at, facts)
         except ClarionError as exc:
             log.warning("notifications.round_failed", **failure_fields(exc))
         finally:
@@ -211,16 +250,18 @@ class NotificationWorker:
 
     # -- one entry ---------------------------------------------------------------------------
 
-    async def _handle(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+    async def _handle(
+        self, entry: OutboxEntry, claimed_at: datetime, facts: _TaskFacts | None
+    ) -> None:
         try:
             if not entry.route_id or entry.event == DEADLINE:
-                await self._handle_now(entry)
+                await self._handle_now(entry, facts)
                 return
             # A route's deliveries go one at a time, in the order they were claimed.
             lane = self._lanes.setdefault(entry.route_id, anyio.Lock())
             try:
                 async with lane:
-                    await self._handle_in_lane(entry, claimed_at)
+                    await self._handle_in_lane(entry, claimed_at, facts)
             finally:
                 if not lane.locked() and lane.statistics().tasks_waiting == 0:
                     self._lanes.pop(entry.route_id, None)
@@ -228,7 +269,9 @@ class NotificationWorker:
             log.warning("notification.failed", pending_id=entry.pending_id, **failure_fields(exc))
             await self._retry(entry, type(exc).__name__)
 
-    async def _handle_in_lane(self, entry: OutboxEntry, claimed_at: datetime) -> None:
+    async def _handle_in_lane(
+        self, entry: OutboxEntry, claimed_at: datetime, facts: _TaskFacts | None
+    ) -> None:
         policy = self._policy
         waited = (self._clock.now() - claimed_at).total_seconds()
         if waited + 2 * policy.delivery_timeout_s > policy.lease_s:
@@ -240,9 +283,11 @@ class NotificationWorker:
             await self._postpone(entry, backing_off[0])
             return
         async with self._slots:
-            await self._handle_now(entry)
+            await self._handle_now(entry, facts)
 
-    async def _handle_now(self, entry: OutboxEntry) -> None:
+    async def _handle_now(self, entry: OutboxEntry, facts: _TaskFacts | None) -> None:
+        """Handle ``entry`` with one read of its bundle (and, for a delivery, at most one of
+        its task: none when ``facts``, the fan-out's read, came with it)."""
         try:
             bundle = await self._run.guarded(
                 NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id
@@ -254,7 +299,7 @@ class NotificationWorker:
             elif entry.event == DEADLINE:
                 await self._deadline(entry, bundle)
             else:
-                await self._deliver(entry, bundle)
+                await self._deliver(entry, bundle, facts)
         except ClarionError as exc:
             log.warning("notification.failed", pending_id=entry.pending_id, **failure_fields(exc))
             await self._retry(entry, type(exc).__name__)
@@ -265,16 +310,41 @@ class NotificationWorker:
         status: str,
         why: str = "",
         follow_ups: tuple[NewEntry, ...] = (),
+        facts: _TaskFacts | None = None,
     ) -> None:
-        finished = await self._run.guarded(
-            NOTIFY_FAILED,
-            self._store.finish,
-            entry.id,
-            entry.lease_token,
-            status,
-            follow_ups=follow_ups,
-            error=why,
-        )
+        """Finish ``entry``; within a round, and while fewer than ``max_in_flight`` entries
+        would be in flight, the follow-ups due now are taken in the same transaction and
+        handled at once (with ``facts``), so they wait for no later round."""
+        tasks = _ROUND.get()
+        room = self._policy.max_in_flight - len(self._in_flight)
+        if not follow_ups or tasks is None or len(follow_ups) > room:
+            # Nothing to take, no round to take it in, or no room: a later round claims them.
+            finished = await self._run.guarded(
+                NOTIFY_FAILED,
+                self._store.finish,
+                entry.id,
+                entry.lease_token,
+                status,
+                follow_ups=follow_ups,
+                error=why,
+            )
+        else:
+            now = self._clock.now()
+            taken = await self._run.guarded(
+                NOTIFY_FAILED,
+                self._store.finish_and_take,
+                entry.id,
+                entry.lease_token,
+                status,
+                follow_ups=follow_ups,
+                now=now,
+                lease_s=self._policy.lease_s,
+                error=why,
+            )
+            finished = taken is not None
+            for handed in taken or ():
+                self._in_flight.add(handed.id)
+                tasks.start_soon(self._tracked, handed, now, facts)
         log.info(
             "notification.finished",
             pending_id=entry.pending_id,
@@ -322,23 +392,32 @@ class NotificationWorker:
             NOTIFY_FAILED, self._store.retry, entry.id, entry.lease_token, due, why
         )
 
-    async def _workspace_of(self, bundle: Bundle) -> str:
+    async def _task_facts(self, bundle: Bundle) -> _TaskFacts:
+        """One read of the bundle's task and its workspace."""
         found = await self._run.guarded(
             NOTIFY_FAILED, self._host.get_task_and_workspace, bundle.task_id
         )
-        return "" if found is None else found[0].workspace_id
+        if found is None:
+            return _TaskFacts(pending_id=bundle.pending_id, task_exists=False)
+        task, workspace = found
+        return _TaskFacts(
+            pending_id=bundle.pending_id,
+            task_exists=True,
+            workspace_id=task.workspace_id,
+            workspace_exists=workspace is not None,
+            owner_id=workspace.owner_id if workspace is not None else "",
+        )
 
     async def _fan_out(self, entry: OutboxEntry, bundle: Bundle) -> None:
-        routes = await self._run.guarded(
-            NOTIFY_FAILED, self._store.routes_for, await self._workspace_of(bundle)
-        )
+        facts = await self._task_facts(bundle)
+        routes = await self._run.guarded(NOTIFY_FAILED, self._store.routes_for, facts.workspace_id)
         follow_ups: list[NewEntry] = []
         for route in routes:
             if route.hears(entry.event):
                 follow_ups.append(_scheduled(entry, route, entry.event, entry.created_at))
             if entry.event == ANSWERABLE:
                 follow_ups.extend(_policy_entries(entry, route))
-        await self._finish(entry, DONE, follow_ups=tuple(follow_ups))
+        await self._finish(entry, DONE, follow_ups=tuple(follow_ups), facts=facts)
 
     async def _is_answerable(self, bundle: Bundle) -> bool:
         active = await self._run.guarded(
@@ -346,43 +425,30 @@ class NotificationWorker:
         )
         return bundle.pending_id in active
 
-    async def _recorded_events(self, pending_id: str) -> list[OutboxEntry]:
-        """The bundle's events as its transitions recorded them (not the deliveries they fanned
-        out to), oldest first."""
-        recorded = await self._run.guarded(NOTIFY_FAILED, self._store.entries, pending_id)
-        return [e for e in recorded if not e.route_id]
-
-    async def _announces(self, entry: OutboxEntry, responded_at: datetime) -> bool:
-        """Whether ``entry`` comes from the winning claim: its event was recorded at that
-        claim's own timestamp (a claim rolled back after its ``resolved`` event was recorded
-        left an event too)."""
-        recorded = await self._recorded_events(entry.pending_id)
-        origin = next(
-            (e for e in recorded if entry.idempotency_key.startswith(f"{e.idempotency_key}:")),
-            None,
-        )
-        # An origin already purged is long past any re-claim: nothing left to compare.
-        return origin is None or origin.created_at == responded_at
-
-    async def _recipient(self, route: Route, task_id: str) -> Identity | None:
-        """The identity the route acts for, when it may see ``task_id`` right now."""
-        identity = Identity.internal()
-        if route.user_id:
-            user = None
-            if self._users is not None:
-                user = await self._run.guarded(NOTIFY_FAILED, self._users.get_user, route.user_id)
-            if user is None or not user.active:
-                return None
-            identity = Identity.user(user.id, is_admin=user.is_admin)
-        try:
-            await self._run.guarded(
-                NOTIFY_FAILED, self._authorizer.authorize_task, identity, task_id
-            )
-        except NotFound:
+    async def _identity(self, route: Route) -> Identity | None:
+        """The identity the route acts for: its user's, read now (None when the user is gone
+        or inactive), else the system's."""
+        if not route.user_id:
+            return Identity.internal()
+        user = None
+        if self._users is not None:
+            user = await self._run.guarded(NOTIFY_FAILED, self._users.get_user, route.user_id)
+        if user is None or not user.active:
             return None
-        return identity
+        return Identity.user(user.id, is_admin=user.is_admin)
 
-    async def _deliver(self, entry: OutboxEntry, bundle: Bundle) -> None:
+    def _may_see(self, identity: Identity, facts: _TaskFacts) -> bool:
+        """L1c, as the authorizer's visibility rule applies it to the task's facts (the one
+        rule every listing and ``load_visible_bundle`` apply): a missing task is seen by no
+        scoped identity (M5a)."""
+        visibility = self._authorizer.visibility(identity)
+        if visibility.unscoped:
+            return True
+        return facts.task_exists and task_visible(
+            visibility, facts.workspace_id, facts.workspace_exists, facts.owner_id
+        )
+
+    async def _deliver(self, entry: OutboxEntry, bundle: Bundle, facts: _TaskFacts | None) -> None:
         route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)
         if route is None:
             await self._finish(entry, DROPPED, "the route was removed")
@@ -399,13 +465,17 @@ class NotificationWorker:
             if winner is None:
                 await self._finish(entry, DROPPED, "the claim was rolled back")
                 return
-            if not await self._announces(entry, winner.responded_at):
+            if not _announces(entry, winner.responded_at):
                 # A claim rolled back (a refused resume) and a later one won: only the later
                 # claim's event announces the answer, so each route hears "resolved" once.
                 await self._finish(entry, DROPPED, "a later claim superseded this one")
                 return
-        recipient = await self._recipient(route, bundle.task_id)
-        if recipient is None:
+        # Checked now, at send time: the route's user as it is now, and the task with this
+        # delivery's one read of it (a fan-out's read is as good: what it decides never changes).
+        recipient = await self._identity(route)
+        if recipient is not None and (facts is None or facts.pending_id != bundle.pending_id):
+            facts = await self._task_facts(bundle)
+        if recipient is None or facts is None or not self._may_see(recipient, facts):
             await self._finish(entry, DROPPED, "the route's identity may not see this task")
             return
         notifier = self._notifiers.get(route.channel.kind)
@@ -419,7 +489,7 @@ class NotificationWorker:
             recipient=recipient,
             pending_id=bundle.pending_id,
             task_id=bundle.task_id,
-            workspace_id=await self._workspace_of(bundle),
+            workspace_id=facts.workspace_id,
             status=_status(entry.event, bundle, winner),
             context=bundle.context,
             questions=bundle.questions,
@@ -444,7 +514,7 @@ class NotificationWorker:
                 follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
             if entry.event in ASKING_EVENTS and getattr(notifier, "updates_in_place", False):
                 follow_ups += await self._settled_meanwhile(entry, route)
-            await self._finish(entry, DONE, follow_ups=follow_ups)
+            await self._finish(entry, DONE, follow_ups=follow_ups, facts=facts)
         elif outcome.status is Sent.RETRY:
             await self._retry(entry, outcome.detail)
         else:
@@ -476,22 +546,13 @@ class NotificationWorker:
         if bundle is None:
             return ()
         winner = replay_winner(bundle.pending_id, bundle.rows)
-        key = f"{entry.idempotency_key}:settled"
+        key, origin = f"{entry.idempotency_key}:settled", entry.origin_key
         if winner is not None:
             event = RESOLVED
-            # Keyed under the winning claim's own event, so the delivery is recognised as
+            # Following from the winning claim's own event, so the delivery is recognised as
             # announcing the answer that stands (see ``_announces``).
-            recorded = await self._recorded_events(entry.pending_id)
-            origin = next(
-                (
-                    e
-                    for e in recorded
-                    if e.event == RESOLVED and e.created_at == winner.responded_at
-                ),
-                None,
-            )
-            if origin is not None:
-                key = f"{origin.idempotency_key}:{route.id}:{RESOLVED}:settled"
+            origin = event_key(RESOLVED, entry.pending_id, winner.responded_at)
+            key = f"{origin}:{route.id}:{RESOLVED}:settled"
         elif bundle.rows and bundle.rows[0].display_status in (EXPIRED, CANCELLED):
             event = EXPIRED_EVENT if bundle.rows[0].display_status == EXPIRED else CANCELLED_EVENT
         else:
@@ -503,6 +564,7 @@ class NotificationWorker:
                 route_id=route.id,
                 due_at=self._clock.now(),
                 idempotency_key=key,
+                origin_key=origin,
             ),
         )
 
@@ -546,6 +608,14 @@ def _status(event: str, bundle: Bundle, winner: Resolution | None) -> str:
     return bundle.rows[0].display_status
 
 
+def _announces(entry: OutboxEntry, responded_at: datetime) -> bool:
+    """Whether the ``resolved`` delivery ``entry`` follows from the winning claim's own event
+    (a claim rolled back after its event was recorded left an event too); an entry stored
+    without its origin (none could be read from its key) is taken to."""
+    winning = event_key(RESOLVED, entry.pending_id, responded_at)
+    return not entry.origin_key or entry.origin_key == winning
+
+
 def default_outcome(bundle: Bundle, option_id: str) -> Outcome | None:
     """The deadline's default answer: ``option_id`` selected on every question offering it;
     None when no question does."""
@@ -568,19 +638,22 @@ def _scheduled(
         due_at=due_at,
         sequence=sequence,
         idempotency_key=f"{entry.idempotency_key}:{route.id}:{event}{suffix}",
+        origin_key=entry.idempotency_key,
     )
 
 
 def _reminder(entry: OutboxEntry, route: Route, sequence: int, due_at: datetime) -> NewEntry:
-    # Reminder n of one route keeps one key however often it is rescheduled.
-    root = entry.idempotency_key.rsplit(f":{route.id}:", 1)[0]
+    """Reminder ``sequence`` of ``route``, following from the event ``entry`` is (or follows
+    from): one key however often it is rescheduled."""
+    origin = entry.origin_key if entry.route_id else entry.idempotency_key
     return NewEntry(
         pending_id=entry.pending_id,
         event=REMINDER,
         route_id=route.id,
         due_at=due_at,
         sequence=sequence,
-        idempotency_key=f"{root}:{route.id}:{REMINDER}:{sequence}",
+        idempotency_key=f"{origin}:{route.id}:{REMINDER}:{sequence}",
+        origin_key=origin,
     )
 
 

@@ -153,6 +153,87 @@ class NotificationStoreContract:
         keys = [entry.idempotency_key for entry in notifications.entries()]
         assert keys.count("k-1") == 1
 
+    def test_finish_and_take_hands_the_follow_ups_due_now_to_the_caller_under_a_lease(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        """#32: an event's deliveries due at once go to the worker that fanned it out, in the
+        finishing transaction — leased like ``claim_due``'s, so no one else takes them while
+        the lease lives and they come back when it passes (at-least-once)."""
+        world.bundle_in_new_session("p-1")
+        now = world.clock.peek()
+        (event,) = notifications.claim_due(now, limit=10, lease_s=LEASE_S)
+        due_now = attrs.evolve(_follow_up("p-1", "k-now", world), origin_key=event.idempotency_key)
+        later = _follow_up("p-1", "k-later", world, later_s=300)
+        taken = notifications.finish_and_take(
+            event.id, event.lease_token, DONE, follow_ups=[later, due_now], now=now, lease_s=LEASE_S
+        )
+        assert taken is not None
+        (held,) = taken
+        assert (held.idempotency_key, held.status, held.attempts) == ("k-now", DUE, 0)
+        assert (held.event, held.route_id, held.sequence) == (REMINDER, "r-1", 1)
+        assert held.origin_key == event.idempotency_key
+        assert held.lease_token
+        assert notifications.claim_due(now, limit=10, lease_s=LEASE_S) == ()
+        (again,) = notifications.claim_due(
+            now + timedelta(seconds=LEASE_S + 1), limit=10, lease_s=LEASE_S
+        )
+        assert (again.id, again.idempotency_key) == (held.id, "k-now")
+        assert not notifications.finish(held.id, held.lease_token, DONE)
+        assert notifications.finish(again.id, again.lease_token, DONE)
+        statuses = {e.idempotency_key: e.status for e in notifications.entries("p-1")}
+        assert statuses == {event.idempotency_key: DONE, "k-now": DONE, "k-later": DUE}
+
+    def test_finish_and_take_hands_out_no_known_key_and_nothing_without_the_lease(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        """#32: a follow-up skipped for its known key stays with whoever holds it; a caller
+        whose lease is gone gets None and writes nothing."""
+        world.bundle_in_new_session("p-1")
+        world.bundle_in_new_session("p-2")
+        now = world.clock.peek()
+        first, second = notifications.claim_due(now, limit=10, lease_s=LEASE_S)
+        same = _follow_up("p-1", "k-1", world)
+        taken = notifications.finish_and_take(
+            first.id, first.lease_token, DONE, follow_ups=[same], now=now, lease_s=LEASE_S
+        )
+        assert [entry.idempotency_key for entry in taken or ()] == ["k-1"]
+        assert (
+            notifications.finish_and_take(
+                second.id, second.lease_token, DONE, follow_ups=[same], now=now, lease_s=LEASE_S
+            )
+            == ()
+        )
+        assert (
+            notifications.finish_and_take(
+                second.id,
+                second.lease_token,
+                DROPPED,
+                follow_ups=[_follow_up("p-2", "k-2", world)],
+                now=now,
+                lease_s=LEASE_S,
+            )
+            is None
+        )
+        keys = [entry.idempotency_key for entry in notifications.entries()]
+        assert keys.count("k-1") == 1
+        assert "k-2" not in keys
+        assert {e.status for e in notifications.entries() if not e.route_id} == {DONE}
+
+    def test_a_follow_up_keeps_the_key_of_the_event_it_follows_from(
+        self, world: ContractWorld, notifications: NotificationStore
+    ) -> None:
+        """#32: the relation of an entry to its event is stored as data (``origin_key``), read
+        back with the entry; an event has none."""
+        world.bundle_in_new_session("p-1")
+        (event,) = notifications.claim_due(world.clock.peek(), limit=10, lease_s=LEASE_S)
+        assert event.origin_key == ""
+        follow_up = attrs.evolve(
+            _follow_up("p-1", "k-1", world, later_s=60), origin_key=event.idempotency_key
+        )
+        assert notifications.finish(event.id, event.lease_token, DONE, follow_ups=[follow_up])
+        stored = {e.idempotency_key: e.origin_key for e in notifications.entries("p-1")}
+        assert stored == {event.idempotency_key: "", "k-1": event.idempotency_key}
+
     def test_a_retry_counts_the_attempt_and_waits_until_it_is_due(
         self, world: ContractWorld, notifications: NotificationStore
     ) -> None:

@@ -30,18 +30,32 @@ pytestmark = pytest.mark.anyio
 LEASE_S = 120.0  # DeliveryPolicy's default lease
 HOOK = "webhook:https://hooks.example/a"
 
-# A worker that takes its due entries (their lease) and is killed before sending anything.
+# A worker that fans an event out as the worker does — recording its delivery and taking the
+# delivery's lease in the same transaction (#32) — and is killed before sending anything.
 CRASHING_WORKER = textwrap.dedent(
     """
     import os, signal, sys
     from datetime import datetime, UTC
     from clarion.adapters.sql import SqlNotificationStore, create_engine
     from clarion.adapters.system import SystemClock, UuidIds
+    from clarion.domain.notifications import DONE, NewEntry
 
     engine = create_engine(sys.argv[1])
     store = SqlNotificationStore(engine, SystemClock(), UuidIds())
-    held = store.claim_due(datetime.fromisoformat(sys.argv[2]), limit=100, lease_s=120.0)
-    print(len(held), flush=True)
+    now, route_id = datetime.fromisoformat(sys.argv[2]), sys.argv[3]
+    (event,) = store.claim_due(now, limit=100, lease_s=120.0)
+    delivery = NewEntry(
+        pending_id=event.pending_id,
+        event=event.event,
+        route_id=route_id,
+        due_at=event.created_at,
+        idempotency_key=f"{event.idempotency_key}:{route_id}:{event.event}",
+        origin_key=event.idempotency_key,
+    )
+    taken = store.finish_and_take(
+        event.id, event.lease_token, DONE, follow_ups=[delivery], now=now, lease_s=120.0
+    )
+    print(len(taken), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
     """
 )
@@ -57,13 +71,10 @@ async def test_a_worker_killed_between_recording_and_sending_loses_nothing(
     clock = ManualClock(datetime.now(UTC).replace(microsecond=0))
     world = notify_world(Storage.sql(engine, clock, UuidIds()), clock)
     try:
-        world.route("", HOOK, events=(ANSWERABLE,))
+        route = world.route("", HOOK, events=(ANSWERABLE,))
         world.ask("")
-        assert await world.worker.run_once() == 1  # the event fans out to one delivery
-        assert world.channel.sent == []
-        assert [e.status for e in world.entries() if e.route_id] == [DUE]
         crashed = subprocess.run(
-            [sys.executable, "-c", CRASHING_WORKER, url, clock.peek().isoformat()],
+            [sys.executable, "-c", CRASHING_WORKER, url, clock.peek().isoformat(), route.id],
             capture_output=True,
             text=True,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -71,6 +82,7 @@ async def test_a_worker_killed_between_recording_and_sending_loses_nothing(
         )
         assert crashed.returncode == -9, crashed.stderr
         assert crashed.stdout.strip() == "1"
+        assert [e.status for e in world.entries() if e.route_id] == [DUE]
         # The dead worker's lease holds the entry: nobody sends it until the lease passes.
         await world.drain()
         assert world.channel.sent == []

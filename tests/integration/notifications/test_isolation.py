@@ -4,7 +4,7 @@ route backs off as a whole, and deadlines keep their own clock while a delivery 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -85,9 +85,8 @@ async def test_a_destination_that_never_answers_delays_no_other_route(
     world.route("", SLOW, events=(ANSWERABLE,))
     world.route("", FAST, events=(ANSWERABLE,))
     world.ask("")
-    await world.worker.run_once()  # the fan-out
     with anyio.fail_after(60):
-        await world.worker.run_once()
+        await world.worker.run_once()  # the fan-out and, in the same round (#32), both deliveries
     assert (ANSWERABLE, "https://fast.example/hook") in world.channel.events()
     assert _by_target(world, "https://fast.example/hook") == [DONE]
     (slow,) = [e for e in world.entries() if e.route_id and e.status != DONE]
@@ -120,9 +119,8 @@ async def test_a_failing_route_backs_off_as_a_whole(hanging: NotifyWorld) -> Non
     world.route("", FAST, events=(ANSWERABLE,))
     world.ask("", pending_id="p-1")
     world.ask("", pending_id="p-2")
-    await world.worker.run_once()  # both fan-outs
     world.channel.script = [Sent.RETRY]
-    await world.worker.run_once()
+    await world.worker.run_once()  # both fan-outs and, in the same round (#32), their deliveries
     assert len(world.channel.sent) == 1  # one attempt; the other waited for the backoff
     postponed = [e for e in world.store.entries() if e.route_id and e.status != DONE]
     assert sorted(e.last_error for e in postponed) == ["its route is backing off", "told to fail"]
@@ -159,14 +157,20 @@ async def test_the_running_worker_keeps_delivering_while_one_delivery_hangs(
 
 class ClockAdvancingChannel(FakeChannel):
     """Like :class:`FakeChannel`, but its first delivery takes ``seconds`` on the world's clock
-    (a slow destination, seen by the entries waiting behind it)."""
+    (a slow destination, seen by the entries waiting behind it) — once ``ready()`` says the
+    entries that should wait behind it are there."""
 
-    def __init__(self, clock: ManualClock, seconds: float) -> None:
+    def __init__(
+        self, clock: ManualClock, seconds: float, ready: Callable[[], bool] = lambda: True
+    ) -> None:
         super().__init__()
-        self._clock, self._seconds = clock, seconds
+        self._clock, self._seconds, self._ready = clock, seconds, ready
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
         if not self.sent:
+            with anyio.fail_after(30):
+                while not self._ready():
+                    await anyio.sleep(0.01)
             self._clock.set(self._clock.peek() + timedelta(seconds=self._seconds))
         return await super().deliver(notification)
 
@@ -179,13 +183,18 @@ async def test_a_delivery_that_waited_past_its_lease_is_handed_out_again_later(
     lease could pass mid-attempt is not attempted (another worker may hold it by then); it is
     delivered once its lease has passed."""
     with storage_for(backend, request, tmp_path) as storage:
-        channel = ClockAdvancingChannel(notify_clock, 200.0)  # beyond the 120 s lease
+        # Its first delivery takes 200 s (beyond the 120 s lease) once both fan-outs handed
+        # their deliveries on (#32: in the round that fans them out, concurrently).
+        channel = ClockAdvancingChannel(
+            notify_clock,
+            200.0,
+            lambda: len([e for e in world.store.entries() if e.route_id]) == 2,
+        )
         world = notify_world(storage, notify_clock, {"webhook": channel})
         world.route("", FAST, events=(ANSWERABLE,))
         world.ask("", pending_id="p-1")
         world.ask("", pending_id="p-2")
-        await world.worker.run_once()  # both fan-outs
-        await world.worker.run_once()
+        await world.worker.run_once()  # both fan-outs and, in the same round (#32), deliveries
         assert len(channel.sent) == 1
         waiting = [e for e in world.store.entries() if e.route_id and e.status != DONE]
         assert [e.attempts for e in waiting] == [0]

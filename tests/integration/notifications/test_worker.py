@@ -4,15 +4,20 @@ key, send-time authorization, reminders, escalation and every deadline policy.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+import attrs
 import pytest
 
+from clarion.app.usecases.notifications import DeliveryPolicy
 from clarion.domain.errors import NotActive
 from clarion.domain.model import ANSWERED, EXPIRED, Answer, Identity
 from clarion.domain.notifications import (
     ANSWERABLE,
     DONE,
     DROPPED,
+    DUE,
     ESCALATION,
     FAILED,
     REMINDER,
@@ -278,3 +283,98 @@ async def test_a_deadline_racing_a_human_answer_has_exactly_one_winner(
         # Either the human or the deadline's default won; the human sees the winner either way.
         assert row.response.selected_options in (("q1_opt1",), ("q1_opt2",))
         assert human == [row.response.selected_options]
+
+
+class _Counting:
+    """A port the worker reads through, counting the calls of ``names`` (issue #32)."""
+
+    def __init__(self, inner: object, *names: str) -> None:
+        self._inner, self._names = inner, names
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name not in self._names:
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return found(*args, **kwargs)
+
+        return counted
+
+
+def _count_reads(world: NotifyWorld) -> tuple[_Counting, _Counting]:
+    """Count the worker's bundle loads and task reads from now on."""
+    worker: Any = world.worker
+    bundles = _Counting(worker._claims, "load_bundle", "load_visible_bundle", "reread_bundle")
+    tasks = _Counting(worker._host, "get_task", "get_task_and_workspace")
+    worker._claims, worker._host = bundles, tasks
+    return bundles, tasks
+
+
+async def test_an_event_is_delivered_in_the_round_that_fans_it_out(world: NotifyWorld) -> None:
+    """#32: the fan-out takes its deliveries due now with its own finish, under a lease, and
+    sends them in the same round, reading the bundle's task once for all of them."""
+    tokens = world.clarion.storage.tokens
+    owner = tokens.create_user("owner")
+    workspace = world.workspace(owner_id=owner.id)
+    world.route(workspace.id, HOOK_A)
+    world.route(workspace.id, "email:owner@example.com", user_id=owner.id)
+    world.ask(workspace.id)
+    bundles, tasks = _count_reads(world)
+    assert await world.worker.run_once() == 1
+    assert sorted(world.channel.events()) == [
+        (ANSWERABLE, "https://hooks.example/a"),
+        (ANSWERABLE, "owner@example.com"),
+    ]
+    assert {n.workspace_id for n in world.channel.sent} == {workspace.id}
+    assert _statuses(world, ANSWERABLE) == [DONE, DONE]
+    assert await world.worker.run_once() == 0
+    # One bundle load for the fan-out and one per delivery; one task read in all.
+    assert bundles.calls == ["load_bundle"] * 3
+    assert tasks.calls == ["get_task_and_workspace"]
+
+
+async def test_a_delivery_reads_its_bundle_once_and_its_task_once(world: NotifyWorld) -> None:
+    """#32: a delivery handed out on its own (here a reminder) reads the bundle once and the
+    task once — for the recipient's send-time check and the workspace it reports alike."""
+    tokens = world.clarion.storage.tokens
+    owner = tokens.create_user("owner")
+    workspace = world.workspace(owner_id=owner.id)
+    world.route(
+        workspace.id,
+        "email:owner@example.com",
+        user_id=owner.id,
+        events=(REMINDER,),
+        remind_after_s=60.0,
+    )
+    world.ask(workspace.id)
+    await world.drain()
+    world.advance(61)
+    bundles, tasks = _count_reads(world)
+    assert await world.worker.run_once() == 1
+    assert [(n.event, n.workspace_id) for n in world.channel.sent] == [(REMINDER, workspace.id)]
+    assert bundles.calls == ["load_bundle"]
+    assert tasks.calls == ["get_task_and_workspace"]
+
+
+async def test_deliveries_beyond_max_in_flight_wait_for_the_next_round(
+    world: NotifyWorld,
+) -> None:
+    """#32 and #29 S2: a fan-out hands its deliveries straight on only while the worker has
+    room for them (``max_in_flight``); otherwise they are recorded unleased for a later round,
+    and sent then."""
+    world.route("", HOOK_A, events=(ANSWERABLE,))
+    world.route("", HOOK_B, events=(ANSWERABLE,))
+    world.ask("")
+    policy = attrs.evolve(DeliveryPolicy(), max_in_flight=1)
+    worker = attrs.evolve(world.worker, policy=policy)
+    assert await worker.run_once() == 1
+    assert world.channel.sent == []
+    assert _statuses(world, ANSWERABLE) == [DUE, DUE]
+    assert await worker.run_once() == 2
+    assert sorted(world.channel.events()) == [
+        (ANSWERABLE, "https://hooks.example/a"),
+        (ANSWERABLE, "https://hooks.example/b"),
+    ]
