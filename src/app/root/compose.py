@@ -3,10 +3,17 @@
 ``build_clarion(settings, **overrides)`` wires every port from :class:`Settings`; a host may pass
 any of them instead (``storage=`` — claims, host records and tokens as one unit —,
 ``authorizer=``, ``waiters=``, ``dispatcher=``, ``events=``, ``clock=``, ``ids=``), and only what
-was not passed is built. Nothing is built at import time, and an injected storage is not touched
-while building. Building never creates, locks or migrates a database: that is start-up's first
-step, :meth:`Clarion.upgrade` (on a SQLite file of ``settings``, its lock, then the migrations),
-which the ASGI lifespan runs before anything else and ``clarion serve`` runs before it serves.
+was not passed is built. Without ``storage``, the storage ``settings.database_url`` names is
+built by :func:`open_storage` (``memory://`` keeps everything in memory). ``events`` must also
+be an ``EventSource`` (have ``subscribe``) for the REST event stream and the web inbox to work.
+``notifiers`` (channel kind → :class:`Notifier`) replaces the channels the settings configure
+(the default e-mail channel carries the signed answer links of ``Clarion.answer_links``).
+Nothing is built at import time, and an injected storage is not touched while building.
+
+Building never creates, locks or migrates a database, injected or not: that is start-up's
+first step, :meth:`Clarion.upgrade` (on a SQLite file of ``settings``, its lock — so a second
+serving process fails at once —, then the migrations), which the ASGI lifespan runs before
+anything else and ``clarion serve`` runs before it serves (without a lifespan, call it yourself).
 The lifespan then owns the MCP session managers, live delivery, recovery, the purge of ended
 browser sessions, the event streams and the database engine's pool; :meth:`Clarion.close`
 releases the engine and the lock when no lifespan ran (CLI commands, scripts).
@@ -19,16 +26,15 @@ import attrs
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 
-from clarion.adapters.memory import InMemoryAskRecords
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.root.crashpoints import crashing_claims
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import MEMORY_URL, Startup, Storage, open_storage
-from clarion.app.root.wings import Lifespan, Wing
 from clarion.app.root.wings import surfaces as surface
+from clarion.app.root.wings.core import core_services
 from clarion.app.root.wings.delivery import delivery
 from clarion.app.root.wings.maintenance import maintenance_wing, storage_wing
-from clarion.app.root.wings.notifications import default_notifiers, notifications
+from clarion.app.root.wings.notifications import notifications
 from clarion.app.root.wings.slack import slack_wing
 from clarion.app.root.wings.telemetry import Telemetry
 from clarion.app.usecases.answer_links import AnswerLinks
@@ -38,7 +44,7 @@ from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.notifications import NotificationWorker
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner
-from clarion.app.usecases.services import Services, build_services
+from clarion.app.usecases.services import Services
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.events import EventPublisher
 from clarion.ports.notifications import Notifier
@@ -126,19 +132,9 @@ def build_clarion(
     ids: IdGenerator | None = None,
     notifiers: dict[str, Notifier] | None = None,
 ) -> Clarion:
-    """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``).
-
-    Only what is not passed in is built. Without ``storage``, the storage
-    ``settings.database_url`` names is built by :func:`open_storage` (``memory://`` keeps
-    everything in memory). Building opens, creates, locks and migrates no database, injected
-    or not: start-up's first step, :meth:`Clarion.upgrade`, does (the ASGI lifespan runs it;
-    without a lifespan, call it yourself), and on a SQLite file of ``settings`` it first takes
-    the file's lock, so a second serving process fails at once.
-    ``events`` must also be an ``EventSource`` (have ``subscribe``) for the REST event stream
-    and the web inbox to work. ``notifiers`` (channel kind → :class:`Notifier`) replaces the
-    channels the settings configure (the default e-mail channel carries the signed answer
-    links of ``Clarion.answer_links``).
-    """
+    """Build a Clarion service from ``settings`` (default: ``Settings.from_env()``): only
+    what is not passed in is built (see the module's documentation), each feature by its
+    wing (:mod:`clarion.app.root.wings`)."""
     settings = settings if settings is not None else Settings.from_env()
     hosts = surface.allowed_hosts(settings)
     clock = clock if clock is not None else SystemClock()
@@ -151,33 +147,12 @@ def build_clarion(
     )
     authorizer = authorizer if authorizer is not None else HostTaskAuthorizer(storage.host)
     telemetry = Telemetry()
-    services = build_services(
-        claims=claims,
-        host=storage.host,
-        authorizer=authorizer,
-        waiters=wired.waiters,
-        dispatcher=wired.dispatcher,
-        events=wired.events,
-        clock=clock,
-        ids=ids,
-        limiter=limiter,
-        ask_timeout=settings.ask_timeout_s,
-        resume_timeout=settings.resume_timeout_s,
-        users=storage.tokens,
-        limits=settings.limits,
-        metrics=telemetry.metrics,
-        tracer=telemetry.tracer,
-        agent_workspace=settings.agent_workspace,
-        ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
-    )
+    services = core_services(settings, storage, claims, authorizer, wired, telemetry, clock, ids)
     runner = Runner(limiter)
     people = surface.accounts(settings, storage, services, claims, runner, ids)
-    channels = (
-        notifiers
-        if notifiers is not None
-        else default_notifiers(settings, people.answer_links, storage.notifications)
+    notifying = notifications(
+        settings, storage, services, claims, authorizer, runner, notifiers, people.answer_links
     )
-    notifying = notifications(settings, storage, services, claims, authorizer, runner, channels)
     startup = Startup(storage)
     wings = [
         storage_wing(startup, noted=lambda: surface.note_ephemeral_keys(settings)),
@@ -185,39 +160,21 @@ def build_clarion(
         surface.surfaces_wing(settings, services, people, hosts),
         slack_wing(settings, storage, services, runner),
         telemetry.wing(settings, services, claims),
-        maintenance_wing(
-            settings,
-            services.lifecycle,
-            people.authentication,
-            runner,
-            clock,
-            recovers_at_once=storage.recovers_at_once,
-            lease=storage.lease,
-        ),
+        maintenance_wing(settings, storage, services, people.authentication, runner),
         notifying.wing,
-        # The REST event streams end first at shutdown (``app`` is built below).
-        Wing(stopping=(lambda: app.state.rest.events.close(),)),
     ]
     app = surface.rest_app(
-        settings,
-        services,
-        people,
-        storage,
-        events=wired.events,
-        allowed_hosts=hosts,
-        wings=wings,
-        lifespan=Lifespan(wings),
-        routing=notifying.routing,
+        settings, services, people, storage, wired.events, hosts, wings, notifying.routing
     )
     telemetry.instrument(app)
     return Clarion(
-        settings=settings,
-        services=services,
-        authentication=people.authentication,
-        asgi_app=app,
-        storage=storage,
-        answer_links=people.answer_links,
-        notifications=notifying.worker,
-        notification_routes=notifying.routing,
+        settings,
+        services,
+        people.authentication,
+        app,
+        storage,
+        people.answer_links,
+        notifying.worker,
+        notifying.routing,
         startup=startup,
     )

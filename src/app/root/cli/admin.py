@@ -101,7 +101,8 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     # A new SQLite file is this command's to create; a PostgreSQL database never is.
     settings = usable_database(settings_of(args), create=True)
     if settings.database_url == MEMORY_URL:
-        raise CliError("unsupported database backend: 'memory' (nothing to upgrade)")
+        # As before the one opener: memory:// keeps no schema to migrate.
+        raise ValueError("unsupported database backend: 'memory'")
     with opened_storage(settings) as storage:
         revision = storage.upgrade()
     print(f"database at revision {revision}")

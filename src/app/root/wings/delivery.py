@@ -35,6 +35,8 @@ class Delivery:
     events: EventPublisher
     dispatcher: ResumeDispatcher
     wing: Wing
+    # The worker threads the synchronous ports run on, shared by every use case and adapter.
+    limiter: anyio.CapacityLimiter
 
 
 def delivery(
@@ -64,6 +66,7 @@ def delivery(
         events=events if events is not None else InProcessEventBus(),
         dispatcher=crashing_dispatcher(settings.test_crash_after, dispatcher),
         wing=Wing(contexts=(lambda: live,) if live is not None else ()),
+        limiter=limiter,
     )
 
 

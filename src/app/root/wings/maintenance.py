@@ -14,11 +14,12 @@ import structlog
 
 from clarion.adapters.sql import PostgresLease
 from clarion.app.root.settings import Settings
-from clarion.app.root.storage import Startup
+from clarion.app.root.storage import Startup, Storage
 from clarion.app.root.wings import Wing
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.runner import Runner
+from clarion.app.usecases.services import Services
 from clarion.domain.errors import ClarionError, failure_fields
 from clarion.ports.system import Clock
 
@@ -54,17 +55,15 @@ def storage_wing(startup: Startup, *, noted: Callable[[], None]) -> Wing:
 
 def maintenance_wing(
     settings: Settings,
-    lifecycle: Lifecycle,
+    storage: Storage,
+    services: Services,
     authentication: Authentication,
     runner: Runner,
-    clock: Clock,
-    *,
-    recovers_at_once: bool,
-    lease: PostgresLease | None,
 ) -> Wing:
     """Recovery at start-up (and, on a shared database, every ``recovery_interval_s``) and
     the purge of ended browser sessions (at start-up, then every hour)."""
-    recovery = Recovery(settings, lifecycle, clock, lease)
+    lifecycle, recovers_at_once = services.lifecycle, storage.recovers_at_once
+    recovery = Recovery(settings, lifecycle, services.clock, storage.lease)
 
     @asynccontextmanager
     async def recovered() -> AsyncIterator[None]:

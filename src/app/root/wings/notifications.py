@@ -54,9 +54,16 @@ def notifications(
     claims: ClaimRepository,
     authorizer: TaskAuthorizer,
     runner: Runner,
-    channels: dict[str, Notifier],
+    notifiers: dict[str, Notifier] | None,
+    answer_links: AnswerLinkIssuer,
 ) -> Notifications:
-    """The worker delivering ``storage``'s outbox through ``channels`` while serving."""
+    """The worker delivering ``storage``'s outbox while serving, through ``notifiers`` (None:
+    the channels the settings configure, e-mail carrying ``answer_links``)."""
+    channels = (
+        notifiers
+        if notifiers is not None
+        else default_notifiers(settings, answer_links, storage.notifications)
+    )
     store = storage.notifications
     if store is None:
         return Notifications(None, None, Wing())

@@ -4,10 +4,8 @@ only they need: sign-in (:class:`Authentication`) and answer links."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, cast
 
 import attrs
 import structlog
@@ -21,7 +19,7 @@ from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.web import web_routes
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage
-from clarion.app.root.wings import Wing, routes_of
+from clarion.app.root.wings import Lifespan, Wing, routes_of
 from clarion.app.root.wings.telemetry import IDENTIFIED_PATHS
 from clarion.app.usecases.answer_links import AnswerLinks
 from clarion.app.usecases.auth import Authentication, LoginThrottle
@@ -112,15 +110,15 @@ def rest_app(
     services: Services,
     accounts: Accounts,
     storage: Storage,
-    *,
     events: EventPublisher,
     allowed_hosts: HostAllowlist,
     wings: Sequence[Wing],
-    lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]],
     routing: NotificationRouting | None,
 ) -> Starlette:
-    """The host application: REST, then every wing's routes behind the same middleware."""
-    return create_rest_app(
+    """The host application: REST, then every wing's routes behind the same middleware,
+    with the wings' :class:`Lifespan`; its event streams end first at shutdown."""
+    closing = Wing(stopping=(lambda: app.state.rest.events.close(),))
+    app = create_rest_app(
         services,
         auth_enabled=settings.auth_enabled,
         authentication=accounts.authentication,
@@ -129,10 +127,11 @@ def rest_app(
         allowed_hosts=allowed_hosts,
         extra_routes=routes_of(wings),
         identified_paths=IDENTIFIED_PATHS,
-        lifespan=lifespan,
+        lifespan=Lifespan([*wings, closing]),
         notification_routing=routing,
         body_timeout_s=settings.body_timeout_s,
     )
+    return app
 
 
 def event_source(events: EventPublisher) -> EventSource:
@@ -141,9 +140,9 @@ def event_source(events: EventPublisher) -> EventSource:
     Raises:
         ValueError: it cannot be subscribed to (it has no ``subscribe``).
     """
-    if not hasattr(events, "subscribe"):
+    if not isinstance(events, EventSource):
         raise ValueError("the event stream needs an EventSource")
-    return cast(EventSource, events)
+    return events
 
 
 def allowed_hosts(settings: Settings) -> HostAllowlist:
