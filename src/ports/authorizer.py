@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from clarion.domain.listing import Visibility
 from clarion.domain.model import Identity
@@ -27,3 +27,16 @@ class TaskAuthorizer(Protocol):
         ...
 
     def visibility(self, identity: Identity) -> Visibility: ...
+
+
+@runtime_checkable
+class VisibilityAuthorizer(TaskAuthorizer, Protocol):
+    """A capability a :class:`TaskAuthorizer` may declare: ``decides_by_visibility`` is True
+    when ``authorize_task`` decides exactly what ``visibility`` returns (the owner rule over
+    the same storage's workspaces). A store may then judge visibility inside its own read
+    (:meth:`clarion.ports.ClaimRepository.load_visible_bundle`: one read, and a foreign
+    bundle reads zero rows, like a fabricated id). Without the capability, or with it False,
+    the authorizer is asked after the read."""
+
+    @property
+    def decides_by_visibility(self) -> bool: ...

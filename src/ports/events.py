@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -27,8 +27,10 @@ class EventPublisher(Protocol):
     def publish(self, event: Event) -> None: ...
 
 
+@runtime_checkable
 class EventSource(Protocol):
-    """Subscribing side of the fan-out, consumed by the event stream and the web inbox."""
+    """Subscribing side of the fan-out, consumed by the event stream and the web inbox (a
+    publisher that is also a source is one ``isinstance(publisher, EventSource)``)."""
 
     def subscribe(self) -> AsyncIterator[Event]:
         """Events published after the call, until the consumer stops iterating."""

@@ -26,7 +26,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
         1,
         "/healthz checks the database on a limiter of its own, so full workers cannot fail it",
     ),
-    "app/root/compose.py": (
+    "app/root/wings/maintenance.py": (
         3,
         "start-up's schema upgrade and lease acquisition run before anything is served; the "
         "lease renews on its own connection outside the pool, so it never queues behind store "

@@ -69,7 +69,6 @@ from clarion.adapters.mcp.server import (
 )
 from clarion.adapters.revocation import CHECK_INTERVAL_S, RevocationWatch
 from clarion.app.usecases.agent_asks import AGENT_SCOPE, session_scope
-from clarion.app.usecases.agents import AgentSessions
 from clarion.app.usecases.auth import Authentication, hash_credential
 from clarion.app.usecases.services import Services
 from clarion.domain.errors import NotFound
@@ -457,7 +456,7 @@ def build_mcp(
     external_path: str = EXTERNAL_PATH,
     session_path: str = SESSION_PATH,
     agent_path: str = AGENT_PATH,
-    agent_workspace: str = "",
+    agent_workspace: str | None = None,
     legacy_sessions: bool = True,
     limits: Limits | None = None,
     elicitation: Setting = Setting.AUTO,
@@ -476,12 +475,13 @@ def build_mcp(
     ``Mcp-Session-Id`` sessions for 2025-11-25 clients (in memory: several processes behind one
     address then need sticky routing); False serves that era statelessly. The 2026-07-28
     protocol is sessionless either way. ``limits`` (default ``services.limits``) bound request
-    bodies, legacy sessions per identity and their idle time. ``agent_workspace`` is the
-    workspace the agent surface (``agent_path``) creates its tasks in (``CLARION_AGENT_WORKSPACE``;
-    "" gives each caller its own "Agents" workspace). ``elicitation`` (``CLARION_ELICITATION``)
-    lets the ask tool of both agent endpoints also offer its bundle in the calling client (a
-    form, or with ``agent_link`` a URL-mode link to an answer page;
-    :mod:`clarion.adapters.mcp.elicitation`); ``elicitation_keys``
+    bodies, legacy sessions per identity and their idle time. ``agent_workspace``, when
+    given, replaces the workspace the agent surface (``agent_path``) creates its tasks in,
+    which is otherwise ``services.agents``' own (``build_services(agent_workspace=...)``,
+    ``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace).
+    ``elicitation`` (``CLARION_ELICITATION``) lets the ask tool of both agent endpoints
+    also offer its bundle in the calling client (a form, or with ``agent_link`` a URL-mode
+    link to an answer page; :mod:`clarion.adapters.mcp.elicitation`); ``elicitation_keys``
     (``CLARION_ELICITATION_KEYS``) seal that offer's 2026-07-28 request state, shared by
     replicas so a retry may reach any of them; ``elicitation_min_human_s``
     (``CLARION_ELICITATION_MIN_HUMAN_MS``) is the "not shown" threshold.
@@ -526,12 +526,10 @@ def build_mcp(
 
     external_manager = manager(external)
     session_manager = manager(session)
-    agent_sessions = AgentSessions(
-        host=services.host,
-        lifecycle=services.lifecycle,
-        asking=services.asking,
-        clock=services.clock,
-        workspace_id=agent_workspace,
+    agent_sessions = (
+        services.agents
+        if agent_workspace is None
+        else attrs.evolve(services.agents, workspace_id=agent_workspace)
     )
     # The binding asks the agent manager (built next, around the server that uses the
     # binding) which MCP sessions are open.

@@ -7,13 +7,12 @@ one answer, so a denial discloses nothing (A3).
 
 from __future__ import annotations
 
-from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound, Resource
 from clarion.domain.host import Session
 from clarion.domain.model import Identity
 from clarion.domain.rows import Bundle
-from clarion.ports.authorizer import TaskAuthorizer
+from clarion.ports.authorizer import TaskAuthorizer, VisibilityAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 
@@ -46,15 +45,20 @@ def load_authorized_bundle(
     """Steps 1–2: read the bundle's durable rows, resolve its task (M5), authorize (A8: the
     task comes from the durable rows, never from anything in memory or from the caller).
 
-    With the built-in authorizer (:class:`HostTaskAuthorizer`, the owner rule over the same
-    storage) the store judges visibility inside the one read
-    (:meth:`ClaimRepository.load_visible_bundle`): a foreign bundle reads zero rows, exactly
-    like a fabricated id, so the two take the same time (issue #14) and the answer path needs
-    one read here. Any other authorizer (a host's, which may know only a set of ids) is asked
-    after the read, and a missing bundle is authorized too (:data:`ABSENT_TASK_ID`), so it
-    costs about what a foreign one does: two reads, and a foreign bundle's rows are decoded."""
-    # Exactly the built-in class: a subclass may have changed what authorize_task decides.
-    if identity.is_scoped and type(authorizer) is HostTaskAuthorizer:
+    With an authorizer that declares it decides by visibility
+    (:class:`~clarion.ports.authorizer.VisibilityAuthorizer`, as the built-in
+    :class:`~clarion.app.usecases.authorization.HostTaskAuthorizer` does) the store judges
+    visibility inside the one read (:meth:`ClaimRepository.load_visible_bundle`): a foreign
+    bundle reads zero rows, exactly like a fabricated id, so the two take the same time
+    (issue #14) and the answer path needs one read here. Any other authorizer (a host's,
+    which may know only a set of ids) is asked after the read, and a missing bundle is
+    authorized too (:data:`ABSENT_TASK_ID`), so it costs about what a foreign one does: two
+    reads, and a foreign bundle's rows are decoded."""
+    if (
+        identity.is_scoped
+        and isinstance(authorizer, VisibilityAuthorizer)
+        and authorizer.decides_by_visibility
+    ):
         visibility = authorizer.visibility(identity)  # the owner rule: no read
         bundle = claims.load_visible_bundle(pending_id, visibility) if pending_id else None
         if bundle is None or not bundle.rows:

@@ -38,6 +38,16 @@ class HostTaskAuthorizer:
             return
         raise NotFound(NOT_FOUND_MESSAGE)
 
+    @property
+    def decides_by_visibility(self) -> bool:
+        """True (:class:`clarion.ports.authorizer.VisibilityAuthorizer`), unless a subclass
+        changed what ``authorize_task`` or ``visibility`` decides."""
+        kind = type(self)
+        return (
+            kind.authorize_task is HostTaskAuthorizer.authorize_task
+            and kind.visibility is HostTaskAuthorizer.visibility
+        )
+
     def visibility(self, identity: Identity) -> Visibility:
         """L1a: everything for unscoped callers, else the owner rule itself (no read here: the
         store evaluates it inside its query, however many workspaces there are)."""

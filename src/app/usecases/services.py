@@ -10,6 +10,7 @@ import anyio
 import attrs
 
 from clarion.app.usecases.agent_asks import AgentAsks
+from clarion.app.usecases.agents import AgentSessions
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
@@ -46,6 +47,8 @@ class Services:
     listing: Listing
     lifecycle: Lifecycle
     host: HostOperations
+    # Sessions of agents that ask without a host (the MCP agent endpoint).
+    agents: AgentSessions
     clock: Clock
     runner: Runner
     limits: Limits
@@ -83,6 +86,7 @@ def build_services(
     metrics: Metrics | None = None,
     tracer: Tracer | None = None,
     ask_records: AskRecords | None = None,
+    agent_workspace: str = "",
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -95,7 +99,9 @@ def build_services(
     the bounds every surface shares (defaults when None);
     ``watch_interval`` is how often a bystander's wait re-reads the bundle; ``metrics``
     counts and times what happens (:class:`NoMetrics` when None); ``ask_records`` keeps
-    agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks).
+    agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks);
+    ``agent_workspace`` is where agents that ask without a host get their tasks
+    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace).
 
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
@@ -154,6 +160,17 @@ def build_services(
         if ask_records is not None
         else None
     )
+    lifecycle = Lifecycle(
+        claims=claims,
+        host=host,
+        authorizer=authorizer,
+        waiters=waiters,
+        events=events,
+        runner=runner,
+    )
+    operations = HostOperations(
+        host=host, claims=claims, authorizer=authorizer, runner=runner, users=users, limits=limits
+    )
     return Services(
         resolver=resolver,
         asking=asking,
@@ -165,21 +182,14 @@ def build_services(
             max_page_size=limits.max_page_size,
             max_list_bytes=limits.max_list_bytes,
         ),
-        lifecycle=Lifecycle(
-            claims=claims,
-            host=host,
-            authorizer=authorizer,
-            waiters=waiters,
-            events=events,
-            runner=runner,
-        ),
-        host=HostOperations(
-            host=host,
-            claims=claims,
-            authorizer=authorizer,
-            runner=runner,
-            users=users,
-            limits=limits,
+        lifecycle=lifecycle,
+        host=operations,
+        agents=AgentSessions(
+            host=operations,
+            lifecycle=lifecycle,
+            asking=asking,
+            clock=clock,
+            workspace_id=agent_workspace,
         ),
         clock=clock,
         runner=runner,

@@ -27,13 +27,14 @@ from clarion.domain.errors import (
     InvalidOutcome,
     NotActive,
     NotFound,
+    ValidationError,
 )
 from clarion.domain.model import Identity, Outcome, Question, Resolution
 from clarion.domain.outcome import validate_outcome
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import ResolvedBy, Surface
 from clarion.domain.rows import Bundle
-from clarion.ports.notifications import ChatUserLinks
+from clarion.ports.notifications import ChatUserLink, ChatUserLinks
 from clarion.ports.tokens import UserDirectory
 
 log = structlog.get_logger(__name__)
@@ -54,6 +55,45 @@ class SlackState(enum.StrEnum):
     UNAVAILABLE = "unavailable"  # no such bundle, or not visible to this user
     CLOSED = "closed"  # the bundle ended without an answer (expired, cancelled, moved on)
     FAILED = "failed"  # the store failed; nothing was recorded unless ``message`` says so
+
+
+def is_slack_user_id(value: str) -> bool:
+    """Whether ``value`` looks like a Slack member id (``U0123ABCD``, or ``W…`` on Enterprise
+    Grid): that letter, then upper-case letters and digits."""
+    return value[:1] in ("U", "W") and len(value) > 2 and value.isalnum() and value.isupper()
+
+
+@attrs.frozen
+class SlackLinks:
+    """Slack accounts linked to Clarion users (``clarion users link-slack|unlink-slack|
+    slack-links``): who a Slack account answers as."""
+
+    store: ChatUserLinks
+    users: UserDirectory
+
+    def link(self, user_id: str, slack_user_id: str) -> ChatUserLink:
+        """Link ``slack_user_id`` to ``user_id`` (replacing any user it was linked to).
+
+        Raises:
+            ValidationError: not a Slack user id, or no active user ``user_id``.
+        """
+        slack_user_id = slack_user_id.strip()
+        if not is_slack_user_id(slack_user_id):
+            raise ValidationError(
+                f"not a Slack user id: {slack_user_id!r} (like U0123ABCD; in Slack: "
+                "the person's profile → ⋮ → Copy member ID)",
+                field="slack_user_id",
+            )
+        user = self.users.get_user(user_id)
+        if user is None or not user.active:
+            raise ValidationError(f"no active user {user_id!r}", field="user_id")
+        return self.store.link_chat_user(PROVIDER, slack_user_id, user.id)
+
+    def unlink(self, slack_user_id: str) -> bool:
+        return self.store.unlink_chat_user(PROVIDER, slack_user_id.strip())
+
+    def links(self) -> tuple[ChatUserLink, ...]:
+        return self.store.chat_user_links(PROVIDER)
 
 
 @attrs.frozen

@@ -96,11 +96,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
-    from clarion.adapters.sql import upgrade_database
+    from clarion.app.root.storage import MEMORY_URL, opened_storage
 
     # A new SQLite file is this command's to create; a PostgreSQL database never is.
     settings = usable_database(settings_of(args), create=True)
-    revision = upgrade_database(settings.database_url)
+    if settings.database_url == MEMORY_URL:
+        # As before the one opener: memory:// keeps no schema to migrate.
+        raise ValueError("unsupported database backend: 'memory'")
+    with opened_storage(settings) as storage:
+        revision = storage.upgrade()
     print(f"database at revision {revision}")
     return 0
 
@@ -111,7 +115,7 @@ def _authentication(args: argparse.Namespace) -> Iterator[Authentication]:
     Nothing is served or recovered, so no SQLite file lock is taken: these commands may run
     next to the serving process. A user id that names nobody is one line saying where the ids
     are."""
-    from clarion.app.root.compose import administration
+    from clarion.app.root.administration import administration
 
     with administration(existing_database(args)) as authentication:
         try:
@@ -132,7 +136,7 @@ def _users_create(args: argparse.Namespace) -> int:
 
 
 def _users_list(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import administration, slack_links
+    from clarion.app.root.administration import administration, slack_links
 
     settings = existing_database(args)
     now = datetime.now(UTC)
@@ -196,7 +200,7 @@ def _users_deactivate(args: argparse.Namespace) -> int:
 
 
 def _users_link_slack(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import slack_links
+    from clarion.app.root.administration import slack_links
     from clarion.domain.errors import ValidationError
 
     with slack_links(existing_database(args)) as links:
@@ -209,7 +213,7 @@ def _users_link_slack(args: argparse.Namespace) -> int:
 
 
 def _users_unlink_slack(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import slack_links
+    from clarion.app.root.administration import slack_links
 
     with slack_links(existing_database(args)) as links:
         removed = links.unlink(args.slack_user_id)
@@ -218,7 +222,7 @@ def _users_unlink_slack(args: argparse.Namespace) -> int:
 
 
 def _users_slack_links(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import slack_links
+    from clarion.app.root.administration import slack_links
 
     with slack_links(existing_database(args)) as links:
         found = links.links()

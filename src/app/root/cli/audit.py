@@ -58,7 +58,7 @@ def _since(value: str) -> datetime | None:
 
 def _export(args: argparse.Namespace) -> int:
     from clarion.adapters.wire.history import resolved_bundle_json
-    from clarion.app.root.compose import audit_records
+    from clarion.app.root.administration import audit_records
     from clarion.domain.history import ResolvedQuery
     from clarion.domain.listing import Visibility
 

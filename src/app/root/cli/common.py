@@ -80,7 +80,7 @@ def usable_database(settings: Settings, *, create: bool = False) -> Settings:
             or cannot be reached.
     """
     from clarion.adapters.sql.presence import require_database
-    from clarion.app.root.compose import MEMORY_URL
+    from clarion.app.root.storage import MEMORY_URL
 
     if settings.database_url != MEMORY_URL:
         require_database(settings.database_url, create_sqlite=create)

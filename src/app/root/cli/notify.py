@@ -80,7 +80,7 @@ def route_json(route: Route) -> dict[str, Any]:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import route_administration
+    from clarion.app.root.administration import route_administration
     from clarion.app.usecases.notification_routes import ChannelNotConfigured
     from clarion.domain.errors import NotFound
 
@@ -123,7 +123,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import route_administration
+    from clarion.app.root.administration import route_administration
 
     with route_administration(existing_database(args)) as routing:
         routes = anyio.run(routing.list, OPERATOR)
@@ -149,7 +149,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from clarion.app.root.compose import route_administration
+    from clarion.app.root.administration import route_administration
     from clarion.domain.errors import NotFound
 
     with route_administration(existing_database(args)) as routing:
