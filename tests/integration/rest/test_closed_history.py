@@ -6,13 +6,15 @@ Every test runs in both auth modes."""
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
+import structlog
 from starlette.testclient import TestClient
-from structlog.testing import capture_logs
 
 from clarion.adapters.memory import InMemoryClaimRepository
+from clarion.app.usecases import publishing
 from clarion.domain.notifications import SUPERSEDED_EVENT
 from clarion.ports.events import Event
 from tests.integration.rest.harness import Caller, RestWorld, answers, ask, ok
@@ -43,6 +45,17 @@ def fixture_published(world: RestWorld, monkeypatch: pytest.MonkeyPatch) -> list
     return seen
 
 
+@pytest.fixture(name="logs")
+def fixture_logs(monkeypatch: pytest.MonkeyPatch) -> list[MutableMapping[str, Any]]:
+    """What the publishing use case logs, captured at its own logger: the global structlog
+    configuration (which an in-process CLI test may have set, with cached loggers) is not this
+    test's to rely on."""
+    capture = structlog.testing.LogCapture()
+    logger = structlog.wrap_logger(None, processors=[capture])
+    monkeypatch.setattr(publishing, "log", logger)
+    return capture.entries
+
+
 def recorded_events(world: RestWorld, pending_id: str) -> list[str]:
     claims = world.ports.claims
     assert isinstance(claims, InMemoryClaimRepository)
@@ -51,14 +64,17 @@ def recorded_events(world: RestWorld, pending_id: str) -> list[str]:
 
 
 def test_answering_one_bundle_with_no_agent_waiting_closes_the_other_visibly(
-    client: TestClient, world: RestWorld, alice: Caller, published: list[Event]
+    client: TestClient,
+    world: RestWorld,
+    alice: Caller,
+    published: list[Event],
+    logs: list[MutableMapping[str, Any]],
 ) -> None:
     """The issue's exact scenario: two pending bundles in one session, nobody waiting;
     answering one resumes the agent on a new turn, which supersedes the other."""
     answered = ask(client, alice)
     other = ask(client, alice, 2)
-    with capture_logs() as logs:
-        assert ok(respond(client, alice, answered))["claimed"] is True
+    assert ok(respond(client, alice, answered))["claimed"] is True
     pending = ok(client.get("/api/v1/clarification/pending", headers=alice.headers))
     assert [b["pending_id"] for b in pending["bundles"]] == []
 
@@ -97,13 +113,14 @@ def test_answering_one_bundle_with_no_agent_waiting_closes_the_other_visibly(
 
 
 def test_rest_start_turn_closes_the_pending_bundles_visibly(
-    client: TestClient, world: RestWorld, alice: Caller, published: list[Event]
+    client: TestClient,
+    world: RestWorld,
+    alice: Caller,
+    published: list[Event],
+    logs: list[MutableMapping[str, Any]],
 ) -> None:
     pending_id = ask(client, alice)
-    with capture_logs() as logs:
-        turn = ok(
-            client.post(f"/api/v1/sessions/{alice.session_id}/turns", headers=alice.headers), 201
-        )
+    turn = ok(client.post(f"/api/v1/sessions/{alice.session_id}/turns", headers=alice.headers), 201)
     [event] = [e for e in published if e.kind == "bundle.superseded"]
     assert (event.pending_id, event.data) == (
         pending_id,
