@@ -62,7 +62,7 @@ def test_a_question_answered_over_mcp_appears_in_answered_with_who_where_and_whe
 
 
 def test_a_question_closed_without_an_answer_appears_in_answered_with_why(
-    open_page: PageFactory, fresh_clarion: ServedClarion
+    open_page: PageFactory, fresh_clarion: ServedClarion, tmp_path: Path
 ) -> None:
     """#30: answering one question while no agent waits resumes the agent on a new turn,
     which closes the session's other question; the Answered view shows it and why."""
@@ -92,3 +92,9 @@ def test_a_question_closed_without_an_answer_appears_in_answered_with_why(
     expect(page.locator(f'.answered-item[data-pending-id="{answered}"]')).to_contain_text(
         "Answered"
     )
+
+    folder = (
+        TRACKED_SCREENSHOTS if os.environ.get("CLARION_UPDATE_SCREENSHOTS") == "1" else tmp_path
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    page.locator("#answered").screenshot(path=folder / "answered-closed.png")
