@@ -174,66 +174,114 @@ def build_server(
     bypassed :class:`AuthGate`) is refused as unauthenticated rather than run as anyone. Over
     HTTP a call ends when its client disconnects (:mod:`clarion.adapters.disconnect`).
     """
-    by_name = {entry.tool.name: entry for entry in tools}
-    timings = metrics if metrics is not None else NoMetrics()
-    spans = tracer if tracer is not None else NoTracer()
-    listing = ListToolsResult(tools=[entry.tool for entry in tools])
-    extra = {entry.tool.name: entry for entry in negotiated.tools} if negotiated else {}
-    extended = ListToolsResult(
-        tools=[negotiated.decorate(entry.tool) for entry in tools]
-        + [entry.tool for entry in extra.values()]
-        if negotiated
-        else []
-    )
+    return _ToolDispatch.of(
+        tools,
+        negotiated,
+        disconnect_poll=disconnect_poll,
+        metrics=metrics if metrics is not None else NoMetrics(),
+        tracer=tracer if tracer is not None else NoTracer(),
+    ).server(name, version)
 
-    def extension_applies(ctx: ServerRequestContext[Any, Any]) -> bool:
-        return negotiated is not None and negotiated.applies(ctx)
+
+@attrs.frozen
+class _ToolDispatch:
+    """A server's tool methods: the listing (the extended one for a client that negotiated
+    ``negotiated``), each call dispatched to its handler, and each tool's input schema."""
+
+    by_name: Mapping[str, RegisteredTool]
+    extra: Mapping[str, RegisteredTool]
+    listing: ListToolsResult
+    extended: ListToolsResult
+    negotiated: NegotiatedTools | None
+    disconnect_poll: float
+    timings: Metrics
+    spans: Tracer
+
+    @classmethod
+    def of(
+        cls,
+        tools: Sequence[RegisteredTool],
+        negotiated: NegotiatedTools | None,
+        *,
+        disconnect_poll: float,
+        metrics: Metrics,
+        tracer: Tracer,
+    ) -> _ToolDispatch:
+        """The dispatch over ``tools``, plus those of ``negotiated`` for its clients."""
+        extra = {entry.tool.name: entry for entry in negotiated.tools} if negotiated else {}
+        extended = ListToolsResult(
+            tools=[negotiated.decorate(entry.tool) for entry in tools]
+            + [entry.tool for entry in extra.values()]
+            if negotiated
+            else []
+        )
+        return cls(
+            by_name={entry.tool.name: entry for entry in tools},
+            extra=extra,
+            listing=ListToolsResult(tools=[entry.tool for entry in tools]),
+            extended=extended,
+            negotiated=negotiated,
+            disconnect_poll=disconnect_poll,
+            timings=metrics,
+            spans=tracer,
+        )
+
+    def server(self, name: str, version: str) -> Server[Any]:
+        """A low-level server answering with these methods."""
+        return Server(
+            name,
+            version=version,
+            on_list_tools=self.list_tools,
+            # The SDK types the handler's result as the core shapes; the runner passes an
+            # extension's claimed shape (a mapping with its own resultType) through unchanged.
+            on_call_tool=cast("Any", self.call_tool),
+            get_tool_input_schema=self.input_schema,
+        )
+
+    def _extension_applies(self, ctx: ServerRequestContext[Any, Any]) -> bool:
+        return self.negotiated is not None and self.negotiated.applies(ctx)
 
     async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return extended if extension_applies(ctx) else listing
+        """``tools/list``: the extended listing for a client that negotiated the extension."""
+        return self.extended if self._extension_applies(ctx) else self.listing
+
+    def input_schema(self, tool_name: str) -> Mapping[str, Any] | None:
+        """The input schema of any tool served, for the SDK's argument validation."""
+        entry = self.by_name.get(tool_name) or self.extra.get(tool_name)
+        return entry.tool.input_schema if entry is not None else None
 
     async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> ToolOutcome:
-        entry = by_name.get(params.name)
-        if entry is None and extension_applies(ctx):
-            entry = extra.get(params.name)
+        """``tools/call``: the handler's outcome, ended when an HTTP client disconnects.
+
+        Raises:
+            MCPError: the tool is unknown (or only the negotiated extension's).
+        """
+        entry = self.by_name.get(params.name)
+        if entry is None and self._extension_applies(ctx):
+            entry = self.extra.get(params.name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool: {params.name}")
         caller = caller_of(ctx)
         if caller is None:
             return error_result("UNAUTHORIZED", AUTH_REQUIRED)
-        step = 0
-
-        async def report_progress(progress: float, message: str) -> None:
-            nonlocal step
-            step += 1
-            # MCP progress must increase on every notification; a no-op without a token.
-            await ctx.session.report_progress(max(progress, step), None, message)
-
         request = ctx.request
         call = ToolCall(
             arguments=params.arguments or {},
             caller=caller,
-            report_progress=report_progress,
+            report_progress=_progress_reporter(ctx),
             client=_client_of(ctx),
             headers=request.headers if isinstance(request, Request) else {},
             context=ctx,
             params=params,
         )
+        handler = entry.handler
 
         async def run() -> ToolOutcome:
-            started = time.perf_counter()
-            try:
-                _check_storable(call.arguments)
-                with spans.span(f"mcp.tool {params.name}", tool=params.name):
-                    return await entry.handler(call)
-            except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)
-                return tool_error(exc, tool=params.name)
-            finally:
-                timings.tool_call(params.name, time.perf_counter() - started)
+            return await self._run(handler, call, params.name)
 
         if not isinstance(request, Request):
             return await run()
@@ -243,22 +291,35 @@ def build_server(
         # resumed, so nobody could ever receive the result. Watching the connection makes both
         # eras end a call when its client leaves — for the ask tool that is what detaches the
         # bundle (facts §4.9).
-        result = await until_disconnected(disconnect_polled(request, disconnect_poll), run)
+        result = await until_disconnected(disconnect_polled(request, self.disconnect_poll), run)
         return error_result("CANCELLED", CLIENT_GONE) if result is DISCONNECTED else result
 
-    def input_schema(tool_name: str) -> Mapping[str, Any] | None:
-        entry = by_name.get(tool_name) or extra.get(tool_name)
-        return entry.tool.input_schema if entry is not None else None
+    async def _run(self, handler: ToolHandler, call: ToolCall, tool: str) -> ToolOutcome:
+        """One call, timed and traced under its tool name; any failure is one safe error."""
+        started = time.perf_counter()
+        try:
+            _check_storable(call.arguments)
+            with self.spans.span(f"mcp.tool {tool}", tool=tool):
+                return await handler(call)
+        except Exception as exc:  # noqa: BLE001 - top-level handler: one safe error (§9.3)
+            return tool_error(exc, tool=tool)
+        finally:
+            self.timings.tool_call(tool, time.perf_counter() - started)
 
-    return Server(
-        name,
-        version=version,
-        on_list_tools=list_tools,
-        # The SDK types the handler's result as the core shapes; the runner passes an
-        # extension's claimed shape (a mapping with its own resultType) through unchanged.
-        on_call_tool=cast("Any", call_tool),
-        get_tool_input_schema=input_schema,
-    )
+
+def _progress_reporter(
+    ctx: ServerRequestContext[Any, Any],
+) -> Callable[[float, str], Awaitable[None]]:
+    """A call's progress reporter: MCP progress must increase on every notification, so each
+    reports at least its own step number; a no-op without a progress token."""
+    step = 0
+
+    async def report_progress(progress: float, message: str) -> None:
+        nonlocal step
+        step += 1
+        await ctx.session.report_progress(max(progress, step), None, message)
+
+    return report_progress
 
 
 def _check_storable(arguments: Mapping[str, Any]) -> None:

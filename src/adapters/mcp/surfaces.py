@@ -492,12 +492,8 @@ def build_mcp(
         ValueError: auth is enabled without an ``Authentication``, or ``session_path`` has no
             ``{session_id}``.
     """
-    if "{session_id}" not in session_path:
-        raise ValueError("session_path must contain {session_id}")
-    if not 0 < progress_interval <= PROGRESS_INTERVAL_S:
-        raise ValueError("progress_interval must be in (0, 15] seconds")
+    _check_settings(session_path, progress_interval)
     names = ToolNames(tool_suffix)
-    security = _SDK_CHECKS_OFF
     external = external_server(services, names=names)
     offer = build_elicitation(
         services,
@@ -506,26 +502,125 @@ def build_mcp(
         min_human_s=elicitation_min_human_s,
         agent_link=agent_link,
     )
-    session = session_server(
-        services, names=names, progress_interval=progress_interval, elicitation=offer
+    endpoints = _Endpoints(
+        limits if limits is not None else services.limits,
+        legacy_sessions=legacy_sessions,
+        allowed_hosts=allowed_hosts,
+        revocation=RevocationWatch(interval=revocation_interval),
     )
-    limits = limits if limits is not None else services.limits
+    external_manager = endpoints.manager(external)
+    asking = _asking_surfaces(services, names, endpoints, progress_interval, offer, agent_workspace)
+    external_auth, session_auth = _authenticators(auth_enabled, authentication, services)
+    return McpSurfaces(
+        routes=(
+            endpoints.route(external_path, external_manager, external_auth),
+            endpoints.route(session_path, asking.session_manager, session_auth),
+            endpoints.route(agent_path, asking.agent_manager, external_auth),
+        ),
+        external=external,
+        session=asking.session,
+        agent=asking.agent,
+        agents=asking.binding,
+        managers=(external_manager, asking.session_manager, asking.agent_manager),
+    )
+
+
+def _check_settings(session_path: str, progress_interval: float) -> None:
+    """The checks :func:`build_mcp` makes before building anything.
+
+    Raises:
+        ValueError: ``session_path`` has no ``{session_id}``, or ``progress_interval`` is not
+            in (0, 15] seconds.
+    """
+    if "{session_id}" not in session_path:
+        raise ValueError("session_path must contain {session_id}")
+    if not 0 < progress_interval <= PROGRESS_INTERVAL_S:
+        raise ValueError("progress_interval must be in (0, 15] seconds")
+
+
+def _authenticators(
+    auth_enabled: bool, authentication: Authentication | None, services: Services
+) -> tuple[Authenticator, Authenticator]:
+    """The external (and agent) surfaces' authenticator, then the in-session surface's.
+
+    Raises:
+        ValueError: auth is enabled without an ``Authentication``.
+    """
+    external = external_authenticator(
+        auth_enabled=auth_enabled, authentication=authentication, services=services
+    )
+    return external, session_authenticator(auth_enabled=auth_enabled, services=services)
+
+
+@attrs.frozen
+class _Endpoints:
+    """What the three endpoints share: their session managers' settings and the stack of
+    checks in front of each, with one watch on the credentials of running requests."""
+
+    limits: Limits
+    legacy_sessions: bool
+    allowed_hosts: HostAllowlist | None
+    revocation: RevocationWatch
 
     def manager(
-        server: Server[Any], on_session_end: Callable[[str], Awaitable[None]] | None = None
+        self,
+        server: Server[Any],
+        on_session_end: Callable[[str], Awaitable[None]] | None = None,
     ) -> IdentitySessionManager:
+        """A fresh session manager for ``server`` (the SDK runs a manager once only)."""
         return IdentitySessionManager(
             app=server,
-            security_settings=security,
-            stateless=not legacy_sessions,
-            session_idle_timeout=limits.mcp_session_idle_s,
-            max_request_body_size=limits.max_body_bytes,
-            max_sessions_per_identity=limits.max_mcp_sessions,
+            security_settings=_SDK_CHECKS_OFF,
+            stateless=not self.legacy_sessions,
+            session_idle_timeout=self.limits.mcp_session_idle_s,
+            max_request_body_size=self.limits.max_body_bytes,
+            max_sessions_per_identity=self.limits.max_mcp_sessions,
             on_session_end=on_session_end,
         )
 
-    external_manager = manager(external)
-    session_manager = manager(session)
+    def route(
+        self,
+        path: str,
+        manager: IdentitySessionManager,
+        authenticate: Authenticator,
+    ) -> Route:
+        """One endpoint's stack: Host/Origin guard, credential (watched while the request
+        runs), duplicate JSON keys, the per-identity session cap, then the SDK."""
+        inner = SessionLimitGate(StreamableHTTPASGIApp(manager), manager)
+        checked = AuthGate(
+            DuplicateKeyGate(inner, max_body=self.limits.max_body_bytes),
+            authenticate,
+            self.revocation,
+        )
+        return Route(path, HttpGuard(checked, allowed_hosts=self.allowed_hosts), methods=_METHODS)
+
+
+@attrs.frozen
+class _AskingSurfaces:
+    """The two surfaces agents ask on: the in-session one and the agent one, each with its
+    session manager, and the agent surface's binding of MCP sessions to Clarion sessions."""
+
+    session: Server[Any]
+    session_manager: IdentitySessionManager
+    agent: Server[Any]
+    agent_manager: IdentitySessionManager
+    binding: AgentBinding
+
+
+def _asking_surfaces(
+    services: Services,
+    names: ToolNames,
+    endpoints: _Endpoints,
+    progress_interval: float,
+    elicitation: Elicitation | None,
+    agent_workspace: str | None,
+) -> _AskingSurfaces:
+    """Both asking surfaces, offering questions through ``elicitation``; the agent surface
+    creates its tasks in ``agent_workspace`` when given, and its session manager ends a
+    binding with its MCP session."""
+    session = session_server(
+        services, names=names, progress_interval=progress_interval, elicitation=elicitation
+    )
     agent_sessions = (
         services.agents
         if agent_workspace is None
@@ -535,35 +630,13 @@ def build_mcp(
     # binding) which MCP sessions are open.
     binding = AgentBinding(agent_sessions, is_open=lambda mcp_id: agent_manager.is_open(mcp_id))
     agent = agent_server(
-        services, binding, names=names, progress_interval=progress_interval, elicitation=offer
+        services, binding, names=names, progress_interval=progress_interval, elicitation=elicitation
     )
-    agent_manager = manager(agent, binding.session_ended)
-
-    revocation = RevocationWatch(interval=revocation_interval)
-
-    def gate(manager: IdentitySessionManager, authenticate: Authenticator) -> ASGIApp:
-        """One endpoint's stack: Host/Origin guard, credential (watched while the request
-        runs), duplicate JSON keys, the per-identity session cap, then the SDK."""
-        inner = SessionLimitGate(StreamableHTTPASGIApp(manager), manager)
-        checked = AuthGate(
-            DuplicateKeyGate(inner, max_body=limits.max_body_bytes), authenticate, revocation
-        )
-        return HttpGuard(checked, allowed_hosts=allowed_hosts)
-
-    external_auth = external_authenticator(
-        auth_enabled=auth_enabled, authentication=authentication, services=services
-    )
-    session_auth = session_authenticator(auth_enabled=auth_enabled, services=services)
-    routes: tuple[BaseRoute, ...] = (
-        Route(external_path, gate(external_manager, external_auth), methods=_METHODS),
-        Route(session_path, gate(session_manager, session_auth), methods=_METHODS),
-        Route(agent_path, gate(agent_manager, external_auth), methods=_METHODS),
-    )
-    return McpSurfaces(
-        routes=routes,
-        external=external,
+    agent_manager = endpoints.manager(agent, binding.session_ended)
+    return _AskingSurfaces(
         session=session,
+        session_manager=endpoints.manager(session),
         agent=agent,
-        agents=binding,
-        managers=(external_manager, session_manager, agent_manager),
+        agent_manager=agent_manager,
+        binding=binding,
     )

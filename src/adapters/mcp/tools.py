@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
+import attrs
 import structlog
 from mcp.types import CallToolResult, TextContent
 
 from clarion.adapters import wire
 from clarion.adapters.mcp import arguments, tasks
-from clarion.adapters.mcp.elicitation import Elicitation, Sealed
+from clarion.adapters.mcp.elicitation import Elicitation, LegacyOffer, Sealed
 from clarion.adapters.mcp.errors import WAIT_ENDED_MESSAGE, tool_error
 from clarion.adapters.mcp.server import ToolCall, ToolHandler, ToolOutcome, json_result
 from clarion.adapters.wire import models
@@ -184,187 +185,242 @@ def ask_handler(
     ``result_meta(call, pending_id)``, when given and not None, becomes an answered call's
     result ``_meta`` (the MCP App card's hook, :mod:`clarion.adapters.mcp.app_card`).
     """
+    return AskTool(
+        asking,
+        tool=tool,
+        progress_interval=progress_interval,
+        session_scope=session_scope,
+        elicitation=elicitation,
+        agent_asks=agent_asks,
+        ask_scope=ask_scope,
+        result_meta=result_meta,
+    ).handle
 
-    def meta_of(call: ToolCall, pending_id: str) -> dict[str, Any] | None:
-        return result_meta(call, pending_id) if result_meta is not None else None
 
-    def answered_result(call: ToolCall, result: AskResult) -> CallToolResult:
-        return _with_meta(json_result(ask_result_json(result)), meta_of(call, result.pending_id))
+@attrs.frozen
+class _Call:
+    """One ask call as its steps share it: the call, its parsed arguments, its progress
+    reporter and, on a 2026-07-28 round's retry, the sealed state it carries back."""
 
-    def scope_of(call: ToolCall) -> str:
-        return ask_scope(call) if ask_scope is not None else session_scope_name(call)
+    call: ToolCall
+    args: arguments.AskArguments
+    on_progress: Callable[[int], Awaitable[None]]
+    sealed: Sealed | None
+    rounds: bool
 
-    async def handle(call: ToolCall) -> ToolOutcome:
+
+@attrs.frozen
+class AskTool:
+    """The ask tool's dependencies and its paths (see :func:`ask_handler`): recorded or not,
+    and per path the 2026-07-28 round's retry, a task or a first round, or the blocking wait
+    with the 2025-11-25 elicitation offer racing it."""
+
+    asking: Asking
+    tool: str
+    progress_interval: float
+    session_scope: SessionScope = bound_session
+    elicitation: Elicitation | None = None
+    agent_asks: AgentAsks | None = None
+    ask_scope: Callable[[ToolCall], str] | None = None
+    result_meta: Callable[[ToolCall, str], dict[str, Any] | None] | None = None
+
+    async def handle(self, call: ToolCall) -> ToolOutcome:
+        """One ask call: parsed, refused on a reserved question id, then served."""
         args = arguments.parse_ask(call.arguments)
         _refuse_reserved_ids(args)
 
         async def on_progress(count: int) -> None:
             await call.report_progress(float(count), WAITING_MESSAGE)
 
+        elicitation = self.elicitation
         rounds = elicitation is not None and elicitation.rounds(call)
         retried = rounds and call.params is not None and call.params.request_state is not None
-        sealed = elicitation.unseal(call, scope_of(call)) if retried and elicitation else None
+        sealed = elicitation.unseal(call, self._scope_of(call)) if retried and elicitation else None
+        ask = _Call(call, args, on_progress, sealed, rounds)
+        if self.agent_asks is None or self.ask_scope is None:
+            return await self._unrecorded(ask)
         try:
-            if agent_asks is None or ask_scope is None:
-                return await _unrecorded(call, args, on_progress, sealed, rounds=rounds)
-            return await _recorded(
-                call, args, on_progress, sealed, rounds=rounds, agent_asks=agent_asks
-            )
+            return await self._recorded(ask, self.agent_asks, self.ask_scope)
         except WaitEnded as exc:
-            if agent_asks is None or ask_scope is None:
-                raise
-            return wait_ended_result(exc, tool=tool)
+            return wait_ended_result(exc, tool=self.tool)
+
+    def _meta_of(self, call: ToolCall, pending_id: str) -> dict[str, Any] | None:
+        return self.result_meta(call, pending_id) if self.result_meta is not None else None
+
+    def _answered_result(self, call: ToolCall, result: AskResult) -> CallToolResult:
+        meta = self._meta_of(call, result.pending_id)
+        return _with_meta(json_result(ask_result_json(result)), meta)
+
+    def _recorded_result(self, call: ToolCall, answered: Answered) -> CallToolResult:
+        return _answered(answered, self._meta_of(call, answered.result.pending_id))
+
+    def _legacy_offer(self, call: ToolCall, context: str) -> LegacyOffer | None:
+        """The 2025-11-25 elicitation offer that races the wait, when the client takes one."""
+        return self.elicitation.alongside(call, context) if self.elicitation is not None else None
+
+    def _scope_of(self, call: ToolCall) -> str:
+        return self.ask_scope(call) if self.ask_scope is not None else session_scope_name(call)
 
     async def _recorded(
-        call: ToolCall,
-        args: arguments.AskArguments,
-        on_progress: Callable[[int], Awaitable[None]],
-        sealed: Sealed | None,
-        *,
-        rounds: bool,
-        agent_asks: AgentAsks,
+        self, ask: _Call, agent_asks: AgentAsks, ask_scope: Callable[[ToolCall], str]
     ) -> ToolOutcome:
-        assert ask_scope is not None
+        """An ask recorded under its scope (issue #28): attached to its earlier call's record
+        when there is one."""
+        call = ask.call
         asker = Asker.of(call.caller.identity, call.caller.credential, ask_scope(call))
         key = retry_key(tasks.idempotency_key(call), call.arguments)
         record = await agent_asks.find(asker, key)
-        if sealed is not None:  # the 2026-07-28 round's retry: wait, with the response
-            assert elicitation is not None
-            answer = elicitation.answering(call, sealed)
-            if record is None or record.pending_id != sealed.pending_id:
-                # Its record was handed over already (a replayed retry): the bundle's outcome,
-                # or the wait on it, without the record.
-                result = await asking.rejoin(
-                    call.caller.identity,
-                    sealed.session_id,
-                    sealed.pending_id,
-                    on_progress=on_progress,
-                    progress_interval=progress_interval,
-                    alongside=answer,
-                )
-                return answered_result(call, result)
-            rejoined = await agent_asks.rejoin(
-                asker,
-                record,
-                on_progress=on_progress,
-                progress_interval=progress_interval,
-                alongside=answer,
-            )
-            return _answered(rejoined, meta_of(call, rejoined.result.pending_id))
-        if tasks.wants_task(call) or rounds:
+        if ask.sealed is not None:  # the 2026-07-28 round's retry: wait, with the response
+            return await self._recorded_retry(ask, ask.sealed, asker, record, agent_asks)
+        if tasks.wants_task(call) or ask.rounds:
             if record is None:
-                async with session_scope(call, args) as session_id:
+                async with self.session_scope(call, ask.args) as session_id:
                     record = await agent_asks.offer(
                         asker,
                         key,
                         session_id,
-                        args.questions,
-                        args.context,
-                        context_paragraphs=args.context_paragraphs,
+                        ask.args.questions,
+                        ask.args.context,
+                        context_paragraphs=ask.args.context_paragraphs,
                         as_task=tasks.wants_task(call),
                     )
             if tasks.wants_task(call):
                 _log.info("mcp_task_created", pending_id=record.pending_id)
                 return tasks.created_result(record)
-            return await _first_round(call, asker, record, agent_asks)
-        # The 2025-11-25 offer races the wait.
-        offer = elicitation.alongside(call, args.context) if elicitation is not None else None
+            return await self._first_round(call, asker, record, agent_asks)
+        return await self._recorded_wait(ask, asker, key, record, agent_asks)
+
+    async def _recorded_retry(
+        self,
+        ask: _Call,
+        sealed: Sealed,
+        asker: Asker,
+        record: AskRecord | None,
+        agent_asks: AgentAsks,
+    ) -> ToolOutcome:
+        """A 2026-07-28 round's retry of a recorded ask: the wait, raced by its response."""
+        assert self.elicitation is not None
+        answer = self.elicitation.answering(ask.call, sealed)
+        if record is None or record.pending_id != sealed.pending_id:
+            # Its record was handed over already (a replayed retry): the bundle's outcome,
+            # or the wait on it, without the record.
+            result = await self.asking.rejoin(
+                ask.call.caller.identity,
+                sealed.session_id,
+                sealed.pending_id,
+                on_progress=ask.on_progress,
+                progress_interval=self.progress_interval,
+                alongside=answer,
+            )
+            return self._answered_result(ask.call, result)
+        rejoined = await agent_asks.rejoin(
+            asker,
+            record,
+            on_progress=ask.on_progress,
+            progress_interval=self.progress_interval,
+            alongside=answer,
+        )
+        return self._recorded_result(ask.call, rejoined)
+
+    async def _recorded_wait(
+        self,
+        ask: _Call,
+        asker: Asker,
+        key: str,
+        record: AskRecord | None,
+        agent_asks: AgentAsks,
+    ) -> ToolOutcome:
+        """The blocking recorded ask (a new one, or attached to its earlier call's record),
+        raced by the 2025-11-25 elicitation offer."""
+        offer = self._legacy_offer(ask.call, ask.args.context)
         alongside = offer.alongside if offer is not None else None
         if record is not None:
             answered = await agent_asks.attach(
                 asker,
                 record,
-                on_progress=on_progress,
-                progress_interval=progress_interval,
+                on_progress=ask.on_progress,
+                progress_interval=self.progress_interval,
                 alongside=alongside,
             )
         else:
-            async with session_scope(call, args) as session_id:
+            async with self.session_scope(ask.call, ask.args) as session_id:
                 answered = await agent_asks.ask(
                     asker,
                     key,
                     session_id,
-                    args.questions,
-                    args.context,
-                    context_paragraphs=args.context_paragraphs,
-                    on_progress=on_progress,
-                    progress_interval=progress_interval,
+                    ask.args.questions,
+                    ask.args.context,
+                    context_paragraphs=ask.args.context_paragraphs,
+                    on_progress=ask.on_progress,
+                    progress_interval=self.progress_interval,
                     alongside=alongside,
                 )
         if offer is not None:
             await offer.complete()
-        return _answered(answered, meta_of(call, answered.result.pending_id))
+        return self._recorded_result(ask.call, answered)
 
     async def _first_round(
-        call: ToolCall, asker: Asker, record: AskRecord, agent_asks: AgentAsks
+        self, call: ToolCall, asker: Asker, record: AskRecord, agent_asks: AgentAsks
     ) -> ToolOutcome:
         """The round's first call (or a plain repeat of it): the request while the question
         is open, else what the blocking call returns."""
-        assert elicitation is not None
+        assert self.elicitation is not None
         status = await agent_asks.status(asker, record.id)
         if status.progress is Progress.WAITING:
-            return elicitation.first_round(
+            return self.elicitation.first_round(
                 call,
-                scope_of(call),
+                self._scope_of(call),
                 record.pending_id,
                 record.session_id,
                 status.questions,
                 status.context,
             )
         if status.result is not None:
-            return answered_result(call, status.result)
+            return self._answered_result(call, status.result)
         assert status.ended is not None
         raise status.ended
 
-    async def _unrecorded(
-        call: ToolCall,
-        args: arguments.AskArguments,
-        on_progress: Callable[[int], Awaitable[None]],
-        sealed: Sealed | None,
-        *,
-        rounds: bool,
-    ) -> ToolOutcome:
+    async def _unrecorded(self, ask: _Call) -> ToolOutcome:
         """Services that keep no records of agents' asks: the same offers, unrecorded."""
-        if sealed is not None:
-            assert elicitation is not None
-            result = await asking.rejoin(
+        call, args = ask.call, ask.args
+        if ask.sealed is not None:
+            assert self.elicitation is not None
+            result = await self.asking.rejoin(
                 call.caller.identity,
-                sealed.session_id,
-                sealed.pending_id,
-                on_progress=on_progress,
-                progress_interval=progress_interval,
-                alongside=elicitation.answering(call, sealed),
+                ask.sealed.session_id,
+                ask.sealed.pending_id,
+                on_progress=ask.on_progress,
+                progress_interval=self.progress_interval,
+                alongside=self.elicitation.answering(call, ask.sealed),
             )
-            return answered_result(call, result)
-        async with session_scope(call, args) as session_id:
-            if rounds:
-                assert elicitation is not None
-                pending_id, questions = await asking.offer(
+            return self._answered_result(call, result)
+        async with self.session_scope(call, args) as session_id:
+            if ask.rounds:
+                assert self.elicitation is not None
+                pending_id, questions = await self.asking.offer(
                     call.caller.identity,
                     session_id,
                     args.questions,
                     args.context,
                     context_paragraphs=args.context_paragraphs,
                 )
-                return elicitation.first_round(
-                    call, scope_of(call), pending_id, session_id, questions, args.context
+                return self.elicitation.first_round(
+                    call, self._scope_of(call), pending_id, session_id, questions, args.context
                 )
-            offer = elicitation.alongside(call, args.context) if elicitation is not None else None
-            result = await asking.ask(
+            offer = self._legacy_offer(call, args.context)
+            result = await self.asking.ask(
                 call.caller.identity,
                 session_id,
                 args.questions,
                 args.context,
                 context_paragraphs=args.context_paragraphs,
-                on_progress=on_progress,
-                progress_interval=progress_interval,
+                on_progress=ask.on_progress,
+                progress_interval=self.progress_interval,
                 alongside=offer.alongside if offer is not None else None,
             )
         if offer is not None:
             await offer.complete()
-        return answered_result(call, result)
-
-    return handle
+        return self._answered_result(call, result)
 
 
 def session_scope_name(call: ToolCall) -> str:

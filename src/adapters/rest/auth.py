@@ -67,6 +67,7 @@ from clarion.adapters.revocation import RevocationWatch
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import (
     Authentication,
+    LoginSession,
     LoginThrottled,
     bearer_credential,
     hash_credential,
@@ -284,6 +285,59 @@ def _me(context: AuthContext, *, auth_enabled: bool) -> models.Me:
     )
 
 
+def _logged_in(session: LoginSession, *, auth_enabled: bool) -> models.LoggedIn:
+    """``POST /auth/login``'s body: who the new browser session is, and its CSRF token."""
+    context = AuthContext(identity=session.identity, via="session", csrf_token=session.csrf_token)
+    me = _me(context, auth_enabled=auth_enabled)
+    return models.LoggedIn(
+        user_id=me.user_id,
+        display_name=me.display_name,
+        is_admin=me.is_admin,
+        auth_enabled=me.auth_enabled,
+        authenticated_by="session",
+        csrf_token=me.csrf_token,
+        expires_at=session.expires_at,
+    )
+
+
+def _set_session_cookies(response: Response, request: Request, session: LoginSession) -> None:
+    """The session cookie (HttpOnly) and the CSRF cookie the inbox reads, both strict and
+    expiring with the session."""
+    secure = _is_https(request)
+    response.set_cookie(
+        cookie_name(SESSION_COOKIE, request),
+        session.cookie,
+        expires=session.expires_at,
+        path="/",
+        secure=secure,
+        httponly=True,
+        samesite="strict",
+    )
+    response.set_cookie(
+        cookie_name(CSRF_COOKIE, request),
+        session.csrf_token,
+        expires=session.expires_at,
+        path="/",
+        secure=secure,
+        samesite="strict",
+    )
+
+
+def _delete_session_cookies(response: Response, request: Request) -> None:
+    """Both cookies :func:`_set_session_cookies` sets, deleted with the same attributes."""
+    secure = _is_https(request)
+    response.delete_cookie(
+        cookie_name(SESSION_COOKIE, request),
+        path="/",
+        secure=secure,
+        httponly=True,
+        samesite="strict",
+    )
+    response.delete_cookie(
+        cookie_name(CSRF_COOKIE, request), path="/", secure=secure, samesite="strict"
+    )
+
+
 def auth_routes(
     *, auth_enabled: bool, authentication: Authentication | None, offload: Offload
 ) -> dict[str, Endpoint]:
@@ -305,38 +359,8 @@ def auth_routes(
             return failure(429, str(refused), headers={"Retry-After": str(refused.retry_after_s)})
         if session is None:
             return failure(401, INVALID_TOKEN, headers={"WWW-Authenticate": "Bearer"})
-        context = AuthContext(
-            identity=session.identity, via="session", csrf_token=session.csrf_token
-        )
-        me = _me(context, auth_enabled=auth_enabled)
-        logged_in = models.LoggedIn(
-            user_id=me.user_id,
-            display_name=me.display_name,
-            is_admin=me.is_admin,
-            auth_enabled=me.auth_enabled,
-            authenticated_by="session",
-            csrf_token=me.csrf_token,
-            expires_at=session.expires_at,
-        )
-        response = JSONResponse(wire.unstructure(logged_in))
-        secure = _is_https(request)
-        response.set_cookie(
-            cookie_name(SESSION_COOKIE, request),
-            session.cookie,
-            expires=session.expires_at,
-            path="/",
-            secure=secure,
-            httponly=True,
-            samesite="strict",
-        )
-        response.set_cookie(
-            cookie_name(CSRF_COOKIE, request),
-            session.csrf_token,
-            expires=session.expires_at,
-            path="/",
-            secure=secure,
-            samesite="strict",
-        )
+        response = JSONResponse(wire.unstructure(_logged_in(session, auth_enabled=auth_enabled)))
+        _set_session_cookies(response, request, session)
         return response
 
     async def logout(request: Request) -> Response:
@@ -344,17 +368,7 @@ def auth_routes(
         if cookie and authentication is not None:
             await offload(authentication.logout, cookie)
         response = JSONResponse(wire.unstructure(models.Success(True)))
-        secure = _is_https(request)
-        response.delete_cookie(
-            cookie_name(SESSION_COOKIE, request),
-            path="/",
-            secure=secure,
-            httponly=True,
-            samesite="strict",
-        )
-        response.delete_cookie(
-            cookie_name(CSRF_COOKIE, request), path="/", secure=secure, samesite="strict"
-        )
+        _delete_session_cookies(response, request)
         return response
 
     async def me(request: Request) -> Response:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import attrs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -71,11 +72,60 @@ def clarification_routes(
     now: Callable[[], datetime],
 ) -> dict[str, Endpoint]:
     """The clarification endpoints, by operation id (the route table orders their paths)."""
+    lists = _ListEndpoints(listing, now)
+    bundles = _BundleEndpoints(resolver, asking, requests)
+    return {
+        "createClarification": bundles.create,
+        "listPendingClarifications": lists.pending,
+        "listResolvedClarifications": lists.resolved,
+        "getClarification": bundles.get_request,
+        "waitForClarification": bundles.wait,
+        "respondToClarification": bundles.respond,
+        "cancelClarification": bundles.cancel,
+    }
 
-    async def create(request: Request) -> Response:
+
+@attrs.frozen
+class _ListEndpoints:
+    """The caller's pending and settled bundles, one page each."""
+
+    listing: Listing
+    now: Callable[[], datetime]
+
+    async def pending(self, request: Request) -> Response:
+        cursor, limit = page_parameters(request)
+        page = await self.listing.list_pending(
+            require_identity(request),
+            workspace_id=query_value(request, "workspace_id"),
+            created_since=query_value(request, "created_since"),
+            cursor=cursor,
+            limit=limit,
+        )
+        return JSONResponse(wire.list_json(page, self.now()))
+
+    async def resolved(self, request: Request) -> Response:
+        cursor, limit = page_parameters(request)
+        page = await self.listing.list_resolved(
+            require_identity(request),
+            cursor=cursor,
+            limit=limit,
+            include_closed=include_closed(request),
+        )
+        return JSONResponse(resolved_page_json(page))
+
+
+@attrs.frozen
+class _BundleEndpoints:
+    """One bundle: created, read, waited on, answered or cancelled."""
+
+    resolver: Resolver
+    asking: Asking
+    requests: LiveRequests
+
+    async def create(self, request: Request) -> Response:
         body = await read_model(request, models.CreateRequest)
         drafts = wire.parse_question_drafts(body.questions)
-        pending_id = await asking.create(
+        pending_id = await self.asking.create(
             require_identity(request),
             body.session_id,
             drafts,
@@ -84,48 +134,27 @@ def clarification_routes(
         )
         return JSONResponse(wire.unstructure(models.Created(pending_id)))
 
-    async def pending(request: Request) -> Response:
-        cursor, limit = page_parameters(request)
-        page = await listing.list_pending(
-            require_identity(request),
-            workspace_id=query_value(request, "workspace_id"),
-            created_since=query_value(request, "created_since"),
-            cursor=cursor,
-            limit=limit,
-        )
-        return JSONResponse(wire.list_json(page, now()))
-
-    async def resolved(request: Request) -> Response:
-        cursor, limit = page_parameters(request)
-        page = await listing.list_resolved(
-            require_identity(request),
-            cursor=cursor,
-            limit=limit,
-            include_closed=include_closed(request),
-        )
-        return JSONResponse(resolved_page_json(page))
-
-    async def get_request(request: Request) -> Response:
-        live = await requests.get_request(
+    async def get_request(self, request: Request) -> Response:
+        live = await self.requests.get_request(
             require_identity(request), request.path_params["pending_id"]
         )
         return JSONResponse(live_request_json(live))
 
-    async def wait(request: Request) -> Response:
+    async def wait(self, request: Request) -> Response:
         identity = require_identity(request)
         pending_id: str = request.path_params["pending_id"]
         # A client that leaves cancels its wait, which removes its waiter: an answer arriving
         # later takes the detached path at once instead of blocking on nobody (upstream §9.21).
         resolution = await until_disconnected(
-            disconnect_message(request.receive), lambda: requests.wait(identity, pending_id)
+            disconnect_message(request.receive), lambda: self.requests.wait(identity, pending_id)
         )
         if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
         return JSONResponse(wire.wait_response_json(resolution))
 
-    async def respond(request: Request) -> Response:
+    async def respond(self, request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))
-        resolution = await resolver.resolve(
+        resolution = await self.resolver.resolve(
             require_identity(request),
             request.path_params["pending_id"],
             outcome,
@@ -133,16 +162,6 @@ def clarification_routes(
         )
         return JSONResponse(wire.respond_body(resolution))
 
-    async def cancel(request: Request) -> Response:
-        await requests.cancel(require_identity(request), request.path_params["pending_id"])
+    async def cancel(self, request: Request) -> Response:
+        await self.requests.cancel(require_identity(request), request.path_params["pending_id"])
         return JSONResponse(wire.unstructure(models.Success(True)))
-
-    return {
-        "createClarification": create,
-        "listPendingClarifications": pending,
-        "listResolvedClarifications": resolved,
-        "getClarification": get_request,
-        "waitForClarification": wait,
-        "respondToClarification": respond,
-        "cancelClarification": cancel,
-    }

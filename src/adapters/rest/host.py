@@ -83,26 +83,52 @@ def _json(shape: Any, status_code: int = 200) -> JSONResponse:
 
 def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endpoint]:
     """Workspaces, tasks, sessions, turns, transcript and resume outbox, by operation id."""
+    workspaces = _WorkspaceEndpoints(host)
+    sessions = _SessionEndpoints(host, lifecycle)
+    return {
+        "createWorkspace": workspaces.create_workspace,
+        "listWorkspaces": workspaces.list_workspaces,
+        "createTask": workspaces.create_task,
+        "listTasks": workspaces.list_tasks,
+        "createSession": sessions.create_session,
+        "getSession": sessions.get_session,
+        "setSessionState": sessions.patch_session,
+        "startTurn": sessions.start_turn,
+        "completeTurn": sessions.complete_turn,
+        "listMessages": sessions.messages,
+        "listResumes": sessions.resumes,
+    }
 
-    async def create_workspace(request: Request) -> Response:
+
+@attrs.frozen
+class _WorkspaceEndpoints:
+    """Workspaces and the tasks in them."""
+
+    host: HostOperations
+
+    async def create_workspace(self, request: Request) -> Response:
         body = await read_model(request, models.WorkspaceIn)
-        workspace = await host.create_workspace(require_identity(request), body.name, body.owner_id)
+        workspace = await self.host.create_workspace(
+            require_identity(request), body.name, body.owner_id
+        )
         return _json(workspace_model(workspace), status_code=201)
 
-    async def list_workspaces(request: Request) -> Response:
+    async def list_workspaces(self, request: Request) -> Response:
         cursor, limit = page_parameters(request)
-        page = await host.list_workspaces(require_identity(request), cursor=cursor, limit=limit)
+        page = await self.host.list_workspaces(
+            require_identity(request), cursor=cursor, limit=limit
+        )
         items = [workspace_model(workspace) for workspace in page.items]
         return _json(models.WorkspaceList(items, len(items), page.next_cursor))
 
-    async def create_task(request: Request) -> Response:
+    async def create_task(self, request: Request) -> Response:
         body = await read_model(request, models.TaskIn)
-        task = await host.create_task(require_identity(request), body.title, body.workspace_id)
+        task = await self.host.create_task(require_identity(request), body.title, body.workspace_id)
         return JSONResponse(wire.task_json(_NewTaskView(task=task)), status_code=201)
 
-    async def list_tasks(request: Request) -> Response:
+    async def list_tasks(self, request: Request) -> Response:
         cursor, limit = page_parameters(request)
-        page = await host.list_tasks(
+        page = await self.host.list_tasks(
             require_identity(request),
             query_value(request, "workspace_id"),
             cursor=cursor,
@@ -110,9 +136,17 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
         )
         return JSONResponse(wire.task_page_json(page.items, page.next_cursor))
 
-    async def create_session(request: Request) -> Response:
+
+@attrs.frozen
+class _SessionEndpoints:
+    """A task's sessions: their state, turns, transcript and resume outbox."""
+
+    host: HostOperations
+    lifecycle: Lifecycle
+
+    async def create_session(self, request: Request) -> Response:
         body = await read_model(request, models.SessionIn, optional=True)
-        created = await host.create_session(
+        created = await self.host.create_session(
             require_identity(request), request.path_params["task_id"], body.is_primary
         )
         session = attrs.asdict(session_model(created.session), recurse=False)
@@ -123,57 +157,43 @@ def host_routes(*, host: HostOperations, lifecycle: Lifecycle) -> dict[str, Endp
             status_code=201,
         )
 
-    async def get_session(request: Request) -> Response:
-        session = await host.get_session(
+    async def get_session(self, request: Request) -> Response:
+        session = await self.host.get_session(
             require_identity(request), request.path_params["session_id"]
         )
         return _json(session_model(session))
 
-    async def patch_session(request: Request) -> Response:
+    async def patch_session(self, request: Request) -> Response:
         body = await read_model(request, models.SessionPatch)
-        session = await lifecycle.set_session_state(
+        session = await self.lifecycle.set_session_state(
             require_identity(request), request.path_params["session_id"], body.state
         )
         return _json(session_model(session))
 
-    async def start_turn(request: Request) -> Response:
-        turn = await lifecycle.start_turn(
+    async def start_turn(self, request: Request) -> Response:
+        turn = await self.lifecycle.start_turn(
             require_identity(request), request.path_params["session_id"]
         )
         return _json(turn_model(turn), status_code=201)
 
-    async def complete_turn(request: Request) -> Response:
-        detached = await lifecycle.complete_turn(
+    async def complete_turn(self, request: Request) -> Response:
+        detached = await self.lifecycle.complete_turn(
             require_identity(request), request.path_params["session_id"]
         )
         return _json(models.Detached(detached))
 
-    async def messages(request: Request) -> Response:
+    async def messages(self, request: Request) -> Response:
         cursor, limit = page_parameters(request)
-        page = await host.messages(
+        page = await self.host.messages(
             require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
         )
         items = [message_model(record) for record in page.items]
         return _json(models.MessageList(items, page.next_cursor))
 
-    async def resumes(request: Request) -> Response:
+    async def resumes(self, request: Request) -> Response:
         cursor, limit = page_parameters(request)
-        page = await host.resumes_for_session(
+        page = await self.host.resumes_for_session(
             require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
         )
         items = [message_model(record) for record in page.items]
         return _json(models.ResumeList(items, page.next_cursor))
-
-    return {
-        "createWorkspace": create_workspace,
-        "listWorkspaces": list_workspaces,
-        "createTask": create_task,
-        "listTasks": list_tasks,
-        "createSession": create_session,
-        "getSession": get_session,
-        "setSessionState": patch_session,
-        "startTurn": start_turn,
-        "completeTurn": complete_turn,
-        "listMessages": messages,
-        "listResumes": resumes,
-    }
