@@ -43,7 +43,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from clarion.domain.answer_form import REASON, SKIP, AnswerForm, FieldKind
+from clarion.domain.answer_form import REASON, SKIP, AnswerForm, FieldKind, FormField
 from clarion.domain.model import MAX_TEXT_CODE_POINTS, REJECTED, Answer, Question, Resolution
 from clarion.domain.notifications import (
     CANCELLED_EVENT,
@@ -283,80 +283,13 @@ def modal_view(
     is) rides along as ``private_metadata``."""
     blocks: list[Block] = _context(context)
     count = len(questions)
-    many = count > 1
     shown: set[int] = set()
     for field in AnswerForm(tuple(questions)).fields():
         # The block ids are the form's field names (and stay so: sent modals carry them).
         if field.index is not None and field.index not in shown:
             shown.add(field.index)
             blocks.append(_question_section(questions[field.index], field.index, count))
-        if field.kind is FieldKind.OPTIONS and field.index is not None:
-            question = questions[field.index]
-            blocks.append(
-                InputBlock(
-                    block_id=field.name,
-                    label=PlainTextObject(text="Choose any that apply"),
-                    optional=True,
-                    element=CheckboxesElement(
-                        action_id="options",
-                        options=[
-                            Option(
-                                value=option.option_id,
-                                text=PlainTextObject(
-                                    text=cut(option.label or option.option_id, _BUTTON_LIMIT)
-                                ),
-                            )
-                            for option in question.options
-                        ],
-                    ),
-                )
-            )
-        elif field.kind is FieldKind.TEXT and field.index is not None:
-            question = questions[field.index]
-            blocks.append(
-                InputBlock(
-                    block_id=field.name,
-                    label=PlainTextObject(
-                        text="Your own answer (optional)" if question.options else "Your answer"
-                    ),
-                    optional=True,
-                    element=PlainTextInputElement(
-                        action_id="text", multiline=True, max_length=TEXT_LIMIT
-                    ),
-                )
-            )
-        elif field.kind is FieldKind.SKIP:
-            blocks += [
-                DividerBlock(),
-                InputBlock(
-                    block_id=SKIP_BLOCK,
-                    label=PlainTextObject(text="Or skip"),
-                    optional=True,
-                    element=CheckboxesElement(
-                        action_id="skip",
-                        options=[
-                            Option(
-                                value="skip",
-                                text=PlainTextObject(
-                                    text=f"Skip {'these questions' if many else 'this question'}"
-                                    " instead"
-                                ),
-                            )
-                        ],
-                    ),
-                ),
-            ]
-        elif field.kind is FieldKind.REASON:
-            blocks.append(
-                InputBlock(
-                    block_id=REASON_BLOCK,
-                    label=PlainTextObject(text="Reason for skipping (optional)"),
-                    optional=True,
-                    element=PlainTextInputElement(
-                        action_id="reason", multiline=True, max_length=TEXT_LIMIT
-                    ),
-                )
-            )
+        blocks += _field_blocks(field, questions, many=count > 1)
     return View(
         type="modal",
         callback_id=MODAL_CALLBACK,
@@ -365,6 +298,60 @@ def modal_view(
         close=PlainTextObject(text="Cancel"),
         blocks=blocks,
         private_metadata=json.dumps({"pending_id": pending_id, **metadata}),
+    )
+
+
+def _field_blocks(field: FormField, questions: Sequence[Question], *, many: bool) -> list[Block]:
+    """The modal's input for one field of the answer form."""
+    if field.kind is FieldKind.OPTIONS and field.index is not None:
+        return [_options_input(field.name, questions[field.index])]
+    if field.kind is FieldKind.TEXT and field.index is not None:
+        label = "Your own answer (optional)" if questions[field.index].options else "Your answer"
+        return [_text_input(field.name, label, action_id="text")]
+    if field.kind is FieldKind.SKIP:
+        return [DividerBlock(), _skip_input(many=many)]
+    if field.kind is FieldKind.REASON:
+        return [_text_input(REASON_BLOCK, "Reason for skipping (optional)", action_id="reason")]
+    return []
+
+
+def _options_input(block_id: str, question: Question) -> InputBlock:
+    return InputBlock(
+        block_id=block_id,
+        label=PlainTextObject(text="Choose any that apply"),
+        optional=True,
+        element=CheckboxesElement(
+            action_id="options",
+            options=[
+                Option(
+                    value=option.option_id,
+                    text=PlainTextObject(text=cut(option.label or option.option_id, _BUTTON_LIMIT)),
+                )
+                for option in question.options
+            ],
+        ),
+    )
+
+
+def _text_input(block_id: str, label: str, *, action_id: str) -> InputBlock:
+    return InputBlock(
+        block_id=block_id,
+        label=PlainTextObject(text=label),
+        optional=True,
+        element=PlainTextInputElement(action_id=action_id, multiline=True, max_length=TEXT_LIMIT),
+    )
+
+
+def _skip_input(*, many: bool) -> InputBlock:
+    what = "these questions" if many else "this question"
+    return InputBlock(
+        block_id=SKIP_BLOCK,
+        label=PlainTextObject(text="Or skip"),
+        optional=True,
+        element=CheckboxesElement(
+            action_id="skip",
+            options=[Option(value="skip", text=PlainTextObject(text=f"Skip {what} instead"))],
+        ),
     )
 
 
