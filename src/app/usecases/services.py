@@ -106,95 +106,166 @@ def build_services(
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
     """
-    limits = limits if limits is not None else Limits()
-    metrics = metrics if metrics is not None else NoMetrics()
-    tracer = tracer if tracer is not None else NoTracer()
     if runner is not None and limiter is not None and limiter is not runner.limiter:
         raise ValueError("build_services takes a runner or a limiter, not two different pools")
-    runner = runner if runner is not None else Runner(limiter)
-    resolver = Resolver(
-        claims=claims,
-        authorizer=authorizer,
-        waiters=waiters,
-        dispatcher=dispatcher,
-        events=events,
-        runner=runner,
-        delivery_timeout=delivery_timeout,
-        resume_timeout=resume_timeout,
-        metrics=metrics,
-        tracer=tracer,
-    )
-    requests = LiveRequests(
-        claims=claims,
-        authorizer=authorizer,
-        waiters=waiters,
-        events=events,
-        runner=runner,
-        ask_timeout=ask_timeout,
-        watch_interval=watch_interval,
-    )
-    asking = Asking(
+    ports = _Ports(
         claims=claims,
         host=host,
         authorizer=authorizer,
         waiters=waiters,
         events=events,
+        clock=clock,
         ids=ids,
-        runner=runner,
-        ask_timeout=ask_timeout,
-        limits=limits,
-        metrics=metrics,
+        runner=runner if runner is not None else Runner(limiter),
+        limits=limits if limits is not None else Limits(),
+        metrics=metrics if metrics is not None else NoMetrics(),
+        tracer=tracer if tracer is not None else NoTracer(),
     )
-    agent_asks = (
-        AgentAsks(
-            records=ask_records,
-            asking=asking,
-            claims=claims,
-            authorizer=authorizer,
-            waiters=waiters,
-            events=events,
-            clock=clock,
-            ids=ids,
-            runner=runner,
-        )
-        if ask_records is not None
-        else None
-    )
-    lifecycle = Lifecycle(
-        claims=claims,
-        host=host,
-        authorizer=authorizer,
-        waiters=waiters,
-        events=events,
-        runner=runner,
-    )
-    operations = HostOperations(
-        host=host, claims=claims, authorizer=authorizer, runner=runner, users=users, limits=limits
-    )
+    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout)
+    requests = _live_requests(ports, ask_timeout, watch_interval)
+    asking = _asking(ports, ask_timeout)
+    agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
+    lifecycle = _lifecycle(ports)
+    operations = _host_operations(ports, users)
     return Services(
         resolver=resolver,
         asking=asking,
         requests=requests,
-        listing=Listing(
-            claims=claims,
-            authorizer=authorizer,
-            runner=runner,
-            max_page_size=limits.max_page_size,
-            max_list_bytes=limits.max_list_bytes,
-        ),
+        listing=_listing(ports),
         lifecycle=lifecycle,
         host=operations,
-        agents=AgentSessions(
-            host=operations,
-            lifecycle=lifecycle,
-            asking=asking,
-            clock=clock,
-            workspace_id=agent_workspace,
-        ),
+        agents=_agent_sessions(ports, operations, lifecycle, asking, agent_workspace),
         clock=clock,
-        runner=runner,
-        limits=limits,
-        metrics=metrics,
-        tracer=tracer,
+        runner=ports.runner,
+        limits=ports.limits,
+        metrics=ports.metrics,
+        tracer=ports.tracer,
         agent_asks=agent_asks,
+    )
+
+
+@attrs.frozen
+class _Ports:
+    """What :func:`build_services` hands each use case it builds: the ports, with the one
+    runner, the limits and the telemetry settled."""
+
+    claims: ClaimRepository
+    host: HostRepository
+    authorizer: TaskAuthorizer
+    waiters: Waiters
+    events: EventPublisher
+    clock: Clock
+    ids: IdGenerator
+    runner: Runner
+    limits: Limits
+    metrics: Metrics
+    tracer: Tracer
+
+
+def _resolver(
+    ports: _Ports,
+    dispatcher: ResumeDispatcher,
+    delivery_timeout: float,
+    resume_timeout: float,
+) -> Resolver:
+    return Resolver(
+        claims=ports.claims,
+        authorizer=ports.authorizer,
+        waiters=ports.waiters,
+        dispatcher=dispatcher,
+        events=ports.events,
+        runner=ports.runner,
+        delivery_timeout=delivery_timeout,
+        resume_timeout=resume_timeout,
+        metrics=ports.metrics,
+        tracer=ports.tracer,
+    )
+
+
+def _live_requests(ports: _Ports, ask_timeout: float, watch_interval: float) -> LiveRequests:
+    return LiveRequests(
+        claims=ports.claims,
+        authorizer=ports.authorizer,
+        waiters=ports.waiters,
+        events=ports.events,
+        runner=ports.runner,
+        ask_timeout=ask_timeout,
+        watch_interval=watch_interval,
+    )
+
+
+def _asking(ports: _Ports, ask_timeout: float) -> Asking:
+    return Asking(
+        claims=ports.claims,
+        host=ports.host,
+        authorizer=ports.authorizer,
+        waiters=ports.waiters,
+        events=ports.events,
+        ids=ports.ids,
+        runner=ports.runner,
+        ask_timeout=ask_timeout,
+        limits=ports.limits,
+        metrics=ports.metrics,
+    )
+
+
+def _agent_asks(ports: _Ports, asking: Asking, records: AskRecords) -> AgentAsks:
+    return AgentAsks(
+        records=records,
+        asking=asking,
+        claims=ports.claims,
+        authorizer=ports.authorizer,
+        waiters=ports.waiters,
+        events=ports.events,
+        clock=ports.clock,
+        ids=ports.ids,
+        runner=ports.runner,
+    )
+
+
+def _lifecycle(ports: _Ports) -> Lifecycle:
+    return Lifecycle(
+        claims=ports.claims,
+        host=ports.host,
+        authorizer=ports.authorizer,
+        waiters=ports.waiters,
+        events=ports.events,
+        runner=ports.runner,
+    )
+
+
+def _listing(ports: _Ports) -> Listing:
+    return Listing(
+        claims=ports.claims,
+        authorizer=ports.authorizer,
+        runner=ports.runner,
+        max_page_size=ports.limits.max_page_size,
+        max_list_bytes=ports.limits.max_list_bytes,
+    )
+
+
+def _host_operations(ports: _Ports, users: UserDirectory | None) -> HostOperations:
+    return HostOperations(
+        host=ports.host,
+        claims=ports.claims,
+        authorizer=ports.authorizer,
+        runner=ports.runner,
+        users=users,
+        limits=ports.limits,
+    )
+
+
+def _agent_sessions(
+    ports: _Ports,
+    operations: HostOperations,
+    lifecycle: Lifecycle,
+    asking: Asking,
+    workspace_id: str,
+) -> AgentSessions:
+    return AgentSessions(
+        host=operations,
+        lifecycle=lifecycle,
+        asking=asking,
+        clock=ports.clock,
+        workspace_id=workspace_id,
     )
