@@ -458,14 +458,7 @@ class Asking:
         ``alongside`` reports ends the wait unless a delivery to it is already under way
         (:meth:`Waiters.cancel` then returns False and the delivery arrives).
         """
-        wait = _LiveWait(
-            session=session,
-            pending_id=pending_id,
-            questions=questions,
-            before=before,
-            alongside=alongside,
-            replays_end_the_wait=replays_end_the_wait,
-        )
+        wait = _LiveWait(session, pending_id, questions, before, alongside, replays_end_the_wait)
         resolution, ended = await self._wait_registered(wait, on_progress, progress_interval)
         return await self._wait_outcome(wait, resolution, ended)
 

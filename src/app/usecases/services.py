@@ -6,6 +6,8 @@ passes them in.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import anyio
 import attrs
 
@@ -108,15 +110,14 @@ def build_services(
     """
     if runner is not None and limiter is not None and limiter is not runner.limiter:
         raise ValueError("build_services takes a runner or a limiter, not two different pools")
+    runner = runner if runner is not None else Runner(limiter)
     ports = _Ports(
-        claims=claims,
+        bundles=_BundlePorts(
+            claims=claims, authorizer=authorizer, waiters=waiters, events=events, runner=runner
+        ),
         host=host,
-        authorizer=authorizer,
-        waiters=waiters,
-        events=events,
         clock=clock,
         ids=ids,
-        runner=runner if runner is not None else Runner(limiter),
         limits=limits if limits is not None else Limits(),
         metrics=metrics if metrics is not None else NoMetrics(),
         tracer=tracer if tracer is not None else NoTracer(),
@@ -136,7 +137,7 @@ def build_services(
         host=operations,
         agents=_agent_sessions(ports, operations, lifecycle, asking, agent_workspace),
         clock=clock,
-        runner=ports.runner,
+        runner=runner,
         limits=ports.limits,
         metrics=ports.metrics,
         tracer=ports.tracer,
@@ -144,37 +145,36 @@ def build_services(
     )
 
 
-@attrs.frozen
-class _Ports:
-    """What :func:`build_services` hands each use case it builds: the ports, with the one
-    runner, the limits and the telemetry settled."""
+class _BundlePorts(TypedDict):
+    """The ports every use case that reads, settles or waits on bundles is built over."""
 
     claims: ClaimRepository
-    host: HostRepository
     authorizer: TaskAuthorizer
     waiters: Waiters
     events: EventPublisher
+    runner: Runner
+
+
+@attrs.frozen
+class _Ports:
+    """What :func:`build_services` builds each use case from: the ports, with the one runner,
+    the limits and the telemetry settled."""
+
+    bundles: _BundlePorts
+    host: HostRepository
     clock: Clock
     ids: IdGenerator
-    runner: Runner
     limits: Limits
     metrics: Metrics
     tracer: Tracer
 
 
 def _resolver(
-    ports: _Ports,
-    dispatcher: ResumeDispatcher,
-    delivery_timeout: float,
-    resume_timeout: float,
+    ports: _Ports, dispatcher: ResumeDispatcher, delivery_timeout: float, resume_timeout: float
 ) -> Resolver:
     return Resolver(
-        claims=ports.claims,
-        authorizer=ports.authorizer,
-        waiters=ports.waiters,
+        **ports.bundles,
         dispatcher=dispatcher,
-        events=ports.events,
-        runner=ports.runner,
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,
         metrics=ports.metrics,
@@ -183,26 +183,14 @@ def _resolver(
 
 
 def _live_requests(ports: _Ports, ask_timeout: float, watch_interval: float) -> LiveRequests:
-    return LiveRequests(
-        claims=ports.claims,
-        authorizer=ports.authorizer,
-        waiters=ports.waiters,
-        events=ports.events,
-        runner=ports.runner,
-        ask_timeout=ask_timeout,
-        watch_interval=watch_interval,
-    )
+    return LiveRequests(**ports.bundles, ask_timeout=ask_timeout, watch_interval=watch_interval)
 
 
 def _asking(ports: _Ports, ask_timeout: float) -> Asking:
     return Asking(
-        claims=ports.claims,
+        **ports.bundles,
         host=ports.host,
-        authorizer=ports.authorizer,
-        waiters=ports.waiters,
-        events=ports.events,
         ids=ports.ids,
-        runner=ports.runner,
         ask_timeout=ask_timeout,
         limits=ports.limits,
         metrics=ports.metrics,
@@ -211,34 +199,19 @@ def _asking(ports: _Ports, ask_timeout: float) -> Asking:
 
 def _agent_asks(ports: _Ports, asking: Asking, records: AskRecords) -> AgentAsks:
     return AgentAsks(
-        records=records,
-        asking=asking,
-        claims=ports.claims,
-        authorizer=ports.authorizer,
-        waiters=ports.waiters,
-        events=ports.events,
-        clock=ports.clock,
-        ids=ports.ids,
-        runner=ports.runner,
+        **ports.bundles, records=records, asking=asking, clock=ports.clock, ids=ports.ids
     )
 
 
 def _lifecycle(ports: _Ports) -> Lifecycle:
-    return Lifecycle(
-        claims=ports.claims,
-        host=ports.host,
-        authorizer=ports.authorizer,
-        waiters=ports.waiters,
-        events=ports.events,
-        runner=ports.runner,
-    )
+    return Lifecycle(**ports.bundles, host=ports.host)
 
 
 def _listing(ports: _Ports) -> Listing:
     return Listing(
-        claims=ports.claims,
-        authorizer=ports.authorizer,
-        runner=ports.runner,
+        claims=ports.bundles["claims"],
+        authorizer=ports.bundles["authorizer"],
+        runner=ports.bundles["runner"],
         max_page_size=ports.limits.max_page_size,
         max_list_bytes=ports.limits.max_list_bytes,
     )
@@ -247,9 +220,9 @@ def _listing(ports: _Ports) -> Listing:
 def _host_operations(ports: _Ports, users: UserDirectory | None) -> HostOperations:
     return HostOperations(
         host=ports.host,
-        claims=ports.claims,
-        authorizer=ports.authorizer,
-        runner=ports.runner,
+        claims=ports.bundles["claims"],
+        authorizer=ports.bundles["authorizer"],
+        runner=ports.bundles["runner"],
         users=users,
         limits=ports.limits,
     )
