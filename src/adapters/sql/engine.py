@@ -200,5 +200,11 @@ def read_with_parent(
         .select_from(child.outerjoin(alias, alias.c.id == child.c[key]))
         .where(where)
     )
+    return read_one(engine, statement)
+
+
+def read_one(engine: Engine, statement: sa.Select[Any]) -> sa.RowMapping | None:
+    """The first row ``statement`` selects (None when none), read in a transaction of its
+    own."""
     with read_transaction(engine) as connection:
         return connection.execute(statement).mappings().first()

@@ -17,6 +17,7 @@ from clarion.adapters.sql.claims import active_on_current_turn
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
+    read_one,
     read_transaction,
     read_with_parent,
 )
@@ -144,9 +145,7 @@ class SqlHostRepository:
         return workspace
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
-        statement = sa.select(workspaces).where(workspaces.c.id == workspace_id)
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
+        row = read_one(self._engine, sa.select(workspaces).where(workspaces.c.id == workspace_id))
         return _workspace(row) if row is not None else None
 
     def agents_workspace(self, owner_id: str, name: str) -> Workspace:
@@ -208,9 +207,7 @@ class SqlHostRepository:
         return task
 
     def get_task(self, task_id: str) -> Task | None:
-        statement = sa.select(tasks).where(tasks.c.id == task_id)
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
+        row = read_one(self._engine, sa.select(tasks).where(tasks.c.id == task_id))
         return _task(row) if row is not None else None
 
     def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
