@@ -9,7 +9,6 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -17,6 +16,7 @@ from clarion.adapters.sql.claims import active_on_current_turn
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
+    insert_or_skip,
     read_one,
     read_transaction,
     read_with_parent,
@@ -106,15 +106,7 @@ def _workspace_visible(visibility: Visibility, workspace: sa.FromClause) -> Colu
 
 def _insert_or_keep(connection: Connection, values: dict[str, Any]) -> Any:
     """``INSERT … ON CONFLICT (agents_owner) DO NOTHING`` of one workspace row."""
-    dialect = connection.dialect.name
-    statement: Any
-    if dialect == "postgresql":
-        statement = postgresql.insert(workspaces)
-    elif dialect == "sqlite":
-        statement = sqlite.insert(workspaces)
-    else:  # pragma: no cover - Clarion runs on SQLite and PostgreSQL only
-        raise ValueError(f"unsupported database {dialect}")
-    return statement.values(**values).on_conflict_do_nothing(index_elements=["agents_owner"])
+    return insert_or_skip(connection, workspaces, "agents_owner").values(**values)
 
 
 class SqlHostRepository:
