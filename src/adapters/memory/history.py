@@ -25,12 +25,9 @@ def list_resolved_bundles(store: InMemoryStore, query: ResolvedQuery) -> Resolve
     """One page of settled (and, with ``include_closed``, closed) visible bundles, newest
     first (ties: pending id descending); visibility applies before the limit."""
     limit = clamp_limit(query.limit)
-    with store.lock:
-        matches = [
-            found
-            for pending_id, rows in store.rows_by_bundle().items()
-            if (found := _entry(store, pending_id, rows, query)) is not None
-        ]
+    matches: list[HistoryEntry] = store.pick_bundles(
+        lambda pending_id, rows: _entry(store, pending_id, rows, query)
+    )
     matches.sort(key=lambda bundle: (bundle.resolved_at, bundle.pending_id), reverse=True)
     return ResolvedPage(bundles=tuple(matches[:limit]), has_more=len(matches) > limit)
 

@@ -25,12 +25,7 @@ def list_active_bundles(store: InMemoryStore, query: ListQuery) -> ListPage:
     counts returned bundles (L1a); ``has_more`` comes from looking one bundle further (L9).
     """
     limit = clamp_limit(query.limit)
-    with store.lock:
-        matches = [
-            listed
-            for pending_id, rows in store.rows_by_bundle().items()
-            if (listed := _listable(store, pending_id, rows, query)) is not None
-        ]
+    matches = store.pick_bundles(lambda pending_id, rows: _listable(store, pending_id, rows, query))
     matches.sort(key=bundle_order_key)
     return ListPage(bundles=tuple(matches[:limit]), has_more=len(matches) > limit)
 

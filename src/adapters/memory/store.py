@@ -9,10 +9,10 @@ from __future__ import annotations
 import copy
 import threading
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -33,6 +33,9 @@ def frozen_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     """A private deep copy behind a read-only view: callers can neither change what they
     passed in after the write nor change the stored row through what they read."""
     return MappingProxyType(copy.deepcopy(dict(metadata)))
+
+
+_T = TypeVar("_T")
 
 
 @attrs.define
@@ -190,6 +193,16 @@ class InMemoryStore:
             if row.pending_id:
                 grouped.setdefault(row.pending_id, []).append(row)
         return grouped
+
+    def pick_bundles(self, pick: Callable[[str, list[ClarificationRow]], _T | None]) -> list[_T]:
+        """What ``pick(pending_id, rows)`` makes of each bundle, where it makes something (takes
+        ``lock``)."""
+        with self.lock:
+            return [
+                picked
+                for pending_id, rows in self.rows_by_bundle().items()
+                if (picked := pick(pending_id, rows)) is not None
+            ]
 
     def delete_task(self, task_id: str) -> bool:
         """Cascade: task → its sessions → their turns and messages."""

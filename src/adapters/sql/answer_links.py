@@ -9,7 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import check_engine, for_writes, read_one
 from clarion.adapters.sql.schema import answer_link_uses
 from clarion.ports.answer_links import LinkUse
 
@@ -38,14 +38,10 @@ class SqlAnswerLinkStore:
         return True
 
     def find(self, link_id: str) -> LinkUse | None:
-        with read_transaction(self._engine) as connection:
-            row = (
-                connection.execute(
-                    sa.select(answer_link_uses).where(answer_link_uses.c.link_id == link_id)
-                )
-                .mappings()
-                .first()
-            )
+        row = read_one(
+            self._engine,
+            sa.select(answer_link_uses).where(answer_link_uses.c.link_id == link_id),
+        )
         if row is None:
             return None
         return LinkUse(

@@ -14,7 +14,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, RowMapping
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import check_engine, for_writes, read_one, read_transaction
 from clarion.adapters.sql.schema import agent_asks
 from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskRecord, AskState
 
@@ -43,8 +43,7 @@ class SqlAskRecords:
         self._writes = for_writes(engine)
 
     def _one(self, query: sa.Select[Any]) -> AskRecord | None:
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(query).mappings().first()
+        row = read_one(self._engine, query)
         return _record(row) if row is not None else None
 
     def _holder(self, owner: str, scope: str, retry_key: str) -> sa.Select[Any]:

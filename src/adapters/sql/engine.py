@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
@@ -200,5 +201,29 @@ def read_with_parent(
         .select_from(child.outerjoin(alias, alias.c.id == child.c[key]))
         .where(where)
     )
+    return read_one(engine, statement)
+
+
+def read_one(engine: Engine, statement: sa.Select[Any]) -> sa.RowMapping | None:
+    """The first row ``statement`` selects (None when none), read in a transaction of its
+    own."""
     with read_transaction(engine) as connection:
         return connection.execute(statement).mappings().first()
+
+
+def insert_or_skip(connection: Connection, table: sa.Table, key: str) -> Any:
+    """``INSERT … ON CONFLICT (key) DO NOTHING`` into ``table``, in ``connection``'s dialect;
+    the caller binds the values.
+
+    Raises:
+        ValueError: the database is neither SQLite nor PostgreSQL.
+    """
+    dialect = connection.dialect.name
+    statement: Any
+    if dialect == "postgresql":
+        statement = postgresql.insert(table)
+    elif dialect == "sqlite":
+        statement = sqlite.insert(table)
+    else:  # pragma: no cover - Clarion runs on SQLite and PostgreSQL only
+        raise ValueError(f"unsupported database {dialect}")
+    return statement.on_conflict_do_nothing(index_elements=[key])

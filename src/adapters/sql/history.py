@@ -303,32 +303,14 @@ def _superseded_statement(shape: Shape) -> sa.Select[Any]:
         .correlate(turn)
         .scalar_subquery()
     )
-    superseded_at = turn.c.started_at
-    pending_id = head.c.bundle_pending_id
-    bundle_task_id, accepted = _pending_head(shape, head)
-    statement = (
-        sa.select(
-            pending_id.label("pending_id"),
-            bundle_task_id.label("task_id"),
-            superseded_at.label("resolved_at"),
-            const(SUPERSEDED).label("reason"),
-        )
-        .select_from(turn)
-        .join(
-            head,
-            sa.and_(
-                head.c.task_session_id == turn.c.task_session_id,
-                head.c.turn_id == previous,
-            ),
-        )
-        .where(
-            is_clarification(head),
-            is_pendingish(head),
-            pending_id.is_not(None),
-            _per_head(accepted),
-        )
+    return _closed_pending_heads(
+        shape,
+        SUPERSEDED,
+        turn.c.started_at,
+        turn,
+        head,
+        sa.and_(head.c.task_session_id == turn.c.task_session_id, head.c.turn_id == previous),
     )
-    return _positioned(statement, shape, superseded_at, pending_id)
 
 
 def _session_ended_statement(shape: Shape) -> sa.Select[Any]:
@@ -336,33 +318,51 @@ def _session_ended_statement(shape: Shape) -> sa.Select[Any]:
     when the session's state changed."""
     session = task_sessions.alias("ended")
     head = messages.alias("head")
-    ended_at = session.c.updated_at
+    return _closed_pending_heads(
+        shape,
+        SESSION_ENDED,
+        session.c.updated_at,
+        session,
+        head,
+        sa.and_(
+            head.c.task_session_id == session.c.id,
+            head.c.turn_id == current_turn_id(session.c.id),
+        ),
+        session_has_ended(session),
+    )
+
+
+def _closed_pending_heads(
+    shape: Shape,
+    reason: str,
+    resolved_at: Any,
+    source: sa.FromClause,
+    head: sa.FromClause,
+    on: sa.ColumnElement[bool],
+    *where: sa.ColumnElement[bool],
+) -> sa.Select[Any]:
+    """The pending heads of bundles closed for ``reason`` at ``resolved_at``: ``head`` joined
+    to ``source`` ``on``, filtered by ``where`` too, positioned for the page."""
     pending_id = head.c.bundle_pending_id
     bundle_task_id, accepted = _pending_head(shape, head)
     statement = (
         sa.select(
             pending_id.label("pending_id"),
             bundle_task_id.label("task_id"),
-            ended_at.label("resolved_at"),
-            const(SESSION_ENDED).label("reason"),
+            resolved_at.label("resolved_at"),
+            const(reason).label("reason"),
         )
-        .select_from(session)
-        .join(
-            head,
-            sa.and_(
-                head.c.task_session_id == session.c.id,
-                head.c.turn_id == current_turn_id(session.c.id),
-            ),
-        )
+        .select_from(source)
+        .join(head, on)
         .where(
-            session_has_ended(session),
+            *where,
             is_clarification(head),
             is_pendingish(head),
             pending_id.is_not(None),
             _per_head(accepted),
         )
     )
-    return _positioned(statement, shape, ended_at, pending_id)
+    return _positioned(statement, shape, resolved_at, pending_id)
 
 
 def _history_statement(shape: Shape) -> sa.Select[Any]:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -17,6 +16,8 @@ from clarion.adapters.sql.claims import active_on_current_turn
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
+    insert_or_skip,
+    read_one,
     read_transaction,
     read_with_parent,
 )
@@ -105,15 +106,7 @@ def _workspace_visible(visibility: Visibility, workspace: sa.FromClause) -> Colu
 
 def _insert_or_keep(connection: Connection, values: dict[str, Any]) -> Any:
     """``INSERT … ON CONFLICT (agents_owner) DO NOTHING`` of one workspace row."""
-    dialect = connection.dialect.name
-    statement: Any
-    if dialect == "postgresql":
-        statement = postgresql.insert(workspaces)
-    elif dialect == "sqlite":
-        statement = sqlite.insert(workspaces)
-    else:  # pragma: no cover - Clarion runs on SQLite and PostgreSQL only
-        raise ValueError(f"unsupported database {dialect}")
-    return statement.values(**values).on_conflict_do_nothing(index_elements=["agents_owner"])
+    return insert_or_skip(connection, workspaces, "agents_owner").values(**values)
 
 
 class SqlHostRepository:
@@ -144,9 +137,7 @@ class SqlHostRepository:
         return workspace
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
-        statement = sa.select(workspaces).where(workspaces.c.id == workspace_id)
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
+        row = read_one(self._engine, sa.select(workspaces).where(workspaces.c.id == workspace_id))
         return _workspace(row) if row is not None else None
 
     def agents_workspace(self, owner_id: str, name: str) -> Workspace:
@@ -208,9 +199,7 @@ class SqlHostRepository:
         return task
 
     def get_task(self, task_id: str) -> Task | None:
-        statement = sa.select(tasks).where(tasks.c.id == task_id)
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
+        row = read_one(self._engine, sa.select(tasks).where(tasks.c.id == task_id))
         return _task(row) if row is not None else None
 
     def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:

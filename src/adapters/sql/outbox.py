@@ -30,10 +30,10 @@ from functools import cache, reduce
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from clarion.adapters.sql.engine import insert_or_skip
 from clarion.adapters.sql.metadata_sql import Inline, pending_id_of
 from clarion.adapters.sql.schema import messages as m
 from clarion.adapters.sql.schema import notification_outbox as outbox
@@ -103,15 +103,7 @@ def insert_entries(connection: Connection, rows: Sequence[dict[str, Any]]) -> No
     (PostgreSQL) instead of deadlocking."""
     if not rows:
         return
-    dialect = connection.dialect.name
-    statement: Any
-    if dialect == "postgresql":
-        statement = postgresql.insert(outbox)
-    elif dialect == "sqlite":
-        statement = sqlite.insert(outbox)
-    else:  # pragma: no cover - Clarion runs on SQLite and PostgreSQL only
-        raise ValueError(f"unsupported database {dialect}")
-    statement = statement.on_conflict_do_nothing(index_elements=["idempotency_key"])
+    statement = insert_or_skip(connection, outbox, "idempotency_key")
     connection.execute(statement, sorted(rows, key=lambda row: str(row["idempotency_key"])))
 
 

@@ -9,9 +9,9 @@ from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import check_engine, for_writes, read_one, read_transaction
 from clarion.adapters.sql.schema import access_tokens, users
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
@@ -169,18 +169,7 @@ class SqlTokenStore:
                 kind=kind,
                 parent_id=parent_id,
             )
-            connection.execute(
-                sa.insert(access_tokens).values(
-                    id=token.id,
-                    user_id=user_id,
-                    name=name,
-                    token_hash=token_hash,
-                    created_at=token.created_at,
-                    expires_at=expires_at,
-                    kind=kind,
-                    parent_id=parent_id,
-                )
-            )
+            _insert_token(connection, token)
         return token
 
     def create_login_session(
@@ -213,18 +202,7 @@ class SqlTokenStore:
                 kind=LOGIN_SESSION,
                 parent_id=parent_id,
             )
-            connection.execute(
-                sa.insert(access_tokens).values(
-                    id=token.id,
-                    user_id=user_id,
-                    name="",
-                    token_hash=token_hash,
-                    created_at=now,
-                    expires_at=expires_at,
-                    kind=LOGIN_SESSION,
-                    parent_id=parent_id,
-                )
-            )
+            _insert_token(connection, token)
             others = (
                 sa.select(access_tokens.c.id)
                 .where(
@@ -247,14 +225,11 @@ class SqlTokenStore:
 
     def find_token(self, token_hash: str) -> AccessToken | None:
         statement = sa.select(access_tokens).where(access_tokens.c.token_hash == token_hash)
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
+        row = read_one(self._engine, statement)
         return _token(row) if row is not None else None
 
     def get_token(self, token_id: str) -> AccessToken | None:
-        statement = sa.select(access_tokens).where(access_tokens.c.id == token_id)
-        with read_transaction(self._engine) as connection:
-            row = connection.execute(statement).mappings().first()
+        row = read_one(self._engine, sa.select(access_tokens).where(access_tokens.c.id == token_id))
         return _token(row) if row is not None else None
 
     def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
@@ -326,3 +301,19 @@ class SqlTokenStore:
                 )
             )
         return result.rowcount
+
+
+def _insert_token(connection: Connection, token: AccessToken) -> None:
+    """Write a new token's row (not yet used or revoked)."""
+    connection.execute(
+        sa.insert(access_tokens).values(
+            id=token.id,
+            user_id=token.user_id,
+            name=token.name,
+            token_hash=token.token_hash,
+            created_at=token.created_at,
+            expires_at=token.expires_at,
+            kind=token.kind,
+            parent_id=token.parent_id,
+        )
+    )

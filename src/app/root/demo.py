@@ -153,160 +153,196 @@ async def _story(base: str, receiver: _Receiver, link_for: Callable[[str], str])
     """``link_for(pending_id)`` is the signed answer link an e-mail to a routed recipient
     carries (the demo runs no SMTP server, so it asks for the link directly)."""
     async with _client() as http:
-        workspace = (await http.post(f"{base}/api/v1/workspaces", json={"name": "Demo"})).json()
-        route = await http.post(
-            f"{base}/api/v1/notifications/routes",
-            json={
-                "channel": f"webhook:{receiver.url}",
-                "workspace_id": workspace["id"],
-                "events": ["answerable", "resolved"],
+        session_id = await _set_up(http, base, receiver)
+        agent_got: dict[str, Any] = {}
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_agent_asks, base, session_id, agent_got)
+            _say("The agent asks two questions and blocks in ask_user_question_kandev")
+            pending_id = await _answer_from_outside(base, receiver)
+        await _check_the_agent_heard(receiver, pending_id, agent_got)
+        await _answer_too_late(http, base, pending_id)
+        await _answer_through_a_link(http, base, session_id, link_for)
+        await _show_the_records(http, base)
+
+
+async def _set_up(http: httpx2.AsyncClient, base: str, receiver: _Receiver) -> str:
+    """A workspace whose questions a route sends to ``receiver``, a task and an agent
+    session in it; returns the session's id."""
+    workspace = (await http.post(f"{base}/api/v1/workspaces", json={"name": "Demo"})).json()
+    route = await http.post(
+        f"{base}/api/v1/notifications/routes",
+        json={
+            "channel": f"webhook:{receiver.url}",
+            "workspace_id": workspace["id"],
+            "events": ["answerable", "resolved"],
+        },
+    )
+    if route.status_code != 201:
+        raise DemoFailed(f"adding the notification route failed: {route.text}")
+    _say("A notification route sends the workspace's questions to a local webhook")
+    task = (
+        await http.post(
+            f"{base}/api/v1/tasks",
+            json={"title": "Build the billing service", "workspace_id": workspace["id"]},
+        )
+    ).json()
+    session = (
+        await http.post(f"{base}/api/v1/tasks/{task['id']}/sessions", json={"is_primary": True})
+    ).json()
+    _say("A workspace, a task and an agent session exist", {"session_id": session["id"]})
+    session_id: str = session["id"]
+    return session_id
+
+
+async def _agent_asks(base: str, session_id: str, agent_got: dict[str, Any]) -> None:
+    """The agent's blocking ask over its in-session MCP endpoint; the answers land in
+    ``agent_got``."""
+    async with (
+        _client() as agent_http,
+        Client(
+            streamable_http_client(f"{base}/mcp/session/{session_id}", http_client=agent_http)
+        ) as mcp,
+    ):
+        result = await mcp.call_tool(
+            "ask_user_question_kandev",
+            {"questions": QUESTIONS, "context": "Starting the billing service."},
+        )
+        agent_got.update(_structured(result))
+
+
+async def _answer_from_outside(base: str, receiver: _Receiver) -> str:
+    """An external MCP client finds the agent's bundle (the receiver is told of it) and
+    answers it; returns the bundle's pending id."""
+    async with (
+        _client() as external_http,
+        Client(streamable_http_client(f"{base}/mcp", http_client=external_http)) as mcp,
+    ):
+        bundles: list[dict[str, Any]] = []
+        with anyio.fail_after(30):
+            while not bundles:
+                listed = _structured(await mcp.call_tool("list_pending_questions_kandev", {}))
+                bundles = listed["bundles"]
+                if not bundles:
+                    await anyio.sleep(0.05)  # poll, as an external caller would
+        bundle = bundles[0]
+        told = await receiver.wait_for("answerable", bundle["pending_id"])
+        _say(
+            "The webhook receiver is told, with a valid signature",
+            {
+                "event": told["event"],
+                "link": told["link"],
+                "questions": [q["prompt"] for q in told["bundle"]["questions"]],
             },
         )
-        if route.status_code != 201:
-            raise DemoFailed(f"adding the notification route failed: {route.text}")
-        _say("A notification route sends the workspace's questions to a local webhook")
-        task = (
-            await http.post(
-                f"{base}/api/v1/tasks",
-                json={"title": "Build the billing service", "workspace_id": workspace["id"]},
+        _say(
+            "An external MCP client lists the pending bundle",
+            {
+                "pending_id": bundle["pending_id"],
+                "questions": [q["prompt"] for q in bundle["questions"]],
+            },
+        )
+        answer = {
+            "pending_id": bundle["pending_id"],
+            "answers": [
+                {"question_id": "envs", "selected_options": ["q2_opt1", "q2_opt3"]},
+                {
+                    "question_id": "db",
+                    "selected_options": ["q1_opt2"],
+                    "custom_text": " with a read replica ",
+                },
+            ],
+        }
+        won = _structured(await mcp.call_tool("answer_question_kandev", answer))
+        _say("It answers (in any order; Clarion normalizes) and wins the claim", won)
+        if not won["claimed"]:
+            raise DemoFailed("the first answer did not claim the bundle")
+        pending_id: str = bundle["pending_id"]
+        return pending_id
+
+
+async def _check_the_agent_heard(
+    receiver: _Receiver, pending_id: str, agent_got: dict[str, Any]
+) -> None:
+    """The agent's call returned the answer, and the receiver hears the bundle resolved."""
+    _say("The agent's blocked call returned with every selected option", agent_got)
+    if agent_got.get("envs", {}).get("selected_options") != ["q2_opt1", "q2_opt3"]:
+        raise DemoFailed("the agent did not receive both selected options")
+    resolved = await receiver.wait_for("resolved", pending_id)
+    _say(
+        "The receiver hears it was answered (answer text only where a route opts in)",
+        {"event": resolved["event"], "status": resolved["bundle"]["status"]},
+    )
+
+
+async def _answer_too_late(http: httpx2.AsyncClient, base: str, pending_id: str) -> None:
+    """A second answerer over REST gets the winner's replay (R2b), not an error."""
+    late = await http.post(
+        f"{base}/api/v1/clarification/{pending_id}/respond",
+        json={"rejected": True, "reject_reason": "too late"},
+    )
+    _say("A second answerer over REST gets the winner's answer, not an error", late.json())
+    if late.status_code != 200 or late.json()["claimed"] is not False:
+        raise DemoFailed("the second answerer was not given the winner's replay")
+
+
+async def _answer_through_a_link(
+    http: httpx2.AsyncClient, base: str, session_id: str, link_for: Callable[[str], str]
+) -> None:
+    """A bundle whose agent's turn ended is answered through an e-mail's signed link, which
+    resumes the agent through the durable outbox."""
+    created = await http.post(
+        f"{base}/api/v1/clarification/request",
+        json={"session_id": session_id, "questions": QUESTIONS[:1]},
+    )
+    pending_id = created.json()["pending_id"]
+    await http.post(f"{base}/api/v1/sessions/{session_id}/turns/current/complete")
+    _say("Another question is asked, then the agent's turn ends (the bundle detaches)")
+    link = link_for(pending_id)
+    page = await http.get(link)
+    if page.status_code != 200 or "<form" not in page.text:
+        raise DemoFailed(f"the answer link's page did not show the form: {page.status_code}")
+    _say(
+        "An e-mail's signed answer link opens a page with the question (GET answers nothing)",
+        {"link": link},
+    )
+    answered = await http.post(
+        link,
+        data={"action": "answer", "q0-options": ["q1_opt1"], "q0-text": ""},
+        headers={"Origin": base},
+    )
+    if answered.status_code != 200:
+        raise DemoFailed(f"answering through the link failed: {answered.text}")
+    resumes = (await http.get(f"{base}/api/v1/sessions/{session_id}/resumes")).json()
+    _say("Answering it there resumes the agent through the durable outbox", resumes)
+
+
+async def _show_the_records(http: httpx2.AsyncClient, base: str) -> None:
+    """The resolved list and the Prometheus metrics record what happened."""
+    history = (await http.get(f"{base}/api/v1/clarification/resolved")).json()
+    _say(
+        "The resolved list records who answered, on which surface",
+        [
+            {"pending_id": b["pending_id"], "surface": b["resolved_by"]["surface"]}
+            for b in history["bundles"]
+        ],
+    )
+    scrape = (await http.get(f"{base}/metrics")).text
+    _say(
+        "GET /metrics (Prometheus) counts them",
+        [
+            line
+            for line in scrape.splitlines()
+            if line.startswith(
+                (
+                    "clarion_bundles_resolved_total",
+                    "clarion_claims_lost_total",
+                    "clarion_notification_deliveries_total",
+                    "clarion_pending_bundles",
+                    'clarion_mcp_tool_call_duration_seconds_count{tool="answer_question',
+                )
             )
-        ).json()
-        session = (
-            await http.post(f"{base}/api/v1/tasks/{task['id']}/sessions", json={"is_primary": True})
-        ).json()
-        _say("A workspace, a task and an agent session exist", {"session_id": session["id"]})
-
-        agent_got: dict[str, Any] = {}
-
-        async def agent() -> None:
-            async with (
-                _client() as agent_http,
-                Client(
-                    streamable_http_client(
-                        f"{base}/mcp/session/{session['id']}", http_client=agent_http
-                    )
-                ) as mcp,
-            ):
-                result = await mcp.call_tool(
-                    "ask_user_question_kandev",
-                    {"questions": QUESTIONS, "context": "Starting the billing service."},
-                )
-                agent_got.update(_structured(result))
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(agent)
-            _say("The agent asks two questions and blocks in ask_user_question_kandev")
-            async with (
-                _client() as external_http,
-                Client(streamable_http_client(f"{base}/mcp", http_client=external_http)) as mcp,
-            ):
-                bundles: list[dict[str, Any]] = []
-                with anyio.fail_after(30):
-                    while not bundles:
-                        listed = _structured(
-                            await mcp.call_tool("list_pending_questions_kandev", {})
-                        )
-                        bundles = listed["bundles"]
-                        if not bundles:
-                            await anyio.sleep(0.05)  # poll, as an external caller would
-                bundle = bundles[0]
-                told = await receiver.wait_for("answerable", bundle["pending_id"])
-                _say(
-                    "The webhook receiver is told, with a valid signature",
-                    {
-                        "event": told["event"],
-                        "link": told["link"],
-                        "questions": [q["prompt"] for q in told["bundle"]["questions"]],
-                    },
-                )
-                _say(
-                    "An external MCP client lists the pending bundle",
-                    {
-                        "pending_id": bundle["pending_id"],
-                        "questions": [q["prompt"] for q in bundle["questions"]],
-                    },
-                )
-                answer = {
-                    "pending_id": bundle["pending_id"],
-                    "answers": [
-                        {"question_id": "envs", "selected_options": ["q2_opt1", "q2_opt3"]},
-                        {
-                            "question_id": "db",
-                            "selected_options": ["q1_opt2"],
-                            "custom_text": " with a read replica ",
-                        },
-                    ],
-                }
-                won = _structured(await mcp.call_tool("answer_question_kandev", answer))
-                _say("It answers (in any order; Clarion normalizes) and wins the claim", won)
-                if not won["claimed"]:
-                    raise DemoFailed("the first answer did not claim the bundle")
-        _say("The agent's blocked call returned with every selected option", agent_got)
-        if agent_got.get("envs", {}).get("selected_options") != ["q2_opt1", "q2_opt3"]:
-            raise DemoFailed("the agent did not receive both selected options")
-        resolved = await receiver.wait_for("resolved", bundle["pending_id"])
-        _say(
-            "The receiver hears it was answered (answer text only where a route opts in)",
-            {"event": resolved["event"], "status": resolved["bundle"]["status"]},
-        )
-
-        late = await http.post(
-            f"{base}/api/v1/clarification/{bundle['pending_id']}/respond",
-            json={"rejected": True, "reject_reason": "too late"},
-        )
-        _say("A second answerer over REST gets the winner's answer, not an error", late.json())
-        if late.status_code != 200 or late.json()["claimed"] is not False:
-            raise DemoFailed("the second answerer was not given the winner's replay")
-
-        created = await http.post(
-            f"{base}/api/v1/clarification/request",
-            json={"session_id": session["id"], "questions": QUESTIONS[:1]},
-        )
-        pending_id = created.json()["pending_id"]
-        await http.post(f"{base}/api/v1/sessions/{session['id']}/turns/current/complete")
-        _say("Another question is asked, then the agent's turn ends (the bundle detaches)")
-        link = link_for(pending_id)
-        page = await http.get(link)
-        if page.status_code != 200 or "<form" not in page.text:
-            raise DemoFailed(f"the answer link's page did not show the form: {page.status_code}")
-        _say(
-            "An e-mail's signed answer link opens a page with the question (GET answers nothing)",
-            {"link": link},
-        )
-        answered = await http.post(
-            link,
-            data={"action": "answer", "q0-options": ["q1_opt1"], "q0-text": ""},
-            headers={"Origin": base},
-        )
-        if answered.status_code != 200:
-            raise DemoFailed(f"answering through the link failed: {answered.text}")
-        resumes = (await http.get(f"{base}/api/v1/sessions/{session['id']}/resumes")).json()
-        _say("Answering it there resumes the agent through the durable outbox", resumes)
-        history = (await http.get(f"{base}/api/v1/clarification/resolved")).json()
-        _say(
-            "The resolved list records who answered, on which surface",
-            [
-                {"pending_id": b["pending_id"], "surface": b["resolved_by"]["surface"]}
-                for b in history["bundles"]
-            ],
-        )
-        scrape = (await http.get(f"{base}/metrics")).text
-        _say(
-            "GET /metrics (Prometheus) counts them",
-            [
-                line
-                for line in scrape.splitlines()
-                if line.startswith(
-                    (
-                        "clarion_bundles_resolved_total",
-                        "clarion_claims_lost_total",
-                        "clarion_notification_deliveries_total",
-                        "clarion_pending_bundles",
-                        'clarion_mcp_tool_call_duration_seconds_count{tool="answer_question',
-                    )
-                )
-            ],
-        )
+        ],
+    )
 
 
 async def _main() -> None:

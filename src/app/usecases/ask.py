@@ -105,6 +105,23 @@ class _Prepared:
 
 
 @attrs.define
+class _LiveWait:
+    """One live wait on a bundle (:meth:`Asking._wait_live`): what it was given, and what the
+    task preparing and offering the bundle beside it reports back."""
+
+    session: Session
+    pending_id: str
+    questions: tuple[Question, ...]
+    before: Callable[[], Awaitable[bool]]
+    alongside: Alongside | None
+    replays_end_the_wait: bool
+    # An error from ``before()``: it ends the wait and is raised to the asker.
+    failures: list[BaseException] = attrs.field(factory=list)
+    # What ended the wait in place of a delivery: a replay, or None (nobody won).
+    settled: list[Resolution | None] = attrs.field(factory=list)
+
+
+@attrs.define
 class Asking:
     """Creating bundles and waiting on them: the blocking asks of agents and REST's create.
     The operations on a bundle an agent waits on (get, wait, cancel) are :class:`LiveRequests`;
@@ -441,44 +458,30 @@ class Asking:
         ``alongside`` reports ends the wait unless a delivery to it is already under way
         (:meth:`Waiters.cancel` then returns False and the delivery arrives).
         """
-        self._waiters.register(pending_id, session.id)
+        wait = _LiveWait(session, pending_id, questions, before, alongside, replays_end_the_wait)
+        resolution, ended = await self._wait_registered(wait, on_progress, progress_interval)
+        return await self._wait_outcome(wait, resolution, ended)
+
+    async def _wait_registered(
+        self,
+        wait: _LiveWait,
+        on_progress: ProgressCallback | None,
+        progress_interval: float,
+    ) -> tuple[Resolution | None, WaitEnded | None]:
+        """Register the wait and block in it while :meth:`_prepare_then_offer` (and the
+        progress pings) run beside it; returns the delivered resolution, or how the wait
+        ended. A cancelled wait detaches the session's bundles (facts §4.9) and re-raises."""
+        pending_id = wait.pending_id
+        self._waiters.register(pending_id, wait.session.id)
         if self._closing:
             self._waiters.cancel(pending_id)
         self._asking.add(pending_id)
-        failures: list[BaseException] = []
-        settled: list[Resolution | None] = []
-
-        async def settle(resolution: Resolution | None) -> None:
-            if self._waiters.cancel(pending_id):
-                settled.append(resolution)
-
-        async def prepare_then_offer() -> None:
-            try:
-                is_open = await before()
-                if not is_open:
-                    bundle = await self._run(self._claims.load_bundle, pending_id)
-                    await settle(replay_winner(pending_id, bundle.rows if bundle else ()))
-                    return
-            except ClarionError as exc:
-                failures.append(exc)
-                self._waiters.cancel(pending_id)
-                return
-            if alongside is None:
-                return
-            try:
-                offered = await alongside(pending_id, questions)
-            except Exception:  # another surface failing must never end this wait
-                log.warning("clarification.alongside_failed", pending_id=pending_id, exc_info=True)
-                return
-            if replays_end_the_wait and offered is not None and not offered.claimed:
-                await settle(offered)
-
         resolution: Resolution | None = None
         ended: WaitEnded | None = None
         try:
             async with anyio.create_task_group() as tasks:
                 # Started after this task is already waiting (see the Waiters contract).
-                tasks.start_soon(prepare_then_offer)
+                tasks.start_soon(self._prepare_then_offer, wait)
                 if on_progress is not None:
                     tasks.start_soon(_ping, on_progress, progress_interval, pending_id)
                 try:
@@ -489,17 +492,59 @@ class Asking:
                     tasks.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                await self._after_abandoned_wait(session)
+                await self._after_abandoned_wait(wait.session)
             raise
         finally:
             self._asking.discard(pending_id)
-        if failures:
-            raise failures[0]
+        return resolution, ended
+
+    async def _prepare_then_offer(self, wait: _LiveWait) -> None:
+        """Beside the wait: run ``before()``, settle the wait with the winner's replay when the
+        bundle is not open, else run ``alongside`` (see :meth:`_wait_live`)."""
+        pending_id = wait.pending_id
+        try:
+            is_open = await wait.before()
+            if not is_open:
+                bundle = await self._run(self._claims.load_bundle, pending_id)
+                self._settle(wait, replay_winner(pending_id, bundle.rows if bundle else ()))
+                return
+        except ClarionError as exc:
+            wait.failures.append(exc)
+            self._waiters.cancel(pending_id)
+            return
+        if wait.alongside is None:
+            return
+        try:
+            offered = await wait.alongside(pending_id, wait.questions)
+        except Exception:  # another surface failing must never end this wait
+            log.warning("clarification.alongside_failed", pending_id=pending_id, exc_info=True)
+            return
+        if wait.replays_end_the_wait and offered is not None and not offered.claimed:
+            self._settle(wait, offered)
+
+    def _settle(self, wait: _LiveWait, resolution: Resolution | None) -> None:
+        """End the wait with ``resolution`` in place of a delivery, unless a delivery to it is
+        already under way (then :meth:`Waiters.cancel` returns False)."""
+        if self._waiters.cancel(wait.pending_id):
+            wait.settled.append(resolution)
+
+    async def _wait_outcome(
+        self, wait: _LiveWait, resolution: Resolution | None, ended: WaitEnded | None
+    ) -> Resolution:
+        """What the ended wait returns: the delivered answer, else the settled replay (the
+        session back to RUNNING); raises the failure of ``before()`` or ``ended``.
+
+        Raises:
+            ClarionError: ``before()`` failed.
+            WaitEnded: no answer was delivered and no replay settled the wait.
+        """
+        if wait.failures:
+            raise wait.failures[0]
         # An answer delivered to this wait was finalized together with the session's return
         # to RUNNING (ClaimRepository.finalize_live_delivery); a replay was not.
         delivered = resolution is not None
-        if resolution is None and settled:
-            resolution = settled[0]
+        if resolution is None and wait.settled:
+            resolution = wait.settled[0]
             if resolution is None:
                 assert ended is not None
                 raise ended  # not active and nobody won: the bundle is over
@@ -508,12 +553,14 @@ class Asking:
             # A cancel from turn completion has detached already; one from shutdown has not.
             if ended.reason is not WaitEnd.CANCELLED or self._closing:
                 with anyio.CancelScope(shield=True):
-                    await self._after_abandoned_wait(session)
-            log.info("clarification.wait_ended", pending_id=pending_id, reason=ended.reason.value)
+                    await self._after_abandoned_wait(wait.session)
+            log.info(
+                "clarification.wait_ended", pending_id=wait.pending_id, reason=ended.reason.value
+            )
             raise ended
         if not delivered:
             await self._set_state(
-                session.id,
+                wait.session.id,
                 SessionState.RUNNING,
                 expected=(SessionState.WAITING_FOR_INPUT,),
             )

@@ -6,6 +6,8 @@ passes them in.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import anyio
 import attrs
 
@@ -106,95 +108,137 @@ def build_services(
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
     """
-    limits = limits if limits is not None else Limits()
-    metrics = metrics if metrics is not None else NoMetrics()
-    tracer = tracer if tracer is not None else NoTracer()
     if runner is not None and limiter is not None and limiter is not runner.limiter:
         raise ValueError("build_services takes a runner or a limiter, not two different pools")
     runner = runner if runner is not None else Runner(limiter)
-    resolver = Resolver(
-        claims=claims,
-        authorizer=authorizer,
-        waiters=waiters,
-        dispatcher=dispatcher,
-        events=events,
-        runner=runner,
-        delivery_timeout=delivery_timeout,
-        resume_timeout=resume_timeout,
-        metrics=metrics,
-        tracer=tracer,
-    )
-    requests = LiveRequests(
-        claims=claims,
-        authorizer=authorizer,
-        waiters=waiters,
-        events=events,
-        runner=runner,
-        ask_timeout=ask_timeout,
-        watch_interval=watch_interval,
-    )
-    asking = Asking(
-        claims=claims,
+    ports = _Ports(
+        bundles=_BundlePorts(
+            claims=claims, authorizer=authorizer, waiters=waiters, events=events, runner=runner
+        ),
         host=host,
-        authorizer=authorizer,
-        waiters=waiters,
-        events=events,
+        clock=clock,
         ids=ids,
-        runner=runner,
-        ask_timeout=ask_timeout,
-        limits=limits,
-        metrics=metrics,
+        limits=limits if limits is not None else Limits(),
+        metrics=metrics if metrics is not None else NoMetrics(),
+        tracer=tracer if tracer is not None else NoTracer(),
     )
-    agent_asks = (
-        AgentAsks(
-            records=ask_records,
-            asking=asking,
-            claims=claims,
-            authorizer=authorizer,
-            waiters=waiters,
-            events=events,
-            clock=clock,
-            ids=ids,
-            runner=runner,
-        )
-        if ask_records is not None
-        else None
-    )
-    lifecycle = Lifecycle(
-        claims=claims,
-        host=host,
-        authorizer=authorizer,
-        waiters=waiters,
-        events=events,
-        runner=runner,
-    )
-    operations = HostOperations(
-        host=host, claims=claims, authorizer=authorizer, runner=runner, users=users, limits=limits
-    )
+    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout)
+    requests = _live_requests(ports, ask_timeout, watch_interval)
+    asking = _asking(ports, ask_timeout)
+    agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
+    lifecycle = _lifecycle(ports)
+    operations = _host_operations(ports, users)
     return Services(
         resolver=resolver,
         asking=asking,
         requests=requests,
-        listing=Listing(
-            claims=claims,
-            authorizer=authorizer,
-            runner=runner,
-            max_page_size=limits.max_page_size,
-            max_list_bytes=limits.max_list_bytes,
-        ),
+        listing=_listing(ports),
         lifecycle=lifecycle,
         host=operations,
-        agents=AgentSessions(
-            host=operations,
-            lifecycle=lifecycle,
-            asking=asking,
-            clock=clock,
-            workspace_id=agent_workspace,
-        ),
+        agents=_agent_sessions(ports, operations, lifecycle, asking, agent_workspace),
         clock=clock,
         runner=runner,
-        limits=limits,
-        metrics=metrics,
-        tracer=tracer,
+        limits=ports.limits,
+        metrics=ports.metrics,
+        tracer=ports.tracer,
         agent_asks=agent_asks,
+    )
+
+
+class _BundlePorts(TypedDict):
+    """The ports every use case that reads, settles or waits on bundles is built over."""
+
+    claims: ClaimRepository
+    authorizer: TaskAuthorizer
+    waiters: Waiters
+    events: EventPublisher
+    runner: Runner
+
+
+@attrs.frozen
+class _Ports:
+    """What :func:`build_services` builds each use case from: the ports, with the one runner,
+    the limits and the telemetry settled."""
+
+    bundles: _BundlePorts
+    host: HostRepository
+    clock: Clock
+    ids: IdGenerator
+    limits: Limits
+    metrics: Metrics
+    tracer: Tracer
+
+
+def _resolver(
+    ports: _Ports, dispatcher: ResumeDispatcher, delivery_timeout: float, resume_timeout: float
+) -> Resolver:
+    return Resolver(
+        **ports.bundles,
+        dispatcher=dispatcher,
+        delivery_timeout=delivery_timeout,
+        resume_timeout=resume_timeout,
+        metrics=ports.metrics,
+        tracer=ports.tracer,
+    )
+
+
+def _live_requests(ports: _Ports, ask_timeout: float, watch_interval: float) -> LiveRequests:
+    return LiveRequests(**ports.bundles, ask_timeout=ask_timeout, watch_interval=watch_interval)
+
+
+def _asking(ports: _Ports, ask_timeout: float) -> Asking:
+    return Asking(
+        **ports.bundles,
+        host=ports.host,
+        ids=ports.ids,
+        ask_timeout=ask_timeout,
+        limits=ports.limits,
+        metrics=ports.metrics,
+    )
+
+
+def _agent_asks(ports: _Ports, asking: Asking, records: AskRecords) -> AgentAsks:
+    return AgentAsks(
+        **ports.bundles, records=records, asking=asking, clock=ports.clock, ids=ports.ids
+    )
+
+
+def _lifecycle(ports: _Ports) -> Lifecycle:
+    return Lifecycle(**ports.bundles, host=ports.host)
+
+
+def _listing(ports: _Ports) -> Listing:
+    return Listing(
+        claims=ports.bundles["claims"],
+        authorizer=ports.bundles["authorizer"],
+        runner=ports.bundles["runner"],
+        max_page_size=ports.limits.max_page_size,
+        max_list_bytes=ports.limits.max_list_bytes,
+    )
+
+
+def _host_operations(ports: _Ports, users: UserDirectory | None) -> HostOperations:
+    return HostOperations(
+        host=ports.host,
+        claims=ports.bundles["claims"],
+        authorizer=ports.bundles["authorizer"],
+        runner=ports.bundles["runner"],
+        users=users,
+        limits=ports.limits,
+    )
+
+
+def _agent_sessions(
+    ports: _Ports,
+    operations: HostOperations,
+    lifecycle: Lifecycle,
+    asking: Asking,
+    workspace_id: str,
+) -> AgentSessions:
+    return AgentSessions(
+        host=operations,
+        lifecycle=lifecycle,
+        asking=asking,
+        clock=ports.clock,
+        workspace_id=workspace_id,
     )
