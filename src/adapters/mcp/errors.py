@@ -6,7 +6,9 @@ errors and ``retryable`` for delivery failures) so programs can branch without r
 
 - ``NotFound`` → ``NOT_FOUND``, its message: "clarification request not found" for every
   unknown or foreign bundle alike (N5).
-- ``NotActive`` → ``CONFLICT``, "clarification request is no longer active" (N4a).
+- ``NotActive`` → ``CONFLICT``, "clarification request is no longer active" (N4a), plus
+  ``closed_reason`` when the re-read could tell why (issue #30: ``superseded``,
+  ``session_ended``, ``expired``, ``cancelled``; REST's ``Clarion-Closed-Reason``).
 - ``ValidationError`` → ``VALIDATION_ERROR``, its message naming the field, plus ``field``.
 - ``LimitExceeded`` → ``LIMIT_EXCEEDED``, its message naming the limit, plus ``limit`` (the
   setting, e.g. ``CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION``; REST answers 429).
@@ -59,7 +61,8 @@ def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallTo
     if isinstance(exc, NotFound):
         return error_result("NOT_FOUND", exc.message)
     if isinstance(exc, NotActive):
-        return error_result("CONFLICT", exc.message)
+        why = {"closed_reason": exc.closed_reason} if exc.closed_reason else {}
+        return error_result("CONFLICT", exc.message, **why)
     if isinstance(exc, ValidationError):
         return error_result("VALIDATION_ERROR", exc.message, field=exc.field)
     if isinstance(exc, LimitExceeded):

@@ -22,6 +22,11 @@ from clarion.domain.errors import (
     [
         (NotFound(NOT_FOUND_MESSAGE), NOT_FOUND_MESSAGE, {"code": "NOT_FOUND"}),
         (NotActive(NOT_ACTIVE_MESSAGE), NOT_ACTIVE_MESSAGE, {"code": "CONFLICT"}),
+        (  # issue #30: the spec's text (N4a), and why the bundle closed
+            NotActive(NOT_ACTIVE_MESSAGE, closed_reason="superseded"),
+            NOT_ACTIVE_MESSAGE,
+            {"code": "CONFLICT", "closed_reason": "superseded"},
+        ),
         (
             InvalidOutcome("answer 1 is missing question_id", field="answers[0].question_id"),
             "answer 1 is missing question_id",
@@ -40,7 +45,7 @@ from clarion.domain.errors import (
             {"code": "INTERNAL_ERROR", "retryable": True},
         ),
     ],
-    ids=["not-found", "not-active", "outcome", "argument", "delivery"],
+    ids=["not-found", "not-active", "closed-with-reason", "outcome", "argument", "delivery"],
 )
 def test_clarion_errors_map_to_their_code_and_caller_safe_text(
     error: Exception, text: str, details: dict[str, object]

@@ -89,11 +89,12 @@ async def test_l2a_superseded_and_terminal_session_bundles_are_not_listed(
     world.host_repository.set_session_state(terminal.session.id, SessionState.FAILED)
     async with mcp_client(world.external_url, token=alice.token, mode=mode) as client:
         assert await _pending_ids(client) == [live_id]
-        for pending_id in (superseded_id, terminal_id):
+        for pending_id, why in ((superseded_id, "superseded"), (terminal_id, "session_ended")):
             result = await client.call_tool(
                 ANSWER, {"pending_id": pending_id, "answers": answers_for(1)}
             )
-            assert tool_error(result) == (NOT_ACTIVE, {"code": "CONFLICT"})
+            # #30: the spec's text and code, and why the bundle closed.
+            assert tool_error(result) == (NOT_ACTIVE, {"code": "CONFLICT", "closed_reason": why})
 
 
 def _seed_bundle_without_question_ids(world: McpWorld, agent: Agent) -> str:
