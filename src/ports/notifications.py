@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -70,14 +70,23 @@ class Notifier(Protocol):
     Contract: ``deliver`` sends ``notification`` once and says how it went; it never raises for
     a failure of the channel (it returns RETRY or PERMANENT). The same ``idempotency_key`` may
     be delivered more than once (at-least-once); a channel that can carry it to the receiver
-    does (the webhook's ``Idempotency-Key`` header, the e-mail's ``Message-ID``).
-
-    A channel that posts messages and updates them in place when the bundle ends (Slack) sets
-    a class attribute ``updates_in_place = True``: when the bundle was settled while such a
-    message was being posted, the worker then schedules the route's terminal update once more.
+    does (the webhook's ``Idempotency-Key`` header, the e-mail's ``Message-ID``). A channel
+    that updates its messages in place declares it (:class:`InPlaceNotifier`).
     """
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome: ...
+
+
+@runtime_checkable
+class InPlaceNotifier(Notifier, Protocol):
+    """A capability a :class:`Notifier` may declare (issue #32): ``updates_in_place`` is True
+    for a channel that posts messages and updates them in place when the bundle ends (Slack).
+    When the bundle was settled while such a message was being posted, the worker schedules
+    the route's terminal update once more. Without the capability, or with it False, a sent
+    message is final."""
+
+    @property
+    def updates_in_place(self) -> bool: ...
 
 
 class DestinationCheck(Protocol):
@@ -265,6 +274,7 @@ __all__ = [
     "ChatUserLinks",
     "DeliveryOutcome",
     "DestinationCheck",
+    "InPlaceNotifier",
     "Notification",
     "NotificationOutbox",
     "NotificationRoutes",

@@ -88,6 +88,7 @@ from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
 from clarion.ports.notifications import (
     DeliveryOutcome,
+    InPlaceNotifier,
     Notification,
     NotificationStore,
     Notifier,
@@ -512,7 +513,7 @@ class NotificationWorker:
             if entry.event == REMINDER and route.remind_after_s is not None:
                 nxt = entry.due_at + timedelta(seconds=route.remind_after_s)
                 follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
-            if entry.event in ASKING_EVENTS and getattr(notifier, "updates_in_place", False):
+            if entry.event in ASKING_EVENTS and _updates_in_place(notifier):
                 follow_ups += await self._settled_meanwhile(entry, route)
             await self._finish(entry, DONE, follow_ups=follow_ups, facts=facts)
         elif outcome.status is Sent.RETRY:
@@ -606,6 +607,11 @@ def _status(event: str, bundle: Bundle, winner: Resolution | None) -> str:
     if event == SUPERSEDED_EVENT:
         return SUPERSEDED_EVENT
     return bundle.rows[0].display_status
+
+
+def _updates_in_place(notifier: Notifier) -> bool:
+    """The channel declares that it updates its messages in place (:class:`InPlaceNotifier`)."""
+    return isinstance(notifier, InPlaceNotifier) and notifier.updates_in_place
 
 
 def _announces(entry: OutboxEntry, responded_at: datetime) -> bool:

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from clarion.adapters.memory import InMemoryNotificationStore, InMemoryStore
+from clarion.adapters.notify import WebhookNotifier
 from clarion.adapters.slack import SlackApi, SlackNotifier
 from clarion.adapters.system import UuidIds
 from clarion.app.root.compose import Storage, build_clarion
@@ -22,7 +23,12 @@ from clarion.domain.errors import ValidationError
 from clarion.domain.model import Answer, Identity, Option, Outcome, Question, Resolution
 from clarion.domain.notifications import RouteSpec, parse_channel
 from clarion.domain.resolved_by import Surface
-from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
+from clarion.ports.notifications import (
+    DeliveryOutcome,
+    InPlaceNotifier,
+    Notification,
+    Sent,
+)
 from clarion.ports.testing import ManualClock
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, fake_slack
 
@@ -168,13 +174,19 @@ def test_the_composition_wires_slack_only_as_configured() -> None:
 class _PostAfterAnotherProcessSettled:
     """The real Slack channel, except that while a question message is being posted the
     bundle is answered and a second process (another worker on the same store) applies the
-    terminal update first — before this message is recorded."""
+    terminal update first — before this message is recorded. It declares the
+    ``updates_in_place`` capability (:class:`InPlaceNotifier`) as given."""
 
-    updates_in_place = True
-
-    def __init__(self, inner: SlackNotifier, settle: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        inner: SlackNotifier,
+        settle: Callable[[], Awaitable[None]],
+        *,
+        updates_in_place: bool = True,
+    ) -> None:
         self._inner = inner
         self._settle = settle
+        self.updates_in_place = updates_in_place
 
     async def deliver(self, notification: Notification) -> DeliveryOutcome:
         if notification.event == "answerable":
@@ -182,10 +194,25 @@ class _PostAfterAnotherProcessSettled:
         return await self._inner.deliver(notification)
 
 
+def test_only_the_slack_channel_declares_that_it_updates_in_place() -> None:
+    """#32: the capability is declared on the port (:class:`InPlaceNotifier`), not found by
+    duck typing; the webhook and e-mail channels post messages that are final."""
+    store = InMemoryNotificationStore(InMemoryStore(), ManualClock(), UuidIds())
+    slack = SlackNotifier(SlackApi(TOKEN, api_url="http://127.0.0.1:9/"), store)
+    assert isinstance(slack, InPlaceNotifier)
+    assert slack.updates_in_place
+    assert not isinstance(WebhookNotifier(), InPlaceNotifier)
+
+
 @pytest.mark.anyio
-async def test_a_terminal_update_that_raced_the_post_is_applied_again(fake: FakeSlack) -> None:
+@pytest.mark.parametrize("updates_in_place", [True, False])
+async def test_a_terminal_update_that_raced_the_post_is_applied_again(
+    fake: FakeSlack, updates_in_place: bool
+) -> None:
     """#18: across processes, the route's terminal update can run before the message it
-    should update is recorded; the worker that posted schedules it once more."""
+    should update is recorded; the worker that posted schedules it once more — for a channel
+    that declares ``updates_in_place`` (#32), and only for one: otherwise the message stays
+    as posted."""
     clock = ManualClock()
     storage = Storage.in_memory(clock, UuidIds())
     settings = Settings(
@@ -210,7 +237,11 @@ async def test_a_terminal_update_that_raced_the_post_is_applied_again(fake: Fake
         settings,
         storage=storage,
         clock=clock,
-        notifiers={"slack": _PostAfterAnotherProcessSettled(inner, settle)},
+        notifiers={
+            "slack": _PostAfterAnotherProcessSettled(
+                inner, settle, updates_in_place=updates_in_place
+            )
+        },
     )
     workspace = storage.host.create_workspace("ws", "")
     task = storage.host.create_task("t", workspace.id)
@@ -227,6 +258,10 @@ async def test_a_terminal_update_that_raced_the_post_is_applied_again(fake: Fake
         if not await worker.run_once():
             break
     (message,) = fake.posted()
+    if not updates_in_place:
+        assert message.updates == 0
+        assert any(block["type"] == "actions" for block in message.blocks)
+        return
     assert message.updates == 1
     assert message.blocks[0]["text"]["text"] == "Answered"
     assert not any(block["type"] == "actions" for block in message.blocks)
