@@ -10,9 +10,10 @@ from contextlib import contextmanager
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage, opened_storage
-from clarion.app.root.wings.notifications import configured_channels, route_management
+from clarion.app.root.wings.notifications import route_management
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.notification_routes import NotificationRouting
+from clarion.app.usecases.people_services import build_authentication
 from clarion.app.usecases.runner import Runner
 from clarion.app.usecases.slack import SlackLinks
 from clarion.ports.claims import ClaimRepository
@@ -23,7 +24,7 @@ from clarion.ports.notifications import NotificationStore
 def administration(settings: Settings) -> Iterator[Authentication]:
     """Users and tokens (``clarion users``, ``clarion tokens``)."""
     with opened_storage(settings) as storage:
-        yield Authentication(storage.tokens, SystemClock(), UuidIds())
+        yield build_authentication(storage.tokens, SystemClock(), UuidIds(), settings.limits)
 
 
 @contextmanager
@@ -32,7 +33,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
     route)."""
     with opened_storage(settings) as storage:
         store = _notification_store(storage)
-        yield route_management(settings, storage, store, Runner(), configured_channels(settings))
+        yield route_management(settings, storage, store, Runner())
 
 
 @contextmanager

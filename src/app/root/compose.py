@@ -31,10 +31,10 @@ from clarion.app.root.crashpoints import crashing_claims
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import MEMORY_URL, Startup, Storage, open_storage
 from clarion.app.root.wings import surfaces as surface
-from clarion.app.root.wings.core import core_services
+from clarion.app.root.wings.core import core_services, people_of
 from clarion.app.root.wings.delivery import delivery
 from clarion.app.root.wings.maintenance import maintenance_wing, storage_wing
-from clarion.app.root.wings.notifications import notifications
+from clarion.app.root.wings.notifications import notifications_wing
 from clarion.app.root.wings.slack import slack_wing
 from clarion.app.root.wings.telemetry import Telemetry
 from clarion.app.usecases.answer_links import AnswerLinks
@@ -147,24 +147,21 @@ def build_clarion(
     )
     authorizer = authorizer if authorizer is not None else HostTaskAuthorizer(storage.host)
     telemetry = Telemetry()
-    services = core_services(settings, storage, claims, authorizer, wired, telemetry, clock, ids)
-    people = surface.accounts(settings, storage, services, claims, runner, ids)
-    notifying = notifications(
-        settings, storage, services, claims, authorizer, runner, notifiers, people.answer_links
+    services = core_services(
+        settings, storage, claims, authorizer, wired, telemetry, clock, ids, notifiers
     )
+    people = people_of(services)
     startup = Startup(storage)
     wings = [
         storage_wing(startup, noted=lambda: surface.note_ephemeral_keys(settings)),
         wired.wing,
         surface.surfaces_wing(settings, services, people, hosts),
-        slack_wing(settings, storage, services, runner),
+        slack_wing(settings, people.slack, runner),
         telemetry.wing(settings, services, claims),
         maintenance_wing(settings, storage, services, people.authentication, runner),
-        notifying.wing,
+        notifications_wing(people.notifications),
     ]
-    app = surface.rest_app(
-        settings, services, people, storage, wired.events, hosts, wings, notifying.routing
-    )
+    app = surface.rest_app(settings, services, people, storage, wired.events, hosts, wings)
     telemetry.instrument(app)
     return Clarion(
         settings,
@@ -173,7 +170,7 @@ def build_clarion(
         app,
         storage,
         people.answer_links,
-        notifying.worker,
-        notifying.routing,
+        people.notifications,
+        people.notification_routes,
         startup=startup,
     )

@@ -18,6 +18,12 @@ from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.live import ASK_TIMEOUT_S, WATCH_INTERVAL_S, LiveRequests
+from clarion.app.usecases.people_services import (
+    CoreUseCases,
+    PeoplePorts,
+    PeopleServices,
+    build_people_services,
+)
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
@@ -60,6 +66,9 @@ class Services:
     # on the MCP surfaces. None when built without an AskRecords store: asks then end with
     # their call, as before.
     agent_asks: AgentAsks | None = None
+    # Sign-in, answer links, notifications and Slack (issue #32), built with the rest when
+    # ``build_services`` is given their ports (Clarion's own composition root always does).
+    people: PeopleServices | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -89,6 +98,7 @@ def build_services(
     tracer: Tracer | None = None,
     ask_records: AskRecords | None = None,
     agent_workspace: str = "",
+    people: PeoplePorts | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -103,7 +113,9 @@ def build_services(
     counts and times what happens (:class:`NoMetrics` when None); ``ask_records`` keeps
     agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks);
     ``agent_workspace`` is where agents that ask without a host get their tasks
-    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace).
+    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace);
+    ``people`` are the ports of sign-in, answer links, notifications and Slack
+    (:mod:`~clarion.app.usecases.people_services`; without them ``Services.people`` is None).
 
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
@@ -128,7 +140,7 @@ def build_services(
     agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
     lifecycle = _lifecycle(ports)
     operations = _host_operations(ports, users)
-    return Services(
+    services = Services(
         resolver=resolver,
         asking=asking,
         requests=requests,
@@ -143,6 +155,9 @@ def build_services(
         tracer=ports.tracer,
         agent_asks=agent_asks,
     )
+    if people is None:
+        return services
+    return attrs.evolve(services, people=_people(ports, services, people))
 
 
 class _BundlePorts(TypedDict):
@@ -242,3 +257,19 @@ def _agent_sessions(
         clock=ports.clock,
         workspace_id=workspace_id,
     )
+
+
+def _people(ports: _Ports, services: Services, people: PeoplePorts) -> PeopleServices:
+    core = CoreUseCases(
+        claims=ports.bundles["claims"],
+        host=ports.host,
+        authorizer=ports.bundles["authorizer"],
+        resolver=services.resolver,
+        lifecycle=services.lifecycle,
+        clock=ports.clock,
+        ids=ports.ids,
+        runner=ports.bundles["runner"],
+        metrics=ports.metrics,
+        limits=ports.limits,
+    )
+    return build_people_services(people, core)

@@ -1,13 +1,11 @@
-"""Notifications: the channels the settings configure, the worker that delivers the outbox
-(a background task while serving) and the management of routes (REST and ``clarion
-notify``)."""
+"""Notifications: the channels the settings configure and the outbox they deliver (the ports
+of the worker and of route management, built with every use case by
+:func:`~clarion.app.usecases.services.build_services`), and the worker as a background task
+while serving."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Final
-
-import attrs
 
 from clarion.adapters.notify import (
     AppriseNotifier,
@@ -23,10 +21,12 @@ from clarion.app.root.wings.delivery import outbound_policy
 from clarion.app.root.wings.slack import slack_adapter
 from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.notifications import DeliveryPolicy, NotificationWorker
+from clarion.app.usecases.people_services import (
+    NotificationPorts,
+    build_routing,
+    unconfigured_channels,
+)
 from clarion.app.usecases.runner import Runner
-from clarion.app.usecases.services import Services
-from clarion.ports.authorizer import TaskAuthorizer
-from clarion.ports.claims import ClaimRepository
 from clarion.ports.notifications import (
     AnswerLinkIssuer,
     NotificationStore,
@@ -39,76 +39,57 @@ from clarion.ports.threads import Offload
 CHANNEL_SETTINGS: Final = {"email": "CLARION_SMTP_HOST", "slack": "CLARION_SLACK_BOT_TOKEN"}
 
 
-@attrs.frozen
-class Notifications:
-    """The worker and route management (None: the storage keeps no outbox) and their wing."""
-
-    worker: NotificationWorker | None
-    routing: NotificationRouting | None
-    wing: Wing
-
-
-def notifications(
+def notification_ports(
     settings: Settings,
     storage: Storage,
-    services: Services,
-    claims: ClaimRepository,
-    authorizer: TaskAuthorizer,
     runner: Runner,
     notifiers: dict[str, Notifier] | None,
-    answer_links: AnswerLinkIssuer,
-) -> Notifications:
-    """The worker delivering ``storage``'s outbox while serving, through ``notifiers`` (None:
-    the channels the settings configure, e-mail carrying ``answer_links``)."""
-    channels = (
-        notifiers
-        if notifiers is not None
-        else default_notifiers(settings, answer_links, storage.notifications, runner)
-    )
+) -> NotificationPorts | None:
+    """The outbox of ``storage`` and the channels it is delivered through: ``notifiers``, else
+    those the settings configure (e-mail carrying the answer links). None: the storage keeps
+    no outbox."""
     store = storage.notifications
     if store is None:
-        return Notifications(None, None, Wing())
-    worker = NotificationWorker(
+        return None
+
+    def channels(answer_links: AnswerLinkIssuer) -> dict[str, Notifier]:
+        if notifiers is not None:
+            return notifiers
+        return default_notifiers(settings, answer_links, store, runner)
+
+    return NotificationPorts(
         store=store,
-        claims=claims,
-        host=storage.host,
-        authorizer=authorizer,
-        users=storage.tokens,
         notifiers=channels,
-        expire=services.lifecycle.expire_bundle,
-        answer=services.resolver.resolve,
-        clock=services.clock,
-        runner=runner,
-        metrics=services.metrics,
-        public_url=settings.base_url,
+        destinations=RouteDestinations(outbound_policy(settings)),
+        channel_settings=CHANNEL_SETTINGS,
         policy=DeliveryPolicy(
             max_attempts=settings.notify_max_attempts,
             poll_interval_s=settings.notify_poll_s,
             delivery_timeout_s=settings.notify_timeout_s,
             concurrency=settings.notify_concurrency,
         ),
+        public_url=settings.base_url,
     )
-    routing = route_management(settings, storage, store, runner, channels.keys())
-    return Notifications(worker, routing, Wing(tasks=(worker.run_forever,)))
+
+
+def notifications_wing(worker: NotificationWorker | None) -> Wing:
+    """The worker delivering the outbox while serving (nothing without an outbox)."""
+    return Wing(tasks=(worker.run_forever,)) if worker is not None else Wing()
 
 
 def route_management(
-    settings: Settings,
-    storage: Storage,
-    store: NotificationStore,
-    runner: Runner,
-    channels: Collection[str],
+    settings: Settings, storage: Storage, store: NotificationStore, runner: Runner
 ) -> NotificationRouting:
-    """Route management over ``store``; a route on a channel not in ``channels`` is refused
-    unless forced, naming the setting it needs."""
-    return NotificationRouting(
-        store=store,
-        host=storage.host,
-        users=storage.tokens,
-        runner=runner,
+    """Route management for ``clarion notify``: a route on a channel the settings do not
+    configure is refused unless forced, naming the setting it needs."""
+    return build_routing(
+        store,
+        storage.host,
+        storage.tokens,
+        runner,
         email_needs_user=settings.auth_enabled,
         destinations=RouteDestinations(outbound_policy(settings)),
-        unconfigured=unconfigured_channels(channels),
+        unconfigured=unconfigured_channels(CHANNEL_SETTINGS, configured_channels(settings)),
     )
 
 
@@ -121,11 +102,6 @@ def configured_channels(settings: Settings) -> frozenset[str]:
     if settings.slack_bot_token:
         kinds.add("slack")
     return frozenset(kinds)
-
-
-def unconfigured_channels(available: Collection[str]) -> dict[str, str]:
-    """Each channel kind that needs a setting and is not in ``available``, with the setting."""
-    return {kind: name for kind, name in CHANNEL_SETTINGS.items() if kind not in available}
 
 
 def default_notifiers(

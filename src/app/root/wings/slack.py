@@ -6,16 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from clarion.app.root.settings import Settings
-from clarion.app.root.storage import Storage
 from clarion.app.root.wings import Wing
 from clarion.app.usecases.runner import Runner
-from clarion.app.usecases.services import Services
 from clarion.app.usecases.slack import SlackAnswering
 from clarion.domain.errors import ValidationError
 
 
-def slack_wing(settings: Settings, storage: Storage, services: Services, runner: Runner) -> Wing:
-    """The interactions route when ``CLARION_SLACK_SIGNING_SECRET`` is set (none otherwise).
+def slack_wing(settings: Settings, answering: SlackAnswering | None, runner: Runner) -> Wing:
+    """The interactions route when ``CLARION_SLACK_SIGNING_SECRET`` is set (none otherwise),
+    answering through ``answering`` (None: the storage keeps no notifications).
 
     Raises:
         ValidationError: no bot token to answer through, the storage keeps no notifications
@@ -29,18 +28,11 @@ def slack_wing(settings: Settings, storage: Storage, services: Services, runner:
             "sent back through Slack's Web API)",
             field="CLARION_SLACK_BOT_TOKEN",
         )
-    if storage.notifications is None:
+    if answering is None:
         raise ValidationError(
             "Slack interactions need a storage with notifications", field="slack_signing_secret"
         )
     slack = slack_adapter()
-    answering = SlackAnswering(
-        resolver=services.resolver,
-        links=storage.notifications,
-        users=storage.tokens,
-        runner=runner,
-        auth_enabled=settings.auth_enabled,
-    )
     api = slack.SlackApi(settings.slack_bot_token, api_url=settings.slack_api_url, offload=runner)
     interactions = slack.SlackInteractions(
         signing_secret=settings.slack_signing_secret, answering=answering, api=api

@@ -1,95 +1,44 @@
 """The surfaces people and agents use: REST (the host application the other wings' routes
-join), the three MCP endpoints, the web inbox and the answer-link page; and the use cases
-only they need: sign-in (:class:`Authentication`) and answer links."""
+join), the three MCP endpoints, the web inbox and the answer-link page."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
 
-import attrs
 import structlog
 from starlette.applications import Starlette
 
 from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.mcp import build_mcp
 from clarion.adapters.mcp.elicitation import Setting
-from clarion.adapters.memory import InMemoryAnswerLinkStore
 from clarion.adapters.rest.app import create_rest_app
 from clarion.adapters.web import web_routes
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage
 from clarion.app.root.wings import Lifespan, Wing, routes_of
 from clarion.app.root.wings.telemetry import IDENTIFIED_PATHS
-from clarion.app.usecases.answer_links import AnswerLinks
-from clarion.app.usecases.auth import Authentication, LoginThrottle
-from clarion.app.usecases.notification_routes import NotificationRouting
-from clarion.app.usecases.runner import Runner
+from clarion.app.usecases.people_services import PeopleServices
 from clarion.app.usecases.services import Services
 from clarion.domain.errors import ValidationError
-from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher, EventSource
-from clarion.ports.system import IdGenerator
 
 log = structlog.get_logger(__name__)
-
-
-@attrs.frozen
-class Accounts:
-    """Sign-in and answer links: the use cases of the people the surfaces serve."""
-
-    authentication: Authentication
-    answer_links: AnswerLinks
-
-
-def accounts(
-    settings: Settings,
-    storage: Storage,
-    services: Services,
-    claims: ClaimRepository,
-    runner: Runner,
-    ids: IdGenerator,
-) -> Accounts:
-    limits = settings.limits
-    authentication = Authentication(
-        storage.tokens,
-        services.clock,
-        ids,
-        max_sessions=limits.max_login_sessions,
-        throttle=LoginThrottle(
-            max_failures=limits.max_login_failures, window_s=limits.login_failure_window_s
-        ),
-    )
-    answer_links = AnswerLinks(
-        resolver=services.resolver,
-        claims=claims,
-        users=storage.tokens,
-        store=storage.answer_links
-        if storage.answer_links is not None
-        else InMemoryAnswerLinkStore(),
-        clock=services.clock,
-        runner=runner,
-        base_url=settings.base_url,
-        keys=settings.answer_link_keys,
-        ttl=timedelta(seconds=settings.answer_link_ttl_s),
-        auth_enabled=settings.auth_enabled,
-    )
-    return Accounts(authentication, answer_links)
 
 
 def surfaces_wing(
     settings: Settings,
     services: Services,
-    accounts: Accounts,
+    people: PeopleServices,
     allowed_hosts: HostAllowlist,
 ) -> Wing:
     """The MCP endpoints (whose session managers the lifespan runs), the inbox and the
     answer-link page."""
-    answer_links = accounts.answer_links
+    answer_links = people.answer_links
     mcp = build_mcp(
         services,
         auth_enabled=settings.auth_enabled,
-        authentication=accounts.authentication,
+        authentication=people.authentication,
         tool_suffix=settings.tool_suffix,
         progress_interval=settings.progress_interval_s,
         allowed_hosts=allowed_hosts,
@@ -108,12 +57,11 @@ def surfaces_wing(
 def rest_app(
     settings: Settings,
     services: Services,
-    accounts: Accounts,
+    people: PeopleServices,
     storage: Storage,
     events: EventPublisher,
     allowed_hosts: HostAllowlist,
     wings: Sequence[Wing],
-    routing: NotificationRouting | None,
 ) -> Starlette:
     """The host application: REST, then every wing's routes behind the same middleware,
     with the wings' :class:`Lifespan`; its event streams end first at shutdown."""
@@ -121,14 +69,14 @@ def rest_app(
     app = create_rest_app(
         services,
         auth_enabled=settings.auth_enabled,
-        authentication=accounts.authentication,
+        authentication=people.authentication,
         event_source=event_source(events),
         database_check=storage.check,
         allowed_hosts=allowed_hosts,
         extra_routes=routes_of(wings),
         identified_paths=IDENTIFIED_PATHS,
         lifespan=Lifespan([*wings, closing]),
-        notification_routing=routing,
+        notification_routing=people.notification_routes,
         body_timeout_s=settings.body_timeout_s,
     )
     return app
