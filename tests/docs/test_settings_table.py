@@ -1,5 +1,6 @@
-"""The settings table of ``docs/operations.md`` is what the settings' declarations generate
-(issue #32): a setting added or changed without ``make settings-docs`` fails here."""
+"""The settings and limits tables of ``docs/operations.md`` are what the settings'
+declarations generate (issue #32): a setting or limit added or changed without ``make
+settings-docs`` fails here."""
 
 from __future__ import annotations
 
@@ -8,16 +9,25 @@ from pathlib import Path
 import attrs
 import pytest
 
-from clarion.app.root.declared_settings import declared_settings, setting
+from clarion.app.root.declared_settings import declared_settings, grouped_settings, setting
 from clarion.app.root.settings import Settings, parse_positive_int
-from clarion.app.root.settings_docs import END, START, main, render_table, with_table
+from clarion.app.root.settings_docs import (
+    END,
+    LIMITS_END,
+    LIMITS_START,
+    START,
+    main,
+    render_limits_table,
+    render_table,
+    with_table,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATIONS = ROOT / "docs" / "operations.md"
 
 
-def _committed_section(text: str) -> str:
-    return START + text.split(START, 1)[1].split(END, 1)[0] + END
+def _committed_section(text: str, start: str = START, end: str = END) -> str:
+    return start + text.split(start, 1)[1].split(end, 1)[0] + end
 
 
 def test_docs_operations_md_holds_the_generated_settings_table() -> None:
@@ -25,6 +35,26 @@ def test_docs_operations_md_holds_the_generated_settings_table() -> None:
     assert committed.count(START) == 1, f"docs/operations.md must hold one {START} marker"
     assert _committed_section(committed) == render_table(), (
         "the settings table in docs/operations.md is out of date: run `make settings-docs`"
+    )
+
+
+def test_docs_operations_md_holds_the_generated_limits_table() -> None:
+    committed = OPERATIONS.read_text(encoding="utf-8")
+    assert committed.count(LIMITS_START) == 1, f"docs/operations.md must hold one {LIMITS_START}"
+    assert _committed_section(committed, LIMITS_START, LIMITS_END) == render_limits_table(), (
+        "the limits table in docs/operations.md is out of date: run `make settings-docs`"
+    )
+
+
+def test_every_limit_is_one_row_with_its_default_and_refusals() -> None:
+    table = render_limits_table()
+    for declared in grouped_settings(Settings, "limits"):
+        (row,) = [line for line in table.splitlines() if f"| `{declared.setting.env}` |" in line]
+        assert f"| {declared.shown_default}" in row, declared.name
+        assert row.count(" | ") == 4, declared.name  # limit, variable, default, REST, MCP
+    assert (
+        "| request body, every route (REST, `/mcp`, `/mcp/session/…`, inbox) | "
+        "`CLARION_MAX_BODY_BYTES` | 1048576 (1 MiB) | 413 `request body too large" in table
     )
 
 
@@ -68,9 +98,14 @@ def test_update_rewrites_only_the_section_and_refuses_a_file_without_markers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "operations.md"
-    target.write_text(f"# Before\n\n{START}\nstale\n{END}\n\nAfter.\n", encoding="utf-8")
+    target.write_text(
+        f"# Before\n\n{START}\nstale\n{END}\n\n{LIMITS_START}\nstale\n{LIMITS_END}\nAfter.\n",
+        encoding="utf-8",
+    )
     assert main(["--update", str(target)]) == 0
-    assert target.read_text(encoding="utf-8") == f"# Before\n\n{render_table()}\n\nAfter.\n"
+    assert target.read_text(encoding="utf-8") == (
+        f"# Before\n\n{render_table()}\n\n{render_limits_table()}\nAfter.\n"
+    )
     unmarked = tmp_path / "plain.md"
     unmarked.write_text("# No table\n", encoding="utf-8")
     assert main(["--update", str(unmarked)]) == 1

@@ -7,7 +7,8 @@ import base64
 import attrs
 import pytest
 
-from clarion.app.root.settings import DEFAULT_DATABASE_URL, LIMIT_VARIABLES, Settings
+from clarion.app.root.declared_settings import grouped_settings, setting_group
+from clarion.app.root.settings import DEFAULT_DATABASE_URL, Settings
 from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
 
@@ -90,9 +91,23 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
 
 
 def test_every_limit_has_a_variable_and_defaults_are_the_documented_ones() -> None:
-    assert set(LIMIT_VARIABLES) == {field.name for field in attrs.fields(Limits)}
+    """#32: each Limits field is one declared setting, ``CLARION_<FIELD>``, in field order."""
+    declared = list(grouped_settings(Settings, "limits"))
+    assert [limit.name for limit in declared] == [field.name for field in attrs.fields(Limits)]
+    assert all(limit.setting.env == f"CLARION_{limit.name.upper()}" for limit in declared)
     assert Settings.from_env({}).limits == Limits()
     assert Limits().max_body_bytes == 1024 * 1024
+
+
+def test_a_group_must_declare_every_field_once_in_order() -> None:
+    """#32: a limit added to Limits without its declaration fails at import, not silently."""
+    members = {d.name: d.setting for d in grouped_settings(Settings, "limits")}
+    missing = dict(list(members.items())[1:])
+    with pytest.raises(ValueError, match="declare every field of Limits once, in its order"):
+        setting_group(Limits, **missing)
+    swapped = dict(reversed(list(members.items())))
+    with pytest.raises(ValueError, match="in its order"):
+        setting_group(Limits, **swapped)
 
 
 def test_limit_variables_are_read_and_a_bad_one_names_itself() -> None:

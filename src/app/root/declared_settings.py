@@ -9,7 +9,9 @@ generated from it.
   settings-docs``).
 
 Adding a setting is one ``name: T = setting(default, env=..., parse=..., doc=...)`` line in
-:class:`~clarion.app.root.settings.Settings`, plus the code that uses it.
+:class:`~clarion.app.root.settings.Settings`, plus the code that uses it. A value read from
+several settings (the :class:`~clarion.domain.limits.Limits`, one variable per bound) is a
+:func:`setting_group`: one declaration per field of its class, which keeps the defaults.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast, overload
 
 import attrs
+from attrs import AttrsInstance
 
 T = TypeVar("T")
+A = TypeVar("A", bound=AttrsInstance)
 _METADATA_KEY: Final = "clarion.setting"
-_READER_KEY: Final = "clarion.setting.reader"
+_GROUP_KEY: Final = "clarion.setting.group"
 SECRET_FLAG: Final = "none (keep secrets out of `ps`)"
 
 
@@ -68,6 +72,8 @@ class Setting:
     show: Callable[[Any], str] = shown
     secret: bool = False
     strip: bool = False
+    # Further cells of its row in its group's docs table (a limit's: over it on REST, on MCP).
+    columns: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if not self.env.startswith("CLARION_"):
@@ -200,10 +206,58 @@ def setting_of(attribute: attrs.Attribute[Any]) -> Setting:
     return declared
 
 
-def read_by(reader: Callable[[Mapping[str, str]], object | None]) -> dict[str, object]:
-    """Field metadata for a field read from several variables by ``reader`` (the limits, each
-    of which has its own variable), which returns None when none of them is set."""
-    return {_READER_KEY: reader}
+@attrs.frozen
+class SettingGroup:
+    """One value read from several settings: a ``cls`` whose every field has its own
+    declaration (``members``, in the field order of ``cls``, which keeps the defaults)."""
+
+    cls: type
+    members: Mapping[str, Setting]
+
+    def read(self, environ: Mapping[str, str]) -> object | None:
+        """A ``cls`` of the members ``environ`` sets (the rest default); None when none is.
+
+        Raises:
+            ValidationError: a member's value cannot be used; ``field`` is its variable.
+        """
+        values = {}
+        for name, member in self.members.items():
+            value = member.read(environ)
+            if value is not None:
+                values[name] = value
+        return self.cls(**values) if values else None
+
+    def declared(self) -> Iterator[Declared]:
+        """Each member with the field of ``cls`` it sets, in field order."""
+        fields = attrs.fields_dict(self.cls)
+        for name, member in self.members.items():
+            yield Declared(name, member, cast("attrs.Attribute[object]", fields[name]))
+
+
+def setting_group(cls: type[A], **members: Setting) -> A:
+    """An attrs field holding a ``cls`` (default: ``cls()``), read from one declared setting per
+    field of ``cls`` (``members``, by field name).
+
+    Raises:
+        ValueError: ``members`` does not declare every field of ``cls`` once, in its order.
+    """
+    names = [attribute.name for attribute in attrs.fields(cls)]
+    if list(members) != names:
+        raise ValueError(f"declare every field of {cls.__name__} once, in its order: {names}")
+    group = SettingGroup(cls, members)
+    return attrs.field(factory=cls, metadata={_GROUP_KEY: group})
+
+
+def grouped_settings(cls: type, name: str) -> Iterator[Declared]:
+    """The members of the group field ``name`` of ``cls`` (the limits), in field order.
+
+    Raises:
+        LookupError: the field is not a group of settings.
+    """
+    group = attrs.fields_dict(cls)[name].metadata.get(_GROUP_KEY)
+    if not isinstance(group, SettingGroup):
+        raise LookupError(f"{name} is not a group of settings")
+    return group.declared()
 
 
 def read_environment(cls: type, environ: Mapping[str, str]) -> dict[str, object]:
@@ -216,11 +270,11 @@ def read_environment(cls: type, environ: Mapping[str, str]) -> dict[str, object]
     values: dict[str, object] = {}
     for attribute in attrs.fields(cls):
         declared = attribute.metadata.get(_METADATA_KEY)
-        reader = attribute.metadata.get(_READER_KEY)
+        group = attribute.metadata.get(_GROUP_KEY)
         if isinstance(declared, Setting):
             value = declared.read(environ)
-        elif reader is not None:
-            value = reader(environ)
+        elif isinstance(group, SettingGroup):
+            value = group.read(environ)
         else:
             continue
         if value is not None:

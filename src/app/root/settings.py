@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Callable, Mapping
 
 import attrs
 
 from clarion.app.root.crashpoints import CRASH_POINTS, parse_crash_point
 from clarion.app.root.declared_settings import (
+    Setting,
     one_of,
-    read_by,
     read_environment,
     setting,
+    setting_group,
     setting_of,
 )
 from clarion.app.root.setting_values import (
@@ -54,7 +54,6 @@ from clarion.domain.limits import Limits
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
-    "LIMIT_VARIABLES",
     "MAX_NOTIFY_TIMEOUT_S",
     "ElicitationMode",
     "LiveDelivery",
@@ -71,7 +70,6 @@ __all__ = [
     "parse_host_list",
     "parse_http_url",
     "parse_key_ring",
-    "parse_limits",
     "parse_live_delivery",
     "parse_log_format",
     "parse_non_negative_int",
@@ -92,46 +90,20 @@ def _default_log_format() -> LogFormat:
     return "console" if sys.stderr.isatty() else "json"
 
 
-# Each Limits field and its variable (the docs' limits table lists the same names).
-LIMIT_VARIABLES: Final = {
-    "max_title": "CLARION_MAX_TITLE",
-    "max_prompt": "CLARION_MAX_PROMPT",
-    "max_option_label": "CLARION_MAX_OPTION_LABEL",
-    "max_option_description": "CLARION_MAX_OPTION_DESCRIPTION",
-    "max_context": "CLARION_MAX_CONTEXT",
-    "max_context_paragraph": "CLARION_MAX_CONTEXT_PARAGRAPH",
-    "max_id": "CLARION_MAX_ID",
-    "max_body_bytes": "CLARION_MAX_BODY_BYTES",
-    "max_active_bundles_per_session": "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
-    "max_active_bundles_per_identity": "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
-    "max_page_size": "CLARION_MAX_PAGE_SIZE",
-    "max_list_bytes": "CLARION_MAX_LIST_BYTES",
-    "default_page_size": "CLARION_DEFAULT_PAGE_SIZE",
-    "max_event_streams": "CLARION_MAX_EVENT_STREAMS",
-    "max_mcp_sessions": "CLARION_MAX_MCP_SESSIONS",
-    "mcp_session_idle_s": "CLARION_MCP_SESSION_IDLE_S",
-    "max_login_sessions": "CLARION_MAX_LOGIN_SESSIONS",
-    "max_login_failures": "CLARION_MAX_LOGIN_FAILURES",
-    "login_failure_window_s": "CLARION_LOGIN_FAILURE_WINDOW_S",
-}
-
-
-def parse_limits(env: Mapping[str, str]) -> dict[str, int | float]:
-    """The :class:`Limits` fields set in ``env`` (``CLARION_MAX_PROMPT=4000`` → max_prompt).
-
-    Raises:
-        ValidationError: a value is not a positive integer (positive seconds for ``_s``).
-    """
-    values: dict[str, int | float] = {}
-    for field, name in LIMIT_VARIABLES.items():
-        raw = env.get(name)
-        if not raw:
-            continue
-        if field.endswith("_s"):
-            values[field] = parse_positive_float(raw, name)
-        else:
-            values[field] = parse_positive_int(raw, name)
-    return values
+def limit(
+    env: str,
+    doc: str,
+    *,
+    rest: str = "—",
+    mcp: str = "—",
+    default_doc: str = "",
+    parse: Callable[[str, str], object] = parse_positive_int,
+) -> Setting:
+    """The declaration of one field of :class:`Limits`: its variable, what it bounds, and what
+    happens over it on REST and on MCP (the docs' limits table). Its value is a positive
+    integer, or positive seconds with ``parse=parse_positive_float``; its default is the
+    :class:`Limits` field's."""
+    return Setting(env=env, parse=parse, doc=doc, default_doc=default_doc, columns=(rest, mcp))
 
 
 def _strong_ring(
@@ -142,11 +114,6 @@ def _strong_ring(
 
 def _strong_secret(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     check_webhook_secret(value, setting_of(attribute).env)
-
-
-def _read_limits(env: Mapping[str, str]) -> Limits | None:
-    values = parse_limits(env)
-    return Limits(**values) if values else None  # type: ignore[arg-type]
 
 
 def _text(value: str, name: str) -> str:
@@ -374,8 +341,135 @@ class Settings:
         help="the workspace id /mcp/agent creates agents' tasks in; default: each caller's own "
         '"Agents" workspace',
     )
-    # Every bound; each field ``name`` is read from ``CLARION_<NAME>`` (docs/operations.md).
-    limits: Limits = attrs.field(factory=Limits, metadata=read_by(_read_limits))
+    # Every bound Clarion enforces (docs/operations.md#limits): one declaration per field of
+    # Limits, which keeps the defaults; embedding hosts pass ``limits=Limits(...)``.
+    limits: Limits = setting_group(
+        Limits,
+        max_title=limit(
+            "CLARION_MAX_TITLE",
+            "question `title`",
+            rest="400 `questions[0].title is too long: 201 characters, the limit for a title is "
+            "200`",
+            mcp="`VALIDATION_ERROR`, same text, `field`",
+        ),
+        max_prompt=limit(
+            "CLARION_MAX_PROMPT",
+            "question `prompt`",
+            rest="400, as above (`…the limit for a prompt is 2000`)",
+            mcp="`VALIDATION_ERROR`",
+        ),
+        max_option_label=limit(
+            "CLARION_MAX_OPTION_LABEL",
+            "option `label`",
+            rest="400 naming `questions[i].options[j].label`",
+            mcp="`VALIDATION_ERROR`",
+        ),
+        max_option_description=limit(
+            "CLARION_MAX_OPTION_DESCRIPTION",
+            "option `description`",
+            rest="400 naming `questions[i].options[j].description`",
+            mcp="`VALIDATION_ERROR`",
+        ),
+        max_context=limit(
+            "CLARION_MAX_CONTEXT",
+            "`context` (after joining paragraphs)",
+            rest="400 naming `context`",
+            mcp="`VALIDATION_ERROR`",
+        ),
+        max_context_paragraph=limit(
+            "CLARION_MAX_CONTEXT_PARAGRAPH",
+            "each of `context_paragraphs` (MCP ask)",
+            mcp="`VALIDATION_ERROR` naming `context_paragraphs[i]`",
+        ),
+        max_id=limit(
+            "CLARION_MAX_ID",
+            "question `id`, option `option_id`",
+            rest="400 naming `questions[i].id` / `questions[i].options[j].option_id`",
+            mcp="`VALIDATION_ERROR`",
+        ),
+        max_body_bytes=limit(
+            "CLARION_MAX_BODY_BYTES",
+            "request body, every route (REST, `/mcp`, `/mcp/session/…`, inbox)",
+            default_doc="(1 MiB)",
+            rest="413 `request body too large: the limit is 1048576 bytes "
+            "(CLARION_MAX_BODY_BYTES)`",
+            mcp="the same HTTP 413",
+        ),
+        max_active_bundles_per_session=limit(
+            "CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION",
+            "active bundles in one session",
+            rest="429 `too many active clarification requests in this session: the limit is 10 "
+            "(CLARION_MAX_ACTIVE_BUNDLES_PER_SESSION)`",
+            mcp="`LIMIT_EXCEEDED`, same text, `limit`",
+        ),
+        max_active_bundles_per_identity=limit(
+            "CLARION_MAX_ACTIVE_BUNDLES_PER_IDENTITY",
+            "active bundles one identity asked",
+            rest="429 `too many active clarification requests for this identity: …`",
+            mcp="`LIMIT_EXCEEDED`",
+        ),
+        max_page_size=limit(
+            "CLARION_MAX_PAGE_SIZE",
+            "page size of the pending list; of the host lists (`GET /api/v1/workspaces`, "
+            "`/tasks`, a session's `/messages` and `/resumes`)",
+            rest="pending list: a larger `limit` is clamped to it (L10), never refused; absent: "
+            "50 (L10). Host lists: 400 `limit: must be between 1 and 200 "
+            "(CLARION_MAX_PAGE_SIZE), got 201` (also for 0 or less)",
+            mcp="pending list: the same; `list_tasks_kandev` takes no `limit` (its input is "
+            "pinned): it returns at most this many tasks, the oldest",
+        ),
+        max_list_bytes=limit(
+            "CLARION_MAX_LIST_BYTES",
+            "bytes of one page of the pending or resolved list (REST `GET …/pending`, "
+            "`GET …/resolved`; MCP `list_pending_questions`)",
+            default_doc="(1 MiB)",
+            rest="the page stops before the bundle that would take it past this many bytes of "
+            "bundle JSON (always at least one bundle, however large) and its `next_cursor` "
+            "continues from there: `limit` is the most a page holds, and only an empty "
+            "`next_cursor` means the end",
+            mcp="the same (the MCP result carries the JSON twice: as text and as structured "
+            "content)",
+        ),
+        default_page_size=limit(
+            "CLARION_DEFAULT_PAGE_SIZE",
+            "page size of the host lists when no `limit` is given",
+            default_doc="(a value above the maximum acts as the maximum)",
+        ),
+        max_event_streams=limit(
+            "CLARION_MAX_EVENT_STREAMS",
+            "open event streams per identity",
+            rest="429 `too many event streams: the limit is 16 per identity "
+            "(CLARION_MAX_EVENT_STREAMS)`",
+        ),
+        max_mcp_sessions=limit(
+            "CLARION_MAX_MCP_SESSIONS",
+            "open legacy MCP sessions per identity, per endpoint (`/mcp`; all "
+            "`/mcp/session/…` together)",
+            mcp="HTTP 429 `too many MCP sessions: the limit is 100 per identity "
+            "(CLARION_MAX_MCP_SESSIONS)`",
+        ),
+        mcp_session_idle_s=limit(
+            "CLARION_MCP_SESSION_IDLE_S",
+            "idle time of a legacy MCP session, seconds",
+            parse=parse_positive_float,
+            mcp="the session is closed; its id then answers 404 like an unknown one",
+        ),
+        max_login_sessions=limit(
+            "CLARION_MAX_LOGIN_SESSIONS",
+            "live browser sessions of one user (`POST /api/v1/auth/login`)",
+            rest="a sign-in beyond it ends the user's oldest sessions (their cookies then get 401)",
+        ),
+        max_login_failures=limit(
+            "CLARION_MAX_LOGIN_FAILURES",
+            "failed sign-ins per client address or token id, within the window",
+            rest="429 `too many failed logins: retry after N s` with `Retry-After: N`",
+        ),
+        login_failure_window_s=limit(
+            "CLARION_LOGIN_FAILURE_WINDOW_S",
+            "the window of failed sign-ins, seconds",
+            parse=parse_positive_float,
+        ),
+    )
     # Crash tests only (clarion.app.root.crashpoints): SIGKILL this process right after the named
     # step of the answer path. Empty — the default — disables it.
     test_crash_after: str = setting(
