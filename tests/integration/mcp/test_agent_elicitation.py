@@ -8,8 +8,7 @@ Only SDK clients run here (no Claude Code, VS Code or Cursor build is on these m
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,15 +28,26 @@ from mcp.types import (
 from clarion.adapters.mcp.elicitation import DECLINE_REASON, INPUT_KEY, Setting
 from clarion.adapters.system import SystemClock
 from clarion.domain.model import Identity
+from tests.integration.mcp.forms import (
+    ANSWERED_Q1_OPT1,
+    FormCallback,
+    Late,
+    Stall,
+    accept,
+    answer_over_mcp,
+    answer_over_rest,
+    fabricated_id_error,
+    first_round,
+    form_client,
+    never,
+    race,
+    retry,
+)
 from tests.integration.mcp.harness import (
-    ANSWER,
     ASK,
-    PROTOCOL_OF_MODE,
     McpWorld,
     Person,
-    answers_for,
     http_client,
-    mcp_client,
     question_args,
     serving,
     structured,
@@ -45,14 +55,6 @@ from tests.integration.mcp.harness import (
     watching,
 )
 from tests.integration.mcp.rpc import call_ask, task_method
-from tests.integration.mcp.test_elicitation import (
-    ANSWERED_Q1_OPT1,
-    FormCallback,
-    _fabricated_id_error,
-    _first_round,
-    _retry,
-    accept,
-)
 from tests.integration.mcp.test_waits_that_survive import pending
 
 pytestmark = pytest.mark.anyio
@@ -69,30 +71,12 @@ class SkewClock(SystemClock):
         return super().now() + self.skew
 
 
-@contextlib.asynccontextmanager
-async def agent_client(
+def agent_client(
     world: McpWorld, person: Person, callback: FormCallback, mode: str
-) -> AsyncIterator[Client]:
+) -> AbstractAsyncContextManager[Client]:
     """The SDK client on ``/mcp/agent`` with an elicitation callback (it declares form and
     URL elicitation)."""
-    async with (
-        http_client(person.token) as http,
-        Client(
-            streamable_http_client(world.agent_url, http_client=http),
-            mode=mode,
-            elicitation_callback=callback,
-        ) as client,
-    ):
-        assert client.protocol_version == PROTOCOL_OF_MODE[mode]
-        yield client
-
-
-async def respond_over_rest(world: McpWorld, person: Person, pending_id: str) -> dict[str, Any]:
-    async with http_client(person.token) as http:
-        response = await http.post(world.respond_url(pending_id), json={"answers": answers_for(1)})
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+    return form_client(world.agent_url, callback, token=person.token, mode=mode)
 
 
 async def resolved_by(world: McpWorld, person: Person, pending_id: str) -> str:
@@ -123,7 +107,7 @@ async def test_a_form_answer_on_the_agent_endpoint_wins_and_is_the_agent_clients
     assert asked["q1"]["custom_text"] == "by form"
     [form] = forms
     assert isinstance(form, ElicitRequestFormParams)
-    later = await respond_over_rest(world, alice, created.pending_id)
+    later = await answer_over_rest(world, alice, created.pending_id)
     assert later["claimed"] is False
     assert await resolved_by(world, alice, created.pending_id) == "agent_client"
     assert world.resumes == []
@@ -132,59 +116,35 @@ async def test_a_form_answer_on_the_agent_endpoint_wins_and_is_the_agent_clients
 async def test_legacy_rest_wins_over_an_open_form_on_the_agent_endpoint_and_cancels_it(
     world: McpWorld, alice: Person
 ) -> None:
-    shown, cancelled = anyio.Event(), anyio.Event()
-    asked: list[dict[str, Any]] = []
-
-    async def stall(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        shown.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            cancelled.set()
-        raise AssertionError("unreachable")
-
-    async def ask() -> None:
-        async with agent_client(world, alice, stall, "legacy") as client:
-            asked.append(structured(await client.call_tool(ASK, {"questions": question_args(1)})))
-            with anyio.fail_after(20):
-                await cancelled.wait()
-
-    with anyio.fail_after(60):
-        async with watching(world) as events, anyio.create_task_group() as tasks:
-            tasks.start_soon(ask)
-            created = await events.wait_for("bundle.created")
-            await shown.wait()
-            won = await respond_over_rest(world, alice, created.pending_id)
-    assert won["claimed"] is True
-    assert asked == [ANSWERED_Q1_OPT1]
-    assert cancelled.is_set()  # notifications/cancelled reached the open form
-    assert await resolved_by(world, alice, created.pending_id) == "rest"
+    stall = Stall()
+    raced = await race(
+        world,
+        lambda: agent_client(world, alice, stall, "legacy"),
+        lambda pending_id: answer_over_rest(world, alice, pending_id),
+        shown=stall.shown,
+        after_ask=stall.wait_cancelled,
+    )
+    assert raced.won["claimed"] is True
+    assert raced.asked == ANSWERED_Q1_OPT1
+    assert stall.cancelled.is_set()  # notifications/cancelled reached the open form
+    assert await resolved_by(world, alice, raced.pending_id) == "rest"
 
 
 async def test_modern_rest_wins_while_the_form_is_open_and_the_retry_returns_its_answer(
     world: McpWorld, alice: Person
 ) -> None:
-    shown, rest_won = anyio.Event(), anyio.Event()
-    asked: list[dict[str, Any]] = []
+    late = Late()
 
-    async def late(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        shown.set()
-        await rest_won.wait()
-        return accept(option=2)
+    async def rest_answer(pending_id: str) -> dict[str, Any]:
+        won = await answer_over_rest(world, alice, pending_id)
+        late.release()
+        return won
 
-    async def ask() -> None:
-        async with agent_client(world, alice, late, "auto") as client:
-            asked.append(structured(await client.call_tool(ASK, {"questions": question_args(1)})))
-
-    with anyio.fail_after(60):
-        async with watching(world) as events, anyio.create_task_group() as tasks:
-            tasks.start_soon(ask)
-            created = await events.wait_for("bundle.created")
-            await shown.wait()
-            won = await respond_over_rest(world, alice, created.pending_id)
-            rest_won.set()
-    assert won["claimed"] is True
-    assert asked == [ANSWERED_Q1_OPT1]  # the form submitted later lost the claim
+    raced = await race(
+        world, lambda: agent_client(world, alice, late, "auto"), rest_answer, shown=late.shown
+    )
+    assert raced.won["claimed"] is True
+    assert raced.asked == ANSWERED_Q1_OPT1  # the form submitted later lost the claim
 
 
 # -- "not shown" and a person's decline -----------------------------------------------------
@@ -220,7 +180,7 @@ async def test_an_instant_decline_is_not_shown_the_question_stays_open_and_rest_
             await anyio.sleep(0.3)  # the server acted on the decline (or would have)
             assert await pending(world, alice) == [created.pending_id]
             assert not any(e.kind == "bundle.resolved" for e in events.events)
-            won = await respond_over_rest(world, alice, created.pending_id)
+            won = await answer_over_rest(world, alice, created.pending_id)
     assert won["claimed"] is True
     assert asked == [ANSWERED_Q1_OPT1]
 
@@ -281,7 +241,7 @@ async def test_a_persons_cancel_after_two_seconds_leaves_the_question_open(
                 await dismissed.wait()
                 await anyio.sleep(0.3)
                 assert await pending(world, alice) == [created.pending_id]
-                await respond_over_rest(world, alice, created.pending_id)
+                await answer_over_rest(world, alice, created.pending_id)
         assert asked == [ANSWERED_Q1_OPT1]
 
 
@@ -295,16 +255,13 @@ async def test_modern_a_plain_repeat_of_the_first_round_offers_the_same_question
     a second time; a retry with the state and the form's answer ends it."""
     arguments = {"questions": question_args(1)}
 
-    async def never(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        raise AssertionError("this test drives the rounds itself")
-
     async with agent_client(world, alice, never, "auto") as client:
-        first = await _first_round(client, arguments)
-        again = await _first_round(client, arguments)
+        first = await first_round(client, arguments)
+        again = await first_round(client, arguments)
         assert first.request_state is not None
         assert await pending(world, alice) != []
         [pending_id] = await pending(world, alice)
-        done = structured(await _retry(client, arguments, first.request_state, accept(option=2)))
+        done = structured(await retry(client, arguments, first.request_state, accept(option=2)))
     assert again.input_requests is not None
     assert done["q1"]["selected_options"] == ["q1_opt2"]
     assert await pending(world, alice) == []
@@ -316,15 +273,12 @@ async def test_modern_another_identitys_state_is_refused_like_a_fabricated_id(
 ) -> None:
     arguments = {"questions": question_args(1)}
 
-    async def never(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        raise AssertionError("this test drives the rounds itself")
-
     async with agent_client(world, alice, never, "auto") as client:
-        theirs = await _first_round(client, arguments)
+        theirs = await first_round(client, arguments)
     assert theirs.request_state is not None
     async with agent_client(world, bob, never, "auto") as client:
-        refused = tool_error(await _retry(client, arguments, theirs.request_state, accept()))
-    assert refused == await _fabricated_id_error(world, bob)
+        refused = tool_error(await retry(client, arguments, theirs.request_state, accept()))
+    assert refused == await fabricated_id_error(world, bob)
     assert refused[1]["code"] == "NOT_FOUND"
     assert len(await pending(world, alice)) == 1  # alice's question is untouched
 
@@ -455,7 +409,7 @@ async def test_legacy_url_mode_sends_elicitation_complete_when_the_question_is_s
                 tasks.start_soon(ask)
                 created = await events.wait_for("bundle.created")
                 await consented.wait()
-                await respond_over_rest(world, alice, created.pending_id)
+                await answer_over_rest(world, alice, created.pending_id)
         assert asked == [ANSWERED_Q1_OPT1]
         assert completed == ids
 
@@ -468,9 +422,6 @@ async def test_modern_url_mode_a_foreign_identity_cannot_use_the_state_of_the_li
         alice, bob = world.person("alice"), world.person("bob")
         arguments = {"questions": question_args(1)}
 
-        async def never(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-            raise AssertionError("this test drives the rounds itself")
-
         async with agent_client(world, alice, never, "auto") as client:
             first = await client.session.call_tool(ASK, arguments, allow_input_required=True)
         request = (first.input_requests or {})[INPUT_KEY]  # type: ignore[union-attr]
@@ -479,7 +430,7 @@ async def test_modern_url_mode_a_foreign_identity_cannot_use_the_state_of_the_li
         assert state is not None
         async with agent_client(world, bob, never, "auto") as client:
             refused = tool_error(
-                await _retry(client, arguments, state, ElicitResult(action="accept"))
+                await retry(client, arguments, state, ElicitResult(action="accept"))
             )
         assert refused[1]["code"] == "NOT_FOUND"
 
@@ -489,31 +440,12 @@ async def test_the_external_answer_tool_still_wins_over_a_form_on_the_agent_endp
 ) -> None:
     """The form answers as the calling identity: another surface's answer is a plain loss for
     the form, the same single claim."""
-    shown, cancelled = anyio.Event(), anyio.Event()
-    asked: list[dict[str, Any]] = []
-
-    async def stall(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        shown.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            cancelled.set()
-        raise AssertionError("unreachable")
-
-    async def ask() -> None:
-        async with agent_client(world, alice, stall, "legacy") as client:
-            asked.append(structured(await client.call_tool(ASK, {"questions": question_args(1)})))
-
-    with anyio.fail_after(60):
-        async with watching(world) as events, anyio.create_task_group() as tasks:
-            tasks.start_soon(ask)
-            created = await events.wait_for("bundle.created")
-            await shown.wait()
-            async with mcp_client(world.external_url, token=alice.token, mode="legacy") as ext:
-                won = structured(
-                    await ext.call_tool(
-                        ANSWER, {"pending_id": created.pending_id, "answers": answers_for(1)}
-                    )
-                )
-    assert won["claimed"] is True
-    assert asked == [ANSWERED_Q1_OPT1]
+    stall = Stall()
+    raced = await race(
+        world,
+        lambda: agent_client(world, alice, stall, "legacy"),
+        lambda pending_id: answer_over_mcp(world, alice, pending_id, mode="legacy"),
+        shown=stall.shown,
+    )
+    assert raced.won["claimed"] is True
+    assert raced.asked == ANSWERED_Q1_OPT1

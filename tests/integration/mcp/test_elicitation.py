@@ -7,35 +7,39 @@ on 2026-07-28 it is an ``input_required`` round answered by the client's retry.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (
-    CallToolResult,
-    ElicitRequest,
     ElicitRequestFormParams,
     ElicitRequestParams,
     ElicitResult,
-    ErrorData,
-    InputRequiredResult,
 )
 
-from clarion.adapters.mcp.elicitation import INPUT_KEY
+from tests.integration.mcp.forms import (
+    ANSWERED_Q1_OPT1,
+    Late,
+    Recorder,
+    Stall,
+    accept,
+    answer_over_mcp,
+    answer_over_rest,
+    fabricated_id_error,
+    first_round,
+    form_client,
+    form_of,
+    never,
+    race,
+    retry,
+)
 from tests.integration.mcp.harness import (
-    ANSWER,
     ASK,
-    PROTOCOL_OF_MODE,
     McpWorld,
     Person,
     answers_for,
     http_client,
-    mcp_client,
     question_args,
     serving,
     structured,
@@ -44,50 +48,6 @@ from tests.integration.mcp.harness import (
 )
 
 pytestmark = pytest.mark.anyio
-
-ANSWERED_Q1_OPT1 = {
-    "q1": {
-        "answered": True,
-        "selected_option": "q1_opt1",
-        "selected_options": ["q1_opt1"],
-        "custom_text": "",
-        "rejected": False,
-    },
-    "rejected": False,
-    "reject_reason": "",
-}
-
-FormCallback = Any  # the SDK's ElicitationFnT protocol
-
-
-@contextlib.asynccontextmanager
-async def form_client(
-    url: str, callback: FormCallback, *, token: str = "", mode: str = "auto"
-) -> AsyncIterator[Client]:
-    """The SDK client with an elicitation callback, so it declares form elicitation."""
-    async with (
-        http_client(token) as http,
-        Client(
-            streamable_http_client(url, http_client=http),
-            mode=mode,
-            elicitation_callback=callback,
-        ) as client,
-    ):
-        assert client.protocol_version == PROTOCOL_OF_MODE[mode]
-        yield client
-
-
-def accept(option: int = 1, text: str = "", count: int = 1) -> ElicitResult:
-    content: dict[str, Any] = {}
-    for i in range(1, count + 1):
-        content[f"q{i}_choice"] = [f"q{i}_opt{option}"]
-        content[f"q{i}_text"] = text
-    return ElicitResult(action="accept", content=content)
-
-
-def form_of(params: ElicitRequestParams) -> ElicitRequestFormParams:
-    assert isinstance(params, ElicitRequestFormParams)
-    return params
 
 
 async def test_a_form_answer_is_the_asks_answer_once_and_a_later_rest_answer_replays_it(
@@ -211,40 +171,20 @@ async def test_legacy_a_stalled_form_is_cancelled_when_an_external_mcp_answer_wi
     world: McpWorld, alice: Person
 ) -> None:
     agent = await world.agent(alice)
-    shown = anyio.Event()
-    cancelled = anyio.Event()
-    asked: list[dict[str, Any]] = []
-
-    async def stall(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        shown.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            cancelled.set()
-        raise AssertionError("unreachable")
-
-    async def ask() -> None:
-        async with form_client(
+    stall = Stall()
+    raced = await race(
+        world,
+        lambda: form_client(
             world.session_url(agent.session.id), stall, token=agent.token, mode="legacy"
-        ) as client:
-            asked.append(structured(await client.call_tool(ASK, {"questions": question_args(1)})))
-            with anyio.fail_after(20):
-                await cancelled.wait()
-
-    with anyio.fail_after(60):
-        async with watching(world) as events, anyio.create_task_group() as tasks:
-            tasks.start_soon(ask)
-            created = await events.wait_for("bundle.created", session_id=agent.session.id)
-            await shown.wait()
-            async with mcp_client(world.external_url, token=alice.token, mode="legacy") as ext:
-                won = structured(
-                    await ext.call_tool(
-                        ANSWER, {"pending_id": created.pending_id, "answers": answers_for(1)}
-                    )
-                )
-    assert won["claimed"] is True
-    assert asked == [ANSWERED_Q1_OPT1]
-    assert cancelled.is_set()  # notifications/cancelled reached the stalled form
+        ),
+        lambda pending_id: answer_over_mcp(world, alice, pending_id, mode="legacy"),
+        shown=stall.shown,
+        after_ask=stall.wait_cancelled,
+        session_id=agent.session.id,
+    )
+    assert raced.won["claimed"] is True
+    assert raced.asked == ANSWERED_Q1_OPT1
+    assert stall.cancelled.is_set()  # notifications/cancelled reached the stalled form
     assert world.resumes == []
 
 
@@ -255,87 +195,27 @@ async def test_modern_an_answer_given_while_the_form_is_open_wins_and_the_retry_
     external answer resumes the agent through the dispatcher; the form submitted afterwards
     loses the claim, and the retried call returns the winner's answer."""
     agent = await world.agent(alice)
-    shown = anyio.Event()
-    external_won = anyio.Event()
-    asked: list[dict[str, Any]] = []
+    late = Late()
 
-    async def late(ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-        shown.set()
-        await external_won.wait()
-        return accept(option=2)
+    async def external_answer(pending_id: str) -> dict[str, Any]:
+        won = await answer_over_mcp(world, alice, pending_id)
+        late.release()
+        return won
 
-    async def ask() -> None:
-        async with form_client(
-            world.session_url(agent.session.id), late, token=agent.token, mode="auto"
-        ) as client:
-            asked.append(structured(await client.call_tool(ASK, {"questions": question_args(1)})))
-
-    with anyio.fail_after(60):
-        async with watching(world) as events, anyio.create_task_group() as tasks:
-            tasks.start_soon(ask)
-            created = await events.wait_for("bundle.created", session_id=agent.session.id)
-            await shown.wait()
-            async with mcp_client(world.external_url, token=alice.token) as ext:
-                won = structured(
-                    await ext.call_tool(
-                        ANSWER, {"pending_id": created.pending_id, "answers": answers_for(1)}
-                    )
-                )
-            external_won.set()
-    assert won["claimed"] is True
-    assert asked == [ANSWERED_Q1_OPT1]
+    raced = await race(
+        world,
+        lambda: form_client(world.session_url(agent.session.id), late, token=agent.token),
+        external_answer,
+        shown=late.shown,
+        session_id=agent.session.id,
+    )
+    assert raced.won["claimed"] is True
+    assert raced.asked == ANSWERED_Q1_OPT1
     [resume] = world.resumes
-    assert resume.pending_id == created.pending_id
+    assert resume.pending_id == raced.pending_id
 
 
 # -- 2026-07-28: the request state -------------------------------------------------------------
-
-
-async def _first_round(client: Client, arguments: dict[str, Any]) -> InputRequiredResult:
-    first = await client.session.call_tool(ASK, arguments, allow_input_required=True)
-    assert isinstance(first, InputRequiredResult)
-    request = (first.input_requests or {})[INPUT_KEY]
-    assert isinstance(request, ElicitRequest)
-    assert isinstance(request.params, ElicitRequestFormParams)
-    assert first.request_state
-    return first
-
-
-async def _retry(
-    client: Client, arguments: dict[str, Any], state: str, response: ElicitResult
-) -> CallToolResult:
-    result = await client.session.call_tool(
-        ASK,
-        arguments,
-        input_responses={INPUT_KEY: response},
-        request_state=state,
-        allow_input_required=True,
-    )
-    assert isinstance(result, CallToolResult)
-    return result
-
-
-async def _never(ctx: ClientRequestContext, params: ElicitRequestParams) -> ErrorData:
-    raise AssertionError("this test drives the rounds itself")
-
-
-class _Recorder:
-    """A form callback that only records that it was called (and declines)."""
-
-    def __init__(self) -> None:
-        self.calls: list[ElicitRequestParams] = []
-
-    async def __call__(
-        self, ctx: ClientRequestContext, params: ElicitRequestParams
-    ) -> ElicitResult:
-        self.calls.append(params)
-        return ElicitResult(action="decline")
-
-
-async def _fabricated_id_error(world: McpWorld, person: Person) -> tuple[str, dict[str, Any]]:
-    async with mcp_client(world.external_url, token=person.token) as ext:
-        arguments = {"pending_id": "no-such-bundle", "answers": answers_for(1)}
-        return tool_error(await ext.call_tool(ANSWER, arguments))
 
 
 async def test_modern_tampered_request_state_is_refused_like_a_fabricated_id_bundle_stays_open(
@@ -345,18 +225,18 @@ async def test_modern_tampered_request_state_is_refused_like_a_fabricated_id_bun
     arguments = {"questions": question_args(1)}
     async with watching(world) as events:
         async with form_client(
-            world.session_url(agent.session.id), _never, token=agent.token
+            world.session_url(agent.session.id), never, token=agent.token
         ) as client:
-            first = await _first_round(client, arguments)
+            first = await first_round(client, arguments)
             state = first.request_state
             assert state is not None
             flipped = state[:-3] + ("A" if state[-3] != "A" else "B") + state[-2:]
-            refused = tool_error(await _retry(client, arguments, flipped, accept(option=2)))
-            garbage = tool_error(await _retry(client, arguments, "v1.garbage", accept()))
+            refused = tool_error(await retry(client, arguments, flipped, accept(option=2)))
+            garbage = tool_error(await retry(client, arguments, "v1.garbage", accept()))
             other_arguments = {"questions": question_args(1, prefix="Other")}
-            rebound = tool_error(await _retry(client, other_arguments, state, accept()))
+            rebound = tool_error(await retry(client, other_arguments, state, accept()))
         created = await events.wait_for("bundle.created", session_id=agent.session.id)
-    fabricated = await _fabricated_id_error(world, alice)
+    fabricated = await fabricated_id_error(world, alice)
     assert refused == garbage == rebound == fabricated
     assert fabricated[1]["code"] == "NOT_FOUND"
     # Nothing was claimed: the bundle is still answerable, and nobody waits on it, so the
@@ -376,12 +256,12 @@ async def test_modern_request_state_from_another_session_is_refused_like_a_fabri
     mine = await world.agent(alice)
     theirs = await world.agent(bob)
     arguments = {"questions": question_args(1)}
-    async with form_client(world.session_url(theirs.session.id), _never, token=theirs.token) as c:
-        foreign = await _first_round(c, arguments)
+    async with form_client(world.session_url(theirs.session.id), never, token=theirs.token) as c:
+        foreign = await first_round(c, arguments)
     assert foreign.request_state is not None
-    async with form_client(world.session_url(mine.session.id), _never, token=mine.token) as c:
-        refused = tool_error(await _retry(c, arguments, foreign.request_state, accept()))
-    assert refused == await _fabricated_id_error(world, alice)
+    async with form_client(world.session_url(mine.session.id), never, token=mine.token) as c:
+        refused = tool_error(await retry(c, arguments, foreign.request_state, accept()))
+    assert refused == await fabricated_id_error(world, alice)
 
 
 async def test_modern_a_replayed_retry_after_resolution_returns_the_same_answer_and_claims_nothing(
@@ -391,15 +271,15 @@ async def test_modern_a_replayed_retry_after_resolution_returns_the_same_answer_
     arguments = {"questions": question_args(1)}
     async with watching(world) as events:
         async with form_client(
-            world.session_url(agent.session.id), _never, token=agent.token
+            world.session_url(agent.session.id), never, token=agent.token
         ) as client:
-            first = await _first_round(client, arguments)
+            first = await first_round(client, arguments)
             assert first.request_state is not None
             answer = accept(option=2)
-            once = structured(await _retry(client, arguments, first.request_state, answer))
-            again = structured(await _retry(client, arguments, first.request_state, accept()))
+            once = structured(await retry(client, arguments, first.request_state, answer))
+            again = structured(await retry(client, arguments, first.request_state, accept()))
             declined = structured(
-                await _retry(client, arguments, first.request_state, ElicitResult(action="decline"))
+                await retry(client, arguments, first.request_state, ElicitResult(action="decline"))
             )
         created = await events.wait_for("bundle.created", session_id=agent.session.id)
         resolved = [e for e in events.events if e.kind == "bundle.resolved"]
@@ -415,26 +295,16 @@ async def test_with_elicitation_off_a_client_that_offers_forms_gets_the_plain_as
     async with serving(McpWorld.build(sqlite_url, elicitation=False)) as world:
         alice = world.person("alice")
         agent = await world.agent(alice)
-        asked: list[dict[str, Any]] = []
-        recorder = _Recorder()
-
-        async def ask() -> None:
-            async with form_client(
+        recorder = Recorder()
+        raced = await race(
+            world,
+            lambda: form_client(
                 world.session_url(agent.session.id), recorder, token=agent.token, mode=mode
-            ) as client:
-                asked.append(
-                    structured(await client.call_tool(ASK, {"questions": question_args(1)}))
-                )
-
-        with anyio.fail_after(60):
-            async with watching(world) as events, anyio.create_task_group() as tasks:
-                tasks.start_soon(ask)
-                created = await events.wait_for("bundle.created", session_id=agent.session.id)
-                async with http_client(alice.token) as http:
-                    await http.post(
-                        world.respond_url(created.pending_id), json={"answers": answers_for(1)}
-                    )
-        assert asked == [ANSWERED_Q1_OPT1]
+            ),
+            lambda pending_id: answer_over_rest(world, alice, pending_id),
+            session_id=agent.session.id,
+        )
+        assert raced.asked == ANSWERED_Q1_OPT1
         assert recorder.calls == []  # the client was never shown a form
 
 
@@ -444,24 +314,14 @@ async def test_a_stateless_legacy_client_has_no_channel_for_the_form_and_gets_th
     async with serving(McpWorld.build(sqlite_url, legacy_sessions=False)) as world:
         alice = world.person("alice")
         agent = await world.agent(alice)
-        asked: list[dict[str, Any]] = []
-        recorder = _Recorder()
-
-        async def ask() -> None:
-            async with form_client(
+        recorder = Recorder()
+        raced = await race(
+            world,
+            lambda: form_client(
                 world.session_url(agent.session.id), recorder, token=agent.token, mode="legacy"
-            ) as client:
-                asked.append(
-                    structured(await client.call_tool(ASK, {"questions": question_args(1)}))
-                )
-
-        with anyio.fail_after(60):
-            async with watching(world) as events, anyio.create_task_group() as tasks:
-                tasks.start_soon(ask)
-                created = await events.wait_for("bundle.created", session_id=agent.session.id)
-                async with http_client(alice.token) as http:
-                    await http.post(
-                        world.respond_url(created.pending_id), json={"answers": answers_for(1)}
-                    )
-        assert asked == [ANSWERED_Q1_OPT1]
+            ),
+            lambda pending_id: answer_over_rest(world, alice, pending_id),
+            session_id=agent.session.id,
+        )
+        assert raced.asked == ANSWERED_Q1_OPT1
         assert recorder.calls == []  # the client was never shown a form

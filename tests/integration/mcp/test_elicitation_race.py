@@ -14,6 +14,7 @@ import pytest
 from mcp.client.session import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
+from tests.integration.mcp.forms import form_client
 from tests.integration.mcp.harness import (
     ASK,
     McpWorld,
@@ -23,7 +24,6 @@ from tests.integration.mcp.harness import (
     structured,
     watching,
 )
-from tests.integration.mcp.test_elicitation import form_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -10,6 +10,7 @@ from mcp.types import ElicitRequestParams, ElicitResult
 
 from clarion.domain.model import Identity
 from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
+from tests.integration.mcp.forms import accept, form_client
 from tests.integration.mcp.harness import (
     ANSWER,
     ASK,
@@ -21,7 +22,6 @@ from tests.integration.mcp.harness import (
     structured,
     watching,
 )
-from tests.integration.mcp.test_elicitation import accept, form_client
 
 pytestmark = pytest.mark.anyio
 
