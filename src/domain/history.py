@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Final, Literal
 
 import attrs
 
@@ -51,11 +52,17 @@ class ResolvedQuery:
 
 
 # Issue #30: why a bundle left the pending list without an answer.
-SUPERSEDED = "superseded"  # a newer turn of its session started (no write, facts §4.4)
-SESSION_ENDED = "session_ended"  # its session reached a terminal state
-EXPIRED_REASON = EXPIRED  # a deadline (or an operator's expire) ended it
-CANCELLED_REASON = CANCELLED  # an operator cancelled it (A9)
-CLOSED_REASONS = (SUPERSEDED, SESSION_ENDED, EXPIRED_REASON, CANCELLED_REASON)
+ClosedReason = Literal["superseded", "session_ended", "expired", "cancelled"]
+SUPERSEDED: Final = "superseded"  # a newer turn of its session started (no write, facts §4.4)
+SESSION_ENDED: Final = "session_ended"  # its session reached a terminal state
+EXPIRED_REASON: Final = EXPIRED  # a deadline (or an operator's expire) ended it
+CANCELLED_REASON: Final = CANCELLED  # an operator cancelled it (A9)
+CLOSED_REASONS: tuple[ClosedReason, ...] = (
+    SUPERSEDED,
+    SESSION_ENDED,
+    EXPIRED_REASON,
+    CANCELLED_REASON,
+)
 CLOSED = "closed"  # the history status of a bundle closed without an answer
 # What each reason means to a person (the CLI's and the inbox's wording, docs/web-inbox.md).
 CLOSED_WHY = {
@@ -77,9 +84,21 @@ class SessionFacts:
     next_turn_started_at: datetime | None
 
 
+def as_closed_reason(text: str) -> ClosedReason:
+    """``text`` (a store's column) as a closing reason (#32: typed, like a resolution's status).
+
+    Raises:
+        ValueError: ``text`` is none of :data:`CLOSED_REASONS`.
+    """
+    for reason in CLOSED_REASONS:
+        if text == reason:
+            return reason
+    raise ValueError(f"not a closing reason: {text!r}")
+
+
 def closed_reason(
     rows: Sequence[ClarificationRow], facts: SessionFacts
-) -> tuple[str, datetime] | None:
+) -> tuple[ClosedReason, datetime] | None:
     """Why and when a bundle whose rows are ``rows`` closed without an answer; None when it
     did not (it is still active, was answered or rejected, or is being delivered).
 
@@ -123,7 +142,7 @@ class ClosedBundle:
     created_at: datetime
     context: str
     questions: tuple[ListedQuestion, ...]
-    reason: str
+    reason: ClosedReason
     closed_at: datetime
 
     @property
@@ -287,11 +306,13 @@ __all__ = [
     "SESSION_ENDED",
     "SUPERSEDED",
     "ClosedBundle",
+    "ClosedReason",
     "HistoryEntry",
     "ResolvedBundle",
     "ResolvedPage",
     "ResolvedQuery",
     "SessionFacts",
+    "as_closed_reason",
     "before_position",
     "closed_bundle",
     "closed_reason",

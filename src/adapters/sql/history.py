@@ -83,6 +83,7 @@ from clarion.domain.history import (
     ResolvedPage,
     ResolvedQuery,
     SessionFacts,
+    as_closed_reason,
     resolved_bundle,
 )
 from clarion.domain.listing import clamp_limit, listed_bundle
@@ -410,7 +411,7 @@ def _closed(
         created_at=listed.created_at,
         context=listed.context,
         questions=listed.questions,
-        reason=reason,
+        reason=as_closed_reason(reason),
         closed_at=at,
     )
 

@@ -43,7 +43,7 @@ def closed_bundle_model(bundle: ClosedBundle) -> models.ClosedBundle:
         context=bundle.context,
         questions=_questions(bundle.questions),
         status="closed",
-        closed_reason=bundle.reason,  # type: ignore[arg-type]
+        closed_reason=bundle.reason,
         closed_at=bundle.closed_at,
         response=None,
         resolved_by=None,
