@@ -32,8 +32,7 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
     """Notification routes for ``clarion notify`` (the operator is unscoped: it manages every
     route)."""
     with opened_storage(settings) as storage:
-        store = _notification_store(storage)
-        yield route_management(settings, storage, store, Runner())
+        yield route_management(settings, storage, Runner())
 
 
 @contextmanager

@@ -32,7 +32,6 @@ from clarion.ports.host import HostRepository
 from clarion.ports.notifications import (
     AnswerLinkIssuer,
     DestinationCheck,
-    NotificationRoutes,
     NotificationStore,
     Notifier,
 )
@@ -135,13 +134,12 @@ def build_people_services(ports: PeoplePorts, core: CoreUseCases) -> PeopleServi
         people,
         notifications=_worker(notifying, channels, ports.tokens, core),
         notification_routes=build_routing(
-            notifying.store,
+            notifying,
             core.host,
             ports.tokens,
             core.runner,
             email_needs_user=ports.auth_enabled,
-            destinations=notifying.destinations,
-            unconfigured=unconfigured_channels(notifying.channel_settings, channels.keys()),
+            channels=channels.keys(),
         ),
         slack=SlackAnswering(
             resolver=core.resolver,
@@ -169,34 +167,27 @@ def build_authentication(
 
 
 def build_routing(
-    store: NotificationRoutes,
+    ports: NotificationPorts,
     host: HostRepository,
     users: UserDirectory | None,
     runner: Runner,
     *,
     email_needs_user: bool,
-    destinations: DestinationCheck,
-    unconfigured: Mapping[str, str],
+    channels: Collection[str],
 ) -> NotificationRouting:
-    """Route management over ``store``; a route on a channel in ``unconfigured`` (kind → the
-    setting it needs) is refused unless forced."""
+    """Route management over the outbox of ``ports``; a route on a channel kind that is not
+    in ``channels`` and needs a setting is refused unless forced, naming the setting."""
     return NotificationRouting(
-        store=store,
+        store=ports.store,
         host=host,
         users=users,
         runner=runner,
         email_needs_user=email_needs_user,
-        destinations=destinations,
-        unconfigured=unconfigured,
+        destinations=ports.destinations,
+        unconfigured={
+            kind: name for kind, name in ports.channel_settings.items() if kind not in channels
+        },
     )
-
-
-def unconfigured_channels(
-    channel_settings: Mapping[str, str], available: Collection[str]
-) -> dict[str, str]:
-    """Each channel kind of ``channel_settings`` that is not in ``available``, with its
-    setting."""
-    return {kind: name for kind, name in channel_settings.items() if kind not in available}
 
 
 def _worker(

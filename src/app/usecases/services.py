@@ -120,9 +120,7 @@ def build_services(
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
     """
-    if runner is not None and limiter is not None and limiter is not runner.limiter:
-        raise ValueError("build_services takes a runner or a limiter, not two different pools")
-    runner = runner if runner is not None else Runner(limiter)
+    runner = _one_runner(runner, limiter)
     ports = _Ports(
         bundles=_BundlePorts(
             claims=claims, authorizer=authorizer, waiters=waiters, events=events, runner=runner
@@ -155,9 +153,13 @@ def build_services(
         tracer=ports.tracer,
         agent_asks=agent_asks,
     )
-    if people is None:
-        return services
-    return attrs.evolve(services, people=_people(ports, services, people))
+    return _with_people(services, ports, people)
+
+
+def _one_runner(runner: Runner | None, limiter: anyio.CapacityLimiter | None) -> Runner:
+    if runner is not None and limiter is not None and limiter is not runner.limiter:
+        raise ValueError("build_services takes a runner or a limiter, not two different pools")
+    return runner if runner is not None else Runner(limiter)
 
 
 class _BundlePorts(TypedDict):
@@ -259,7 +261,11 @@ def _agent_sessions(
     )
 
 
-def _people(ports: _Ports, services: Services, people: PeoplePorts) -> PeopleServices:
+def _with_people(services: Services, ports: _Ports, people: PeoplePorts | None) -> Services:
+    """``services`` with the people's use cases built over them when their ``people`` ports
+    are given."""
+    if people is None:
+        return services
     core = CoreUseCases(
         claims=ports.bundles["claims"],
         host=ports.host,
@@ -272,4 +278,4 @@ def _people(ports: _Ports, services: Services, people: PeoplePorts) -> PeopleSer
         metrics=ports.metrics,
         limits=ports.limits,
     )
-    return build_people_services(people, core)
+    return attrs.evolve(services, people=build_people_services(people, core))

@@ -21,15 +21,10 @@ from clarion.app.root.wings.delivery import outbound_policy
 from clarion.app.root.wings.slack import slack_adapter
 from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.notifications import DeliveryPolicy, NotificationWorker
-from clarion.app.usecases.people_services import (
-    NotificationPorts,
-    build_routing,
-    unconfigured_channels,
-)
+from clarion.app.usecases.people_services import NotificationPorts, build_routing
 from clarion.app.usecases.runner import Runner
 from clarion.ports.notifications import (
     AnswerLinkIssuer,
-    NotificationStore,
     Notifier,
     PostedMessages,
 )
@@ -77,19 +72,23 @@ def notifications_wing(worker: NotificationWorker | None) -> Wing:
     return Wing(tasks=(worker.run_forever,)) if worker is not None else Wing()
 
 
-def route_management(
-    settings: Settings, storage: Storage, store: NotificationStore, runner: Runner
-) -> NotificationRouting:
+def route_management(settings: Settings, storage: Storage, runner: Runner) -> NotificationRouting:
     """Route management for ``clarion notify``: a route on a channel the settings do not
-    configure is refused unless forced, naming the setting it needs."""
+    configure is refused unless forced, naming the setting it needs.
+
+    Raises:
+        ValueError: the storage keeps no outbox (a host's own; the settings never name one).
+    """
+    ports = notification_ports(settings, storage, runner, None)
+    if ports is None:
+        raise ValueError("clarion notify needs a storage with notifications")
     return build_routing(
-        store,
+        ports,
         storage.host,
         storage.tokens,
         runner,
         email_needs_user=settings.auth_enabled,
-        destinations=RouteDestinations(outbound_policy(settings)),
-        unconfigured=unconfigured_channels(CHANNEL_SETTINGS, configured_channels(settings)),
+        channels=configured_channels(settings),
     )
 
 
