@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from clarion.app.root.declared_settings import declared_settings, grouped_settings, setting
+from clarion.app.root.declared_settings import declared_settings, setting
 from clarion.app.root.settings import Settings, parse_positive_int
 from clarion.app.root.settings_docs import (
     END,
@@ -48,7 +48,7 @@ def test_docs_operations_md_holds_the_generated_limits_table() -> None:
 
 def test_every_limit_is_one_row_with_its_default_and_refusals() -> None:
     table = render_limits_table()
-    for declared in grouped_settings(Settings, "limits"):
+    for declared in declared_settings(Settings, "limits"):
         (row,) = [line for line in table.splitlines() if f"| `{declared.setting.env}` |" in line]
         assert f"| {declared.shown_default}" in row, declared.name
         assert row.count(" | ") == 4, declared.name  # limit, variable, default, REST, MCP

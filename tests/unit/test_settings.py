@@ -7,7 +7,7 @@ import base64
 import attrs
 import pytest
 
-from clarion.app.root.declared_settings import grouped_settings, setting_group
+from clarion.app.root.declared_settings import declared_settings, setting_group
 from clarion.app.root.settings import DEFAULT_DATABASE_URL, Settings
 from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
@@ -92,7 +92,7 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
 
 def test_every_limit_has_a_variable_and_defaults_are_the_documented_ones() -> None:
     """#32: each Limits field is one declared setting, ``CLARION_<FIELD>``, in field order."""
-    declared = list(grouped_settings(Settings, "limits"))
+    declared = list(declared_settings(Settings, "limits"))
     assert [limit.name for limit in declared] == [field.name for field in attrs.fields(Limits)]
     assert all(limit.setting.env == f"CLARION_{limit.name.upper()}" for limit in declared)
     assert Settings.from_env({}).limits == Limits()
@@ -101,7 +101,7 @@ def test_every_limit_has_a_variable_and_defaults_are_the_documented_ones() -> No
 
 def test_a_group_must_declare_every_field_once_in_order() -> None:
     """#32: a limit added to Limits without its declaration fails at import, not silently."""
-    members = {d.name: d.setting for d in grouped_settings(Settings, "limits")}
+    members = {d.name: d.setting for d in declared_settings(Settings, "limits")}
     missing = dict(list(members.items())[1:])
     with pytest.raises(ValueError, match="declare every field of Limits once, in its order"):
         setting_group(Limits, **missing)
@@ -322,3 +322,8 @@ def test_a_resume_webhook_named_localhost_is_refused_at_start_up() -> None:
         build_clarion(settings)
     allowed = attrs.evolve(settings, outbound_allow="127.0.0.1,::1,localhost")
     build_clarion(allowed).close()
+
+
+def test_only_a_group_field_has_members() -> None:
+    with pytest.raises(LookupError, match="port is not a group of settings"):
+        list(declared_settings(Settings, "port"))

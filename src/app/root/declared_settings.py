@@ -185,9 +185,20 @@ def setting(
     )
 
 
-def declared_settings(cls: type) -> Iterator[Declared]:
+def declared_settings(cls: type, group: str | None = None) -> Iterator[Declared]:
     """Every setting ``cls`` declares, in field order (the order variables are read in, flags
-    added and the docs table written)."""
+    added and the docs table written); with ``group``, the members of that group field of
+    ``cls`` instead (the limits), in the field order of its class.
+
+    Raises:
+        LookupError: ``group`` is not a group of settings.
+    """
+    if group is not None:
+        members = attrs.fields_dict(cls)[group].metadata.get(_GROUP_KEY)
+        if not isinstance(members, SettingGroup):
+            raise LookupError(f"{group} is not a group of settings")
+        yield from members.declared()
+        return
     for attribute in attrs.fields(cls):
         declared = attribute.metadata.get(_METADATA_KEY)
         if isinstance(declared, Setting):
@@ -246,18 +257,6 @@ def setting_group(cls: type[A], **members: Setting) -> A:
         raise ValueError(f"declare every field of {cls.__name__} once, in its order: {names}")
     group = SettingGroup(cls, members)
     return attrs.field(factory=cls, metadata={_GROUP_KEY: group})
-
-
-def grouped_settings(cls: type, name: str) -> Iterator[Declared]:
-    """The members of the group field ``name`` of ``cls`` (the limits), in field order.
-
-    Raises:
-        LookupError: the field is not a group of settings.
-    """
-    group = attrs.fields_dict(cls)[name].metadata.get(_GROUP_KEY)
-    if not isinstance(group, SettingGroup):
-        raise LookupError(f"{name} is not a group of settings")
-    return group.declared()
 
 
 def read_environment(cls: type, environ: Mapping[str, str]) -> dict[str, object]:

@@ -15,12 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from clarion.app.root.declared_settings import (
-    SECRET_FLAG,
-    Declared,
-    declared_settings,
-    grouped_settings,
-)
+from clarion.app.root.declared_settings import SECRET_FLAG, Declared, declared_settings
 
 START: Final = "<!-- settings:start -->"
 END: Final = "<!-- settings:end -->"
@@ -80,7 +75,7 @@ def render_limits_table(settings_class: type | None = None) -> str:
     return _section(
         LIMITS_START,
         ("limit", "environment", "default", "over the limit: REST", "MCP"),
-        [_limit_row(declared) for declared in grouped_settings(settings_class, "limits")],
+        [_limit_row(declared) for declared in declared_settings(settings_class, "limits")],
         LIMITS_END,
     )
 
