@@ -16,12 +16,13 @@ the server closes the connection when it returns.
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
 import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clarion.adapters.http_guard import send_error
 
 REQUEST_TIMEOUT: Final = 408
 DEFAULT_BODY_TIMEOUT_S: Final = 10.0
@@ -93,17 +94,5 @@ class BodyDeadline:
             # The application failed on a body that never came; the client has its 408.
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"error": timed_out_message(self.timeout_s)}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": REQUEST_TIMEOUT,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"cache-control", b"no-store"),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        message = timed_out_message(self.timeout_s)
+        await send_error(send, REQUEST_TIMEOUT, message, (b"connection", b"close"))

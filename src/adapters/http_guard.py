@@ -184,7 +184,10 @@ def _relative_path(scope: Scope) -> str:
     return path
 
 
-async def _refuse(status: int, message: str, send: Send) -> None:
+async def send_error(send: Send, status: int, message: str, *headers: tuple[bytes, bytes]) -> None:
+    """Answer with ``status`` and ``{"error": message}``, never cached: the JSON error body
+    of a pure ASGI middleware that refuses a request before the application sees it (here and
+    in :mod:`clarion.adapters.body_deadline`); ``headers`` are added to the response's."""
     body = json.dumps({"error": message}).encode()
     await send(
         {
@@ -194,6 +197,7 @@ async def _refuse(status: int, message: str, send: Send) -> None:
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 _NO_STORE,
+                *headers,
             ],
         }
     )
@@ -235,7 +239,7 @@ class HttpGuard:
         scope[GUARD_SCOPE_KEY] = True
         refusal = self._refusal(scope)
         if refusal is not None:
-            await _refuse(*refusal, send)
+            await send_error(send, *refusal)
             return
 
         async def send_no_store(message: Message) -> None:

@@ -53,7 +53,8 @@ class RevocationWatch:
         self._results: dict[str, _Result] = {}
 
     async def still_valid(self, key: str, check: Check) -> bool:
-        """``check()``, shared by every request on ``key`` for one interval."""
+        """``check()``, shared by every request on ``key`` for one interval (the REST event
+        stream shares its re-checks the same way)."""
         now = anyio.current_time()
         result = self._results.get(key)
         if result is not None and result.running is not None:

@@ -48,13 +48,12 @@ from mcp.types import (
     Resource,
     TextResourceContents,
     Tool,
-    ToolAnnotations,
 )
 
 from clarion.adapters import wire
 from clarion.adapters.mcp import arguments
 from clarion.adapters.mcp.errors import tool_error
-from clarion.adapters.mcp.schemas import ToolNames, answer_tool
+from clarion.adapters.mcp.schemas import ANSWERS, READ_ONLY, ToolNames, answer_tool
 from clarion.adapters.mcp.server import (
     NegotiatedTools,
     RegisteredTool,
@@ -237,9 +236,7 @@ def status_tool() -> Tool:
             },
         },
         output_schema=CARD_OUTPUT,
-        annotations=ToolAnnotations(
-            read_only_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=READ_ONLY,
         _meta=_app_meta(),
     )
 
@@ -257,12 +254,7 @@ def answer_app_tool(names: ToolNames) -> Tool:
         ),
         input_schema=answer_tool(names).input_schema,
         output_schema=CARD_OUTPUT,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=ANSWERS,
         _meta=_app_meta(),
     )
 

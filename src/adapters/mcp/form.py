@@ -56,15 +56,17 @@ def text_key(position: int) -> str:
 
 def form_message(questions: Sequence[Question], context: str) -> str:
     """What the client shows above the form: the shared context, then how answering works."""
+    return "\n\n".join([*_opening(questions, context), FOOTER])
+
+
+def _opening(questions: Sequence[Question], context: str) -> list[str]:
+    """The paragraphs both messages open with: how many questions the agent asks, then the
+    shared context when there is one."""
     count = len(questions)
     lead = (
         "The agent asks you one question." if count == 1 else f"The agent asks {count} questions."
     )
-    parts = [lead]
-    if context.strip():
-        parts.append(context.strip())
-    parts.append(FOOTER)
-    return "\n\n".join(parts)
+    return [lead, context.strip()] if context.strip() else [lead]
 
 
 LINK_FOOTER: Final = (
@@ -76,13 +78,7 @@ LINK_FOOTER: Final = (
 def link_message(questions: Sequence[Question], context: str) -> str:
     """What a client shows with a URL-mode link: the questions' titles and prompts (so the
     person knows what the page asks), the shared context, then how answering works."""
-    count = len(questions)
-    lead = (
-        "The agent asks you one question." if count == 1 else f"The agent asks {count} questions."
-    )
-    parts = [lead]
-    if context.strip():
-        parts.append(context.strip())
+    parts = _opening(questions, context)
     parts.extend(
         f"{_question_title(position, question)}: {question.prompt}"
         for position, question in enumerate(questions, start=1)

@@ -22,6 +22,13 @@ from clarion.adapters.wire import models
 from clarion.adapters.wire.jsonschema import Dialect, mcp_dialect, object_schema
 
 DEFAULT_SUFFIX: Final = "_kandev"
+# The tools' behaviour hints, shared so that tools which behave alike say so alike (never
+# mutated: a Tool only reads them). A read changes nothing; an answer writes once and a repeat
+# returns the winner (first write wins), destroying nothing.
+READ_ONLY: Final = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+ANSWERS: Final = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 @attrs.frozen
@@ -82,9 +89,7 @@ def list_pending_tool(names: ToolNames) -> Tool:
         ),
         input_schema=_schema(models.ListPendingInput, names),
         output_schema=LIST_PENDING_OUTPUT,
-        annotations=ToolAnnotations(
-            read_only_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=READ_ONLY,
     )
 
 
@@ -103,12 +108,7 @@ def answer_tool(names: ToolNames) -> Tool:
         ),
         input_schema=_schema(models.AnswerInput, names),
         output_schema=ANSWER_OUTPUT,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=ANSWERS,
     )
 
 
@@ -129,9 +129,7 @@ def list_tasks_tool(names: ToolNames) -> Tool:
         ),
         input_schema=_schema(models.ListTasksInput, names),
         output_schema=LIST_TASKS_OUTPUT,
-        annotations=ToolAnnotations(
-            read_only_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=READ_ONLY,
     )
 
 

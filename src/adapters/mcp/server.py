@@ -48,7 +48,7 @@ from clarion.adapters.disconnect import DISCONNECTED, disconnect_polled, until_d
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
 from clarion.adapters.revocation import Check, RevocationWatch
 from clarion.app.usecases.auth import bearer_credential, identity_bound
-from clarion.domain.errors import ValidationError, failure_fields
+from clarion.domain.errors import failure_fields
 from clarion.domain.model import Identity
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
 
@@ -328,12 +328,7 @@ def _check_storable(arguments: Mapping[str, Any]) -> None:
     Raises:
         ValidationError: a string carries NUL or a lone surrogate, or nesting is too deep.
     """
-    try:
-        storable = wire.is_storable(arguments)
-    except RecursionError:
-        storable = False
-    if not storable:
-        raise ValidationError(f"invalid arguments: {wire.UNSTORABLE_TEXT}", field="arguments")
+    wire.require_storable(arguments, what="arguments", field="arguments")
 
 
 Authenticator = Callable[[Scope], Awaitable[Caller | None]]

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
+from clarion.adapters.memory.store import InMemoryRepository, frozen_metadata
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility, task_visible
@@ -15,16 +15,10 @@ from clarion.domain.model import SessionState
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
 from clarion.domain.transitions import new_message
-from clarion.ports.system import Clock, IdGenerator
 
 
-class InMemoryHostRepository:
+class InMemoryHostRepository(InMemoryRepository):
     """Workspaces, tasks, sessions, turns and the transcript, held in an :class:`InMemoryStore`."""
-
-    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
-        self._store = store
-        self._clock = clock
-        self._ids = ids
 
     def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
         with self._store.lock:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from clarion.adapters.memory.store import InMemoryStore
+from clarion.adapters.memory.store import InMemoryRepository
 from clarion.domain.notifications import (
     DUE,
     NewEntry,
@@ -20,7 +20,6 @@ from clarion.domain.notifications import (
     check_route_spec,
 )
 from clarion.ports.notifications import ChatUserLink, PostedMessage
-from clarion.ports.system import Clock, IdGenerator
 
 
 def _internal_id() -> str:
@@ -29,13 +28,8 @@ def _internal_id() -> str:
     return uuid.uuid4().hex
 
 
-class InMemoryNotificationStore:
+class InMemoryNotificationStore(InMemoryRepository):
     """Routes and outbox entries in the store; every method holds the store lock."""
-
-    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
-        self._store = store
-        self._clock = clock
-        self._ids = ids
 
     # -- routes ----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from clarion.domain.rows import (
     pending_ids_in_creation_order,
 )
 from clarion.ports.notifications import ChatUserLink, PostedMessage
+from clarion.ports.system import Clock, IdGenerator
 
 
 def frozen_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -223,3 +224,14 @@ def _pending_key(record: MessageRecord) -> Any:
     """The raw ``pending_id`` value when it is hashable text (the only kind a lookup asks for)."""
     value = record.metadata.get("pending_id")
     return value if isinstance(value, str) and value else None
+
+
+class InMemoryRepository:
+    """The base of the repositories over one :class:`InMemoryStore` that keep ids and
+    timestamps of their own (host, tokens, notifications), as the SQL adapter's ``SqlStore`` is:
+    the store, and the injected clock and id generator."""
+
+    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids

@@ -6,20 +6,14 @@ from datetime import datetime
 
 import attrs
 
-from clarion.adapters.memory.store import InMemoryStore
+from clarion.adapters.memory.store import InMemoryRepository
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
-from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import CredentialLookup
 
 
-class InMemoryTokenStore:
+class InMemoryTokenStore(InMemoryRepository):
     """Users and personal-access-token records (hashes only) in an :class:`InMemoryStore`."""
-
-    def __init__(self, store: InMemoryStore, clock: Clock, ids: IdGenerator) -> None:
-        self._store = store
-        self._clock = clock
-        self._ids = ids
 
     def create_user(self, name: str, *, is_admin: bool = False) -> User:
         with self._store.lock:

@@ -26,21 +26,12 @@ from anyio.abc import TaskGroup
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from clarion.adapters.keepalives import KEEPALIVES, SERVER_KEEPALIVES
 from clarion.adapters.postgres_notify.protocol import Encoder, Envelope, Message, Reassembler
 
 log = structlog.get_logger(__name__)
 
 BATCH: Final = 200
-# Client and server side keepalives: a silent peer is noticed within about 25 seconds.
-KEEPALIVES: Final = {
-    "keepalives": 1,
-    "keepalives_idle": 10,
-    "keepalives_interval": 5,
-    "keepalives_count": 3,
-}
-SERVER_KEEPALIVES: Final = (
-    "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
-)
 
 
 class LinkUnavailable(Exception):

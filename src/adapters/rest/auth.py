@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Collection
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import attrs
 import structlog
@@ -300,42 +300,27 @@ def _logged_in(session: LoginSession, *, auth_enabled: bool) -> models.LoggedIn:
     )
 
 
+def _session_cookies(request: Request) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The session cookie (HttpOnly) and the CSRF cookie the inbox reads, each with the
+    attributes that set it — and that must delete it again, or the browser keeps it."""
+    shared: dict[str, Any] = {"path": "/", "secure": _is_https(request), "samesite": "strict"}
+    return (
+        (cookie_name(SESSION_COOKIE, request), {**shared, "httponly": True}),
+        (cookie_name(CSRF_COOKIE, request), shared),
+    )
+
+
 def _set_session_cookies(response: Response, request: Request, session: LoginSession) -> None:
-    """The session cookie (HttpOnly) and the CSRF cookie the inbox reads, both strict and
-    expiring with the session."""
-    secure = _is_https(request)
-    response.set_cookie(
-        cookie_name(SESSION_COOKIE, request),
-        session.cookie,
-        expires=session.expires_at,
-        path="/",
-        secure=secure,
-        httponly=True,
-        samesite="strict",
-    )
-    response.set_cookie(
-        cookie_name(CSRF_COOKIE, request),
-        session.csrf_token,
-        expires=session.expires_at,
-        path="/",
-        secure=secure,
-        samesite="strict",
-    )
+    """Both cookies, strict and expiring with the session."""
+    values = (session.cookie, session.csrf_token)
+    for (name, attributes), value in zip(_session_cookies(request), values, strict=True):
+        response.set_cookie(name, value, expires=session.expires_at, **attributes)
 
 
 def _delete_session_cookies(response: Response, request: Request) -> None:
     """Both cookies :func:`_set_session_cookies` sets, deleted with the same attributes."""
-    secure = _is_https(request)
-    response.delete_cookie(
-        cookie_name(SESSION_COOKIE, request),
-        path="/",
-        secure=secure,
-        httponly=True,
-        samesite="strict",
-    )
-    response.delete_cookie(
-        cookie_name(CSRF_COOKIE, request), path="/", secure=secure, samesite="strict"
-    )
+    for name, attributes in _session_cookies(request):
+        response.delete_cookie(name, **attributes)
 
 
 def auth_routes(

@@ -68,12 +68,7 @@ def parse_json(raw: bytes) -> Any:
         raise ValidationError(f"invalid payload: malformed JSON: {exc}", field="body") from exc
     except (ValueError, RecursionError) as exc:
         raise ValidationError("invalid payload: malformed JSON", field="body") from exc
-    try:
-        storable = wire.is_storable(payload)
-    except RecursionError:
-        storable = False
-    if not storable:
-        raise ValidationError(f"invalid payload: {wire.UNSTORABLE_TEXT}", field="body")
+    wire.require_storable(payload, what="payload", field="body")
     return payload
 
 

@@ -29,6 +29,7 @@ stream with its final chunk first.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
@@ -44,6 +45,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from clarion.adapters.rest.auth import Credential, auth_context, require_identity
+from clarion.adapters.revocation import RevocationWatch
 from clarion.domain.errors import LimitExceeded
 from clarion.domain.model import Identity
 from clarion.ports.events import Event, EventSource
@@ -54,7 +56,7 @@ log = structlog.get_logger(__name__)
 CanSee = Callable[[Identity, str], Awaitable[bool]]
 _BUFFER: Final = 256
 DEFAULT_MAX_STREAMS: Final = 16
-_PRUNE_AT: Final = 1024  # cached visibility / credential checks kept before expired ones go
+_PRUNE_AT: Final = 1024  # cached visibility results kept before expired ones go
 
 
 def event_frame(event: Event) -> bytes:
@@ -89,15 +91,6 @@ class _Viewer:
     computing: dict[str, anyio.Event] = attrs.Factory(dict)
 
 
-@attrs.define
-class _Check:
-    """The last re-check of one credential, shared by every stream opened with it."""
-
-    at: float
-    valid: bool
-    running: anyio.Event | None = None
-
-
 class EventStream:
     """The event-stream endpoint; one instance per application.
 
@@ -123,7 +116,8 @@ class EventStream:
         self._offload = offload
         self._closed = anyio.Event()
         self._viewers: dict[str, _Viewer] = {}
-        self._checks: dict[str, _Check] = {}
+        # One re-check per credential per half heartbeat, shared by its streams (issue #29).
+        self._checks = RevocationWatch(interval=heartbeat_s / 2)
 
     def close(self) -> None:
         """End every open stream; a stream opened afterwards ends at once."""
@@ -189,35 +183,6 @@ class EventStream:
             del viewer.computing[task_id]
             done.set()
 
-    async def _still_valid(self, credential: Credential) -> bool:
-        """Re-check ``credential``, at most once per heartbeat for all streams sharing it."""
-        check = self._checks.get(credential.key)
-        now = anyio.current_time()
-        if check is not None and check.running is not None:
-            await check.running.wait()
-            return check.valid
-        if check is not None and now - check.at < self._heartbeat_s / 2:
-            return check.valid
-        if len(self._checks) >= _PRUNE_AT:
-            self._checks = {
-                key: kept
-                for key, kept in self._checks.items()
-                if kept.running is not None or now - kept.at < self._heartbeat_s
-            }
-        check = self._checks[credential.key] = _Check(at=now, valid=True, running=anyio.Event())
-        running = check.running
-        assert running is not None
-        try:
-            check.valid = await self._offload(credential.still_valid)
-        except Exception:  # a failing store ends nothing; the next heartbeat asks again
-            log.warning("events.credential_check_failed", exc_info=True)
-            check.valid = True
-        finally:
-            check.at = anyio.current_time()
-            check.running = None
-            running.set()
-        return check.valid
-
     async def _pump(
         self, viewer: _Viewer, identity: Identity, sink: ObjectSendStream[Event]
     ) -> None:
@@ -238,7 +203,8 @@ class EventStream:
         # credential is seen, and its streams end, within one heartbeat.
         while True:
             await anyio.sleep(self._heartbeat_s / 2)
-            if not await self._still_valid(credential):
+            check = functools.partial(self._offload, credential.still_valid)
+            if not await self._checks.still_valid(credential.key, check):
                 scope.cancel()
                 return
 

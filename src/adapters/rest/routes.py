@@ -40,6 +40,11 @@ def _query_parameter(name: str, schema: Schema, description: str) -> Schema:
     }
 
 
+# The pending and resolved lists' keyset pages (L9): a limit out of range is clamped.
+_CLAMPED_PAGE: Final = (
+    _query_parameter("cursor", STRING, "A previous page's next_cursor"),
+    _query_parameter("limit", {"type": "integer"}, "Page size: default 50, clamped to 1-200"),
+)
 # The host lists' keyset pages (domain.paging): the same cursor codec as the pending list, but
 # a limit out of range is refused (400 naming limit) rather than clamped.
 _PAGE: Final = (
@@ -104,10 +109,7 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         parameters=(
             _query_parameter("workspace_id", STRING, "Only this workspace's bundles"),
             _query_parameter("created_since", STRING, "RFC 3339; bundles created at or after it"),
-            _query_parameter("cursor", STRING, "A previous page's next_cursor"),
-            _query_parameter(
-                "limit", {"type": "integer"}, "Page size: default 50, clamped to 1-200"
-            ),
+            *_CLAMPED_PAGE,
         ),
     ),
     RouteSpec(
@@ -118,10 +120,7 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         ok=(200, "ResolvedPage", "One page of resolved bundles"),
         errors=(400,),
         parameters=(
-            _query_parameter("cursor", STRING, "A previous page's next_cursor"),
-            _query_parameter(
-                "limit", {"type": "integer"}, "Page size: default 50, clamped to 1-200"
-            ),
+            *_CLAMPED_PAGE,
             _query_parameter(
                 "include",
                 {"type": "string", "enum": ["closed"]},

@@ -27,6 +27,8 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
+from clarion.ports.system import Clock, IdGenerator
+
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SqliteSynchronous = Literal["FULL", "NORMAL"]
@@ -153,6 +155,18 @@ def for_writes(engine: Engine) -> Engine:
     """The same engine (same pool) whose transactions are write transactions: on SQLite
     they begin with ``BEGIN IMMEDIATE``. Repositories keep one and call ``.begin()`` on it."""
     return engine.execution_options(**{_WRITE_OPTION: True})
+
+
+class SqlStore:
+    """The base of the repositories that keep ids and timestamps of their own (host, tokens,
+    notifications): the checked engine for reads, its write twin (:func:`for_writes`) for
+    every ``.begin()`` that writes, and the injected clock and id generator."""
+
+    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+        self._engine = check_engine(engine)
+        self._writes = for_writes(engine)
+        self._clock = clock
+        self._ids = ids
 
 
 @contextmanager

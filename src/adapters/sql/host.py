@@ -9,13 +9,12 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.claims import active_on_current_turn
 from clarion.adapters.sql.engine import (
-    check_engine,
-    for_writes,
+    SqlStore,
     insert_or_skip,
     read_one,
     read_transaction,
@@ -51,7 +50,6 @@ from clarion.domain.model import SessionState
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
 from clarion.domain.transitions import new_message
-from clarion.ports.system import Clock, IdGenerator
 
 
 def _workspace(row: RowMapping) -> Workspace:
@@ -109,14 +107,8 @@ def _insert_or_keep(connection: Connection, values: dict[str, Any]) -> Any:
     return insert_or_skip(connection, workspaces, "agents_owner").values(**values)
 
 
-class SqlHostRepository:
+class SqlHostRepository(SqlStore):
     """See the module docstring; ids from ``ids``, timestamps from ``clock``."""
-
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
-        self._clock = clock
-        self._ids = ids
 
     # -- workspaces and tasks --------------------------------------------------------------
 

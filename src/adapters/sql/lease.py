@@ -6,8 +6,9 @@ lock space apart from the one-bigint session locks of :mod:`clarion.adapters.sql
 taken with ``pg_try_advisory_lock`` under a random positive ``key`` on a connection of its
 own, outside the engine's pool, held for the process's lifetime. The lock vanishes exactly when
 that connection ends: at once when the process exits or is killed (``kill -9`` closes its
-socket), and after the TCP keepalives below when its host vanishes. Its process id is
-``str(key)``; the claim records it (``task_session_messages.delivery_process``), and
+socket), and after the TCP keepalives (:mod:`clarion.adapters.keepalives`) when its host
+vanishes. Its process id is ``str(key)``; the claim records it
+(``task_session_messages.delivery_process``), and
 :meth:`PostgresLease.gone` reads ``pg_locks`` for the keys still held in this database.
 
 :meth:`PostgresLease.renew` checks the connection and, when it was lost, takes the same key
@@ -29,18 +30,13 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from clarion.adapters.keepalives import KEEPALIVES
+
 log = structlog.get_logger(__name__)
 
 LEASE_CLASS: Final = 0x436C6172  # "Clar": the first key of every lease's advisory lock
 APPLICATION_NAME: Final = "clarion-lease"
 CONNECT_TIMEOUT_S: Final = 5
-# Server and client notice a vanished peer within about 25 seconds (as the notify link does).
-KEEPALIVES: Final = {
-    "keepalives": 1,
-    "keepalives_idle": 10,
-    "keepalives_interval": 5,
-    "keepalives_count": 3,
-}
 _ATTEMPTS: Final = 8  # random keys tried before giving up (each collides with odds ~n/2^31)
 
 _TAKE = sa.text("SELECT pg_try_advisory_lock(CAST(:class_id AS integer), CAST(:key AS integer))")

@@ -20,9 +20,8 @@ from typing import Any
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import SqlStore, read_transaction
 from clarion.adapters.sql.outbox import (
     TAKE_BATCH,
     entry_values,
@@ -44,7 +43,6 @@ from clarion.domain.notifications import (
     parse_channel,
 )
 from clarion.ports.notifications import ChatUserLink, PostedMessage
-from clarion.ports.system import Clock, IdGenerator
 
 
 def _entry(row: Any) -> OutboxEntry:
@@ -90,14 +88,8 @@ def _internal_id() -> str:
     return uuid.uuid4().hex
 
 
-class SqlNotificationStore:
+class SqlNotificationStore(SqlStore):
     """Routes and outbox on ``engine`` (see the module docstring)."""
-
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
-        self._clock = clock
-        self._ids = ids
 
     # -- routes ----------------------------------------------------------------------------
 

@@ -9,13 +9,12 @@ from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_one, read_transaction
+from clarion.adapters.sql.engine import SqlStore, read_one, read_transaction
 from clarion.adapters.sql.schema import access_tokens, users
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
-from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import CredentialLookup
 
 
@@ -92,14 +91,8 @@ def _token_with_parent() -> sa.Select[Any]:
     )
 
 
-class SqlTokenStore:
+class SqlTokenStore(SqlStore):
     """See the module docstring; user ids from ``ids``, timestamps from ``clock``."""
-
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
-        self._clock = clock
-        self._ids = ids
 
     def create_user(self, name: str, *, is_admin: bool = False) -> User:
         user = User(

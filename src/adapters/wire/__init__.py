@@ -20,7 +20,7 @@ from clarion.adapters.wire import models
 from clarion.adapters.wire.convert import format_timestamp, structure, unstructure
 from clarion.domain.errors import ValidationError
 from clarion.domain.host import Task
-from clarion.domain.listing import ListedBundle, ListPage
+from clarion.domain.listing import ListedBundle, ListedQuestion, ListPage
 from clarion.domain.model import Answer, Option, Outcome, Resolution
 from clarion.domain.questions import OptionDraft, QuestionDraft
 
@@ -73,6 +73,21 @@ def is_storable(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return all(is_storable(item) for item in value)
     return True
+
+
+def require_storable(value: Any, *, what: str, field: str) -> None:
+    """Refuse ``value`` unless :func:`is_storable` (too deep a nesting is refused the same
+    way); REST bodies and MCP arguments share this refusal, each naming its own ``what``.
+
+    Raises:
+        ValidationError: ``"invalid {what}: ..."`` naming ``field``.
+    """
+    try:
+        storable = is_storable(value)
+    except RecursionError:
+        storable = False
+    if not storable:
+        raise ValidationError(f"invalid {what}: {UNSTORABLE_TEXT}", field=field)
 
 
 def answer_model(answer: Answer) -> models.Answer:
@@ -142,6 +157,20 @@ def option_models(options: Iterable[Option]) -> list[models.Option]:
     return [models.Option(option.option_id, option.label, option.description) for option in options]
 
 
+def listed_question_models(questions: Iterable[ListedQuestion]) -> list[models.ListedQuestion]:
+    """A listed bundle's questions (L3), as the pending list and the history both show them."""
+    return [
+        models.ListedQuestion(
+            question_id=question.question_id,
+            title=question.title,
+            prompt=question.prompt,
+            status=question.status,
+            options=option_models(question.options),
+        )
+        for question in questions
+    ]
+
+
 def listed_bundle_model(bundle: ListedBundle, now: datetime) -> models.ListedBundle:
     """L3/L4 with L4a: every field present; strings default to "", arrays to []."""
     return models.ListedBundle(
@@ -151,16 +180,7 @@ def listed_bundle_model(bundle: ListedBundle, now: datetime) -> models.ListedBun
         created_at=bundle.created_at,
         age_seconds=bundle.age_seconds(now),
         context=bundle.context,
-        questions=[
-            models.ListedQuestion(
-                question_id=question.question_id,
-                title=question.title,
-                prompt=question.prompt,
-                status=question.status,
-                options=option_models(question.options),
-            )
-            for question in bundle.questions
-        ],
+        questions=listed_question_models(bundle.questions),
     )
 
 

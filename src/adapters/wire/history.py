@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clarion.adapters.wire import models, option_models, response_model, unstructure
+from clarion.adapters.wire import listed_question_models, models, response_model, unstructure
 from clarion.domain.history import ClosedBundle, HistoryEntry, ResolvedBundle, ResolvedPage
-from clarion.domain.listing import ListedQuestion
 from clarion.domain.resolved_by import ResolvedBy
 
 
@@ -21,19 +20,6 @@ def resolver_model(resolved_by: ResolvedBy) -> models.Resolver:
     )
 
 
-def _questions(questions: tuple[ListedQuestion, ...]) -> list[models.ListedQuestion]:
-    return [
-        models.ListedQuestion(
-            question_id=question.question_id,
-            title=question.title,
-            prompt=question.prompt,
-            status=question.status,
-            options=option_models(question.options),
-        )
-        for question in questions
-    ]
-
-
 def closed_bundle_model(bundle: ClosedBundle) -> models.ClosedBundle:
     return models.ClosedBundle(
         pending_id=bundle.pending_id,
@@ -41,7 +27,7 @@ def closed_bundle_model(bundle: ClosedBundle) -> models.ClosedBundle:
         session_id=bundle.session_id,
         created_at=bundle.created_at,
         context=bundle.context,
-        questions=_questions(bundle.questions),
+        questions=listed_question_models(bundle.questions),
         status="closed",
         closed_reason=bundle.reason,
         closed_at=bundle.closed_at,
@@ -64,7 +50,7 @@ def resolved_bundle_model(bundle: ResolvedBundle) -> models.ResolvedBundle:
         session_id=bundle.session_id,
         created_at=bundle.created_at,
         context=bundle.context,
-        questions=_questions(bundle.questions),
+        questions=listed_question_models(bundle.questions),
         status=bundle.resolution.status,
         response=response_model(bundle.resolution),
         resolved_by=resolver_model(bundle.resolved_by),

@@ -9,6 +9,7 @@ from typing import Any
 import httpx2
 
 TIMEOUT_S = 60.0
+PAGE_LIMIT = 200  # the lists clamp a page to 200 bundles (L9), so ask for no more
 
 
 class ClientError(Exception):
@@ -61,19 +62,8 @@ class ClarionClient:
 
     def pending(self, *, workspace_id: str = "") -> list[dict[str, Any]]:
         """Every pending bundle the caller may see, following ``next_cursor`` to the end."""
-        bundles: list[dict[str, Any]] = []
-        cursor = ""
-        while True:
-            query = {"limit": "200"}
-            if workspace_id:
-                query["workspace_id"] = workspace_id
-            if cursor:
-                query["cursor"] = cursor
-            page = self._request("GET", "/api/v1/clarification/pending", params=query)
-            bundles.extend(page["bundles"])
-            cursor = page["next_cursor"]
-            if not cursor:
-                return bundles
+        query = {"workspace_id": workspace_id} if workspace_id else {}
+        return self._bundles("/api/v1/clarification/pending", query)
 
     def find_pending(self, pending_id: str) -> dict[str, Any] | None:
         """The pending bundle with this id, or None when it is not pending (or not visible)."""
@@ -83,15 +73,22 @@ class ClarionClient:
         """Up to ``at_most`` resolved bundles the caller may see — with ``closed``, the ones
         closed without an answer too (issue #30) — newest first, following ``next_cursor`` as
         far as needed."""
+        query = {"include": "closed"} if closed else {}
+        return self._bundles("/api/v1/clarification/resolved", query, at_most=at_most)
+
+    def _bundles(
+        self, path: str, query: dict[str, str], *, at_most: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The bundles of ``path``'s pages (at most 200 a page), following ``next_cursor``
+        to the last page or until ``at_most`` bundles are in."""
         bundles: list[dict[str, Any]] = []
         cursor = ""
-        while len(bundles) < at_most:
-            query = {"limit": str(min(200, at_most - len(bundles)))}
-            if closed:
-                query["include"] = "closed"
+        while at_most is None or len(bundles) < at_most:
+            limit = PAGE_LIMIT if at_most is None else min(PAGE_LIMIT, at_most - len(bundles))
+            params = {"limit": str(limit), **query}
             if cursor:
-                query["cursor"] = cursor
-            page = self._request("GET", "/api/v1/clarification/resolved", params=query)
+                params["cursor"] = cursor
+            page = self._request("GET", path, params=params)
             bundles.extend(page["bundles"])
             cursor = page["next_cursor"]
             if not cursor:

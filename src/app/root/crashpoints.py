@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Collection, Mapping
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import structlog
 
@@ -25,6 +25,8 @@ from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery, Res
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 
 log = structlog.get_logger(__name__)
+
+_Written = TypeVar("_Written")
 
 CRASH_POINTS: Final = (
     "claim",  # the winning claim committed
@@ -59,6 +61,13 @@ class _CrashingClaims:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    def _after(self, point: str, written: _Written | None) -> _Written | None:
+        """``written``, unless the step did write (not None) and this process is to die
+        right after ``point``."""
+        if written is not None and self._point == point:
+            _die(point)
+        return written
+
     def complete_active_bundle(
         self,
         pending_id: str,
@@ -81,34 +90,30 @@ class _CrashingClaims:
         claimed_ids: Collection[str],
         resume: ResumeRecord,
     ) -> tuple[ClarificationRow, ...] | None:
-        rows = self._inner.record_resume(pending_id, terminal, claimed_ids, resume)
-        if rows is not None and self._point == "resume-recorded":
-            _die(self._point)
-        return rows
+        return self._after(
+            "resume-recorded", self._inner.record_resume(pending_id, terminal, claimed_ids, resume)
+        )
 
     def finalize_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
-        rows = self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
-        if rows is not None and self._point == "finalize":
-            _die(self._point)
-        return rows
+        return self._after(
+            "finalize", self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
+        )
 
     def finalize_live_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> LiveDelivery | None:
-        finalized = self._inner.finalize_live_delivery(pending_id, terminal, claimed_ids)
-        if finalized is not None and self._point == "finalize":
-            _die(self._point)
-        return finalized
+        return self._after(
+            "finalize", self._inner.finalize_live_delivery(pending_id, terminal, claimed_ids)
+        )
 
     def restore_active_bundle(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
-        rows = self._inner.restore_active_bundle(pending_id, terminal, claimed_ids)
-        if rows is not None and self._point == "restore":
-            _die(self._point)
-        return rows
+        return self._after(
+            "restore", self._inner.restore_active_bundle(pending_id, terminal, claimed_ids)
+        )
 
 
 class _CrashingDispatcher:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
-from typing import Final, Literal
+from collections.abc import Callable, Mapping
+from typing import Final, Literal, TypeVar
 
 from clarion.domain.errors import ValidationError
 from clarion.domain.signing import key_weakness, secret_weakness
@@ -19,6 +19,7 @@ LiveDelivery = Literal["auto", "postgres", "memory"]
 SqliteSynchronous = Literal["FULL", "NORMAL"]
 ElicitationMode = Literal["auto", "form", "url", "off"]
 SmtpSecurity = Literal["starttls", "tls", "none"]
+_Number = TypeVar("_Number", int, float)
 
 
 def check_key_ring(keys: tuple[bytes, ...], name: str) -> None:
@@ -217,14 +218,27 @@ def parse_elicitation(value: str, name: str) -> ElicitationMode:
     return mode
 
 
-def parse_non_negative_int(value: str, name: str) -> int:
+def _number(
+    value: str,
+    name: str,
+    convert: Callable[[str], _Number],
+    accept: Callable[[_Number], bool],
+    expected: str,
+) -> _Number:
+    """``convert(value)`` when it converts and ``accept`` takes it; else a ValidationError
+    naming ``name`` that says what was ``expected`` (the number parsers below).
+    """
     try:
-        number = int(value)
+        number = convert(value)
     except ValueError:
-        number = -1
-    if number < 0:
-        raise ValidationError(f"{name} must be a whole number ≥ 0, got {value!r}", field=name)
+        number = None
+    if number is None or not accept(number):
+        raise ValidationError(f"{name} must be {expected}, got {value!r}", field=name)
     return number
+
+
+def parse_non_negative_int(value: str, name: str) -> int:
+    return _number(value, name, int, lambda number: number >= 0, "a whole number ≥ 0")
 
 
 def parse_log_format(value: str, name: str) -> LogFormat:
@@ -236,13 +250,7 @@ def parse_log_format(value: str, name: str) -> LogFormat:
 
 
 def parse_positive_int(value: str, name: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise ValidationError(f"{name} must be a positive integer, got {value!r}", field=name)
-    return number
+    return _number(value, name, int, lambda number: number >= 1, "a positive integer")
 
 
 def parse_port(value: str, name: str) -> int:
@@ -251,22 +259,8 @@ def parse_port(value: str, name: str) -> int:
     Raises:
         ValidationError: not a whole number in that range (``field`` ``name``).
     """
-    try:
-        port = int(value)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise ValidationError(f"{name} must be a port number (0-65535), got {value!r}", field=name)
-    return port
+    return _number(value, name, int, lambda port: 0 <= port <= 65535, "a port number (0-65535)")
 
 
 def parse_positive_float(value: str, name: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not number > 0:
-        raise ValidationError(
-            f"{name} must be a positive number of seconds, got {value!r}", field=name
-        )
-    return number
+    return _number(value, name, float, lambda number: number > 0, "a positive number of seconds")

@@ -11,11 +11,11 @@ from :func:`render_table`'s (or :func:`render_limits_table`'s) output.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Final
 
 from clarion.app.root.declared_settings import SECRET_FLAG, Declared, declared_settings
+from clarion.app.root.generated_docs import generated_docs_main, read_text
 
 START: Final = "<!-- settings:start -->"
 END: Final = "<!-- settings:end -->"
@@ -110,25 +110,15 @@ def with_table(document: str, table: str, start: str = START, end: str = END) ->
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the tables to standard output, or ``--update PATH`` in place."""
-    args = list(sys.argv[1:] if argv is None else argv)
     table, limits = render_table(), render_limits_table()
-    if not args:
-        sys.stdout.write(table + "\n\n" + limits + "\n")
-        return 0
-    if len(args) == 2 and args[0] == "--update":
-        with open(args[1], encoding="utf-8") as source:
-            document = source.read()
-        try:
-            updated = with_table(document, table)
-            updated = with_table(updated, limits, LIMITS_START, LIMITS_END)
-        except ValueError as exc:
-            print(f"{args[1]}: {exc}", file=sys.stderr)
-            return 1
-        with open(args[1], "w", encoding="utf-8") as target:
-            target.write(updated)
-        return 0
-    print("usage: python -m clarion.app.root.settings_docs [--update PATH]", file=sys.stderr)
-    return 2
+    return generated_docs_main(
+        argv,
+        module="clarion.app.root.settings_docs",
+        show=lambda: table + "\n\n" + limits + "\n",
+        rewrite=lambda path: with_table(
+            with_table(read_text(path), table), limits, LIMITS_START, LIMITS_END
+        ),
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - run as `make settings-docs`

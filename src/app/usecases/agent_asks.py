@@ -246,15 +246,13 @@ class AgentAsks:
             progress=status.progress.value,
         )
         if status.progress is Progress.WAITING:
-            result = await self._asking.rejoin(
-                asker.identity,
-                record.session_id,
-                record.pending_id,
+            return await self.rejoin(
+                asker,
+                record,
                 on_progress=on_progress,
                 progress_interval=progress_interval,
                 alongside=alongside,
             )
-            return await self._hand_over(asker, record.id, result)
         if status.result is not None:
             return await self._hand_over(asker, record.id, status.result)
         await self._move(record, AskState.RETURNED)

@@ -634,8 +634,17 @@ def default_outcome(bundle: Bundle, option_id: str) -> Outcome | None:
 
 
 def _scheduled(
-    entry: OutboxEntry, route: Route, event: str, due_at: datetime, sequence: int = 0
+    entry: OutboxEntry,
+    route: Route,
+    event: str,
+    due_at: datetime,
+    sequence: int = 0,
+    *,
+    origin: str | None = None,
 ) -> NewEntry:
+    """``event`` for ``route``, following from ``origin`` (None: ``entry`` itself), keyed by
+    both and by ``sequence`` when there is one."""
+    origin = entry.idempotency_key if origin is None else origin
     suffix = f":{sequence}" if sequence else ""
     return NewEntry(
         pending_id=entry.pending_id,
@@ -643,24 +652,16 @@ def _scheduled(
         route_id=route.id,
         due_at=due_at,
         sequence=sequence,
-        idempotency_key=f"{entry.idempotency_key}:{route.id}:{event}{suffix}",
-        origin_key=entry.idempotency_key,
+        idempotency_key=f"{origin}:{route.id}:{event}{suffix}",
+        origin_key=origin,
     )
 
 
 def _reminder(entry: OutboxEntry, route: Route, sequence: int, due_at: datetime) -> NewEntry:
-    """Reminder ``sequence`` of ``route``, following from the event ``entry`` is (or follows
-    from): one key however often it is rescheduled."""
+    """Reminder ``sequence`` (1 and up) of ``route``, following from the event ``entry`` is
+    (or follows from): one key however often it is rescheduled."""
     origin = entry.origin_key if entry.route_id else entry.idempotency_key
-    return NewEntry(
-        pending_id=entry.pending_id,
-        event=REMINDER,
-        route_id=route.id,
-        due_at=due_at,
-        sequence=sequence,
-        idempotency_key=f"{origin}:{route.id}:{REMINDER}:{sequence}",
-        origin_key=origin,
-    )
+    return _scheduled(entry, route, REMINDER, due_at, sequence, origin=origin)
 
 
 def _policy_entries(entry: OutboxEntry, route: Route) -> list[NewEntry]:

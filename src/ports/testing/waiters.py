@@ -137,6 +137,25 @@ async def deliver_in(
     tasks.start_soon(deliver)
 
 
+async def deliver_now(
+    responder: Waiters, pending_id: str, confirm: RecordingConfirm
+) -> DeliveryResult:
+    """Deliver :func:`sample_resolution` for ``pending_id``; the call must return at once."""
+    with anyio.fail_after(PROMPT_S):
+        return await responder.deliver(
+            pending_id, sample_resolution(pending_id), confirm, DELIVER_TIMEOUT_S
+        )
+
+
+async def finds_no_waiter(responder: Waiters, pending_id: str) -> None:
+    """An answer for ``pending_id`` now finds no waiter, and nothing is confirmed (the answer
+    goes the detached way)."""
+    confirm = RecordingConfirm()
+    result = await deliver_now(responder, pending_id, confirm)
+    assert result.outcome is Delivery.NO_WAITER
+    assert confirm.calls == 0
+
+
 class WaitersContract:
     """Live delivery to blocked askers. Provide ``waiters``; optionally ``responder``."""
 
@@ -164,10 +183,7 @@ class WaitersContract:
         confirm = RecordingConfirm()
         async with anyio.create_task_group() as tasks:
             outcome = await start_waiting(tasks, waiters, "p1", confirm=confirm)
-            with anyio.fail_after(PROMPT_S):
-                result = await responder.deliver(
-                    "p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S
-                )
+            result = await deliver_now(responder, "p1", confirm)
         assert result.outcome is Delivery.DELIVERED
         assert outcome.resolution == sample_resolution()
         assert confirm.calls == 1
@@ -204,10 +220,7 @@ class WaitersContract:
             outcomes = [
                 await start_waiting(tasks, waiters, "p1", confirm=confirm) for _ in range(3)
             ]
-            with anyio.fail_after(PROMPT_S):
-                result = await responder.deliver(
-                    "p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S
-                )
+            result = await deliver_now(responder, "p1", confirm)
         assert result.outcome is Delivery.DELIVERED
         assert [outcome.resolution for outcome in outcomes] == [sample_resolution()] * 3
         assert [outcome.confirmed_before_return for outcome in outcomes] == [1, 1, 1]
@@ -220,10 +233,7 @@ class WaitersContract:
         confirm = RecordingConfirm(fail=True)
         async with anyio.create_task_group() as tasks:
             outcome = await start_waiting(tasks, waiters, "p1")
-            with anyio.fail_after(PROMPT_S):
-                result = await responder.deliver(
-                    "p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S
-                )
+            result = await deliver_now(responder, "p1", confirm)
         assert result.outcome is Delivery.FAILED
         assert "finalize refused" in result.error
         assert outcome.reason is WaitEnd.DELIVERY_FAILED
@@ -253,24 +263,14 @@ class WaitersContract:
     async def test_delivery_for_an_unknown_pending_id_finds_no_waiter(
         self, responder: Waiters
     ) -> None:
-        confirm = RecordingConfirm()
-        with anyio.fail_after(PROMPT_S):
-            result = await responder.deliver(
-                "unknown", sample_resolution("unknown"), confirm, DELIVER_TIMEOUT_S
-            )
-        assert result.outcome is Delivery.NO_WAITER
-        assert confirm.calls == 0
+        await finds_no_waiter(responder, "unknown")
 
     async def test_delivery_to_an_entry_nobody_waits_on_finds_no_waiter_and_removes_it(
         self, waiters: Waiters, responder: Waiters
     ) -> None:
         """The answer goes to the resume dispatcher, so no later wait may block for it."""
         waiters.register("p1", "s1")
-        confirm = RecordingConfirm()
-        with anyio.fail_after(PROMPT_S):
-            result = await responder.deliver("p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S)
-        assert result.outcome is Delivery.NO_WAITER
-        assert confirm.calls == 0
+        await finds_no_waiter(responder, "p1")
         assert not waiters.has_entry("p1")
         with anyio.fail_after(PROMPT_S), pytest.raises(WaitEnded) as ended:
             await waiters.wait("p1", WAIT_TIMEOUT_S)
@@ -286,11 +286,7 @@ class WaitersContract:
             outcome.scope.cancel()
         assert outcome.resolution is None
         assert not waiters.has_entry("p1")
-        confirm = RecordingConfirm()
-        with anyio.fail_after(PROMPT_S):
-            result = await responder.deliver("p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S)
-        assert result.outcome is Delivery.NO_WAITER
-        assert confirm.calls == 0
+        await finds_no_waiter(responder, "p1")
 
     async def test_a_waiter_that_leaves_does_not_take_the_entry_from_those_still_waiting(
         self, waiters: Waiters, responder: Waiters
@@ -304,10 +300,7 @@ class WaitersContract:
             with anyio.fail_after(PROMPT_S):
                 await leaving.done.wait()
             assert waiters.has_entry("p1")
-            with anyio.fail_after(PROMPT_S):
-                result = await responder.deliver(
-                    "p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S
-                )
+            result = await deliver_now(responder, "p1", confirm)
         assert result.outcome is Delivery.DELIVERED
         assert staying.resolution == sample_resolution()
         assert staying.confirmed_before_return == 1
@@ -319,11 +312,7 @@ class WaitersContract:
         with anyio.fail_after(PROMPT_S), pytest.raises(WaitEnded) as ended:
             await waiters.wait("p1", 0.05)
         assert ended.value.reason is WaitEnd.TIMEOUT
-        confirm = RecordingConfirm()
-        with anyio.fail_after(PROMPT_S):
-            result = await responder.deliver("p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S)
-        assert result.outcome is Delivery.NO_WAITER
-        assert confirm.calls == 0
+        await finds_no_waiter(responder, "p1")
 
     async def test_an_entry_is_delivered_at_most_once(
         self, waiters: Waiters, responder: Waiters
@@ -332,10 +321,8 @@ class WaitersContract:
         first, second = RecordingConfirm(), RecordingConfirm()
         async with anyio.create_task_group() as tasks:
             await start_waiting(tasks, waiters, "p1")
-            with anyio.fail_after(PROMPT_S):
-                won = await responder.deliver("p1", sample_resolution(), first, DELIVER_TIMEOUT_S)
-        with anyio.fail_after(PROMPT_S):
-            again = await responder.deliver("p1", sample_resolution(), second, DELIVER_TIMEOUT_S)
+            won = await deliver_now(responder, "p1", first)
+        again = await deliver_now(responder, "p1", second)
         assert won.outcome is Delivery.DELIVERED
         assert again.outcome is not Delivery.DELIVERED
         assert (first.calls, second.calls) == (1, 0)
@@ -359,11 +346,7 @@ class WaitersContract:
     ) -> None:
         waiters.register("p1", "s1")
         assert waiters.cancel("p1")
-        confirm = RecordingConfirm()
-        with anyio.fail_after(PROMPT_S):
-            result = await responder.deliver("p1", sample_resolution(), confirm, DELIVER_TIMEOUT_S)
-        assert result.outcome is Delivery.NO_WAITER
-        assert confirm.calls == 0
+        await finds_no_waiter(responder, "p1")
 
     async def test_a_delivered_entry_can_no_longer_be_cancelled(
         self, waiters: Waiters, responder: Waiters
@@ -371,10 +354,7 @@ class WaitersContract:
         waiters.register("p1", "s1")
         async with anyio.create_task_group() as tasks:
             outcome = await start_waiting(tasks, waiters, "p1")
-            with anyio.fail_after(PROMPT_S):
-                await responder.deliver(
-                    "p1", sample_resolution(), RecordingConfirm(), DELIVER_TIMEOUT_S
-                )
+            await deliver_now(responder, "p1", RecordingConfirm())
         assert outcome.resolution == sample_resolution()
         assert not waiters.cancel("p1")
 

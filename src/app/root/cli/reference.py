@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Iterator, Sequence
 
 import attrs
+
+from clarion.app.root.generated_docs import generated_docs_main
 
 WIDTH = 100  # columns of a usage line, fixed so the file is the same on every terminal
 GENERATED_BY = "python -m clarion.app.root.cli.reference --update docs/cli.md"
@@ -208,17 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write the reference to standard output, or ``--update PATH`` in place."""
     from clarion.app.root.cli.main import build_parser
 
-    args = list(sys.argv[1:] if argv is None else argv)
     text = render_reference(build_parser())
-    if not args:
-        sys.stdout.write(text)
-        return 0
-    if len(args) == 2 and args[0] == "--update":
-        with open(args[1], "w", encoding="utf-8") as target:
-            target.write(text)
-        return 0
-    print("usage: python -m clarion.app.root.cli.reference [--update PATH]", file=sys.stderr)
-    return 2
+    return generated_docs_main(
+        argv, module="clarion.app.root.cli.reference", show=lambda: text, rewrite=lambda _path: text
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - run as `make cli-docs`
