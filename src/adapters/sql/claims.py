@@ -48,6 +48,13 @@ from clarion.adapters.sql.records import (
 from clarion.adapters.sql.statements import Guard
 from clarion.adapters.sql.visibility import Seen, task_visibility
 from clarion.domain import transitions
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalTerms,
+    Candidates,
+    StandingApproval,
+    Vote,
+)
 from clarion.domain.errors import ClaimError, NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
@@ -81,6 +88,7 @@ from clarion.ports.claims import (
     ReconcileReport,
     Reread,
     ResumeRecord,
+    VoteResult,
 )
 from clarion.ports.system import Clock, IdGenerator
 
@@ -312,7 +320,11 @@ class SqlClaimRepository:
         questions: Sequence[Question],
         context: str,
         asker: Asker | None = None,
+        approval: ApprovalTerms | None = None,
+        candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
+        if approval is not None or candidates.assigned:
+            raise NotImplementedError("issue #33: SQL approvals are not written yet")
         with self._writes.begin() as connection:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
@@ -335,6 +347,17 @@ class SqlClaimRepository:
             )
             insert_messages(connection, records, unannounced=self._bits(ANSWERABLE))
         return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
+
+    # -- approvals (issue #33) ------------------------------------------------------------
+
+    def cast_vote(self, pending_id: str, vote: Vote, *, resolved_by: ResolvedBy) -> VoteResult:
+        raise NotImplementedError("issue #33: SQL approvals are not written yet")
+
+    def approval_votes(self, pending_id: str) -> tuple[Vote, ...]:
+        raise NotImplementedError("issue #33: SQL approvals are not written yet")
+
+    def approve_by_standing(self, pending_id: str, standing: StandingApproval) -> ClaimResult:
+        raise NotImplementedError("issue #33: SQL approvals are not written yet")
 
     # -- the claim and its follow-ups ------------------------------------------------------
 
