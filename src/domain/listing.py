@@ -48,6 +48,10 @@ class Visibility:
     unscoped: bool
     workspace_ids: frozenset[str] = frozenset()
     owner_id: str | None = None  # set: the owner rule; None: ``workspace_ids``
+    # Issue #33: the scoped caller's user id for assignments — a bundle with assigned
+    # candidates is visible only to a candidate (directly or through a group), exactly as an
+    # unknown bundle otherwise; None applies no assignment filter (unscoped, internal callers).
+    assignee: str | None = None
 
     @classmethod
     def everything(cls) -> Visibility:
@@ -61,6 +65,10 @@ class Visibility:
     def owned_by(cls, user_id: str) -> Visibility:
         """The spec's rule for ``user_id``: unowned workspaces and the caller's own."""
         return cls(unscoped=False, owner_id=user_id)
+
+    def assigned_to(self, user_id: str | None) -> Visibility:
+        """This visibility with the assignment filter for ``user_id`` (None: no filter)."""
+        return attrs.evolve(self, assignee=user_id)
 
     def sees(self, workspace_id: str, owner_id: str) -> bool:
         """Whether the existing workspace ``workspace_id`` (owned by ``owner_id``) is in the
