@@ -26,6 +26,7 @@ FROZEN_PACKAGE = "clarion.adapters.sql.migrations.frozen"
 # Edit none of these files: a migration needing a helper that has changed since gets a new
 # frozen module (see the package docstring). Add a new module's digest here.
 FROZEN_DIGESTS = {
+    "audit_chain_0018.py": "1575d31b2c767c06bc5c66df0ce9689b34c7606609cfedb1eaf03a6dc65481d7",
     "__init__.py": "1dc0ab25373a415b6042f5fd223f1269580053c9c166b7f0057c70a619dbcff9",
     "bundles.py": "da8b88c89f83ac604d77d71faf9ca6e4ba88d0a8d94e7aaa5e85aefc63cb2fed",
     "columns.py": "83a099c74bcf38886fd5a007edfbcbaba3bf51882484503af2e95b5f104c210e",

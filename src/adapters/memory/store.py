@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import attrs
 
 from clarion.domain.activeness import bundle_is_well_formed, current_turn_id, row_is_active
+from clarion.domain.audit_chain import ChainRecord
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.notifications import SUPERSEDED_EVENT, OutboxEntry, Route, event_entry
@@ -69,6 +70,8 @@ class InMemoryStore:
     # The lease process id each row in delivery was claimed under (the SQL
     # ``delivery_process`` column, issue #28), kept beside the row while it is marked.
     delivery_processes: dict[str, str] = attrs.field(factory=dict)
+    # The audit chain (issue #34): each scope's records in seq order (the last is the head).
+    audit_chain: dict[str, list[ChainRecord]] = attrs.field(factory=dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
     _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
     _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
