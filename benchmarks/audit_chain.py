@@ -32,19 +32,26 @@ from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
+import attrs
 import sqlalchemy as sa
 import structlog
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from benchmarks import answer_path_bench
 from benchmarks.scratch import postgres_engine, sqlite_engine
 from benchmarks.sql_bench import PENDING_SESSIONS, QUESTIONS, Loader, settle
 from clarion.adapters.sql import SqlClaimRepository, upgrade_database
-from clarion.adapters.sql.audit import SqlAuditChain
-from clarion.adapters.sql.schema import audit_chain, audit_heads
+from clarion.adapters.sql.audit import _SCOPE, SqlAuditChain
+from clarion.adapters.sql.schema import audit_chain, audit_heads, tasks
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.usecases.audit import AuditLog
-from clarion.domain.audit_chain import ChainHead, ChainRecord, next_record, resolution_body
+from clarion.domain.audit_chain import (
+    ChainEntry,
+    ChainHead,
+    ChainRecord,
+    next_record,
+    resolution_body,
+)
 from clarion.domain.model import ANSWERED, Answer
 
 RESPONSES = {q.id: Answer(question_id=q.id, selected_options=(f"{q.id}_opt1",)) for q in QUESTIONS}
@@ -54,18 +61,65 @@ INSERT_CHUNK = 5_000
 SPREAD = [f"ws-{n}" for n in range(8)]  # the workspaces of the spread run
 
 
-def _bundles(engine: Engine, count: int) -> tuple[list[str], list[str]]:
+def _bundles(loader: Loader, count: int, prefix: str = "") -> tuple[list[str], list[str]]:
     """``count`` bundles in no workspace, and ``count`` spread over :data:`SPREAD` (one in
-    seven of their sessions in none), written by one loader so ids never repeat."""
-    loader = Loader(engine)
-    single = loader.bundles(count, loader.sessions(PENDING_SESSIONS, [""]), answered=False)
-    spread = loader.bundles(count, loader.sessions(PENDING_SESSIONS, SPREAD), answered=False)
-    settle(engine)
+    seven of their sessions in none); with ``prefix``, every workspace id (the empty one too)
+    gets it, so these bundles' chains are apart from all others. One loader writes every
+    bundle of a database, so ids never repeat."""
+    owners = loader.sessions(PENDING_SESSIONS, [""])
+    spread_owners = loader.sessions(PENDING_SESSIONS, SPREAD)
+    if prefix:
+        task_ids = [task for task, _, _ in owners + spread_owners]
+        with loader.engine.begin() as connection:
+            connection.execute(
+                sa.update(tasks)
+                .where(tasks.c.id.in_(task_ids))
+                .values(workspace_id=prefix + tasks.c.workspace_id)
+            )
+    single = loader.bundles(count, owners, answered=False)
+    spread = loader.bundles(count, spread_owners, answered=False)
+    settle(loader.engine)
     return single, spread
 
 
-def _claimer(engine: Engine, *, chained: bool) -> Callable[[str], None]:
-    claims = SqlClaimRepository(engine, SystemClock(), UuidIds(), audit_chain=chained)
+# The design not taken (PostgreSQL only), for comparison: no head row; read the chain's last
+# record, link to it and insert under the (scope, seq) primary key inside a savepoint; a racing
+# insert of the same seq waits for the other transaction, fails, and retries from a new read.
+_LAST_RECORD = sa.text(f"""
+SELECT target.scope, last.seq, last.hash
+FROM (SELECT {_SCOPE} AS scope) AS target
+LEFT JOIN LATERAL (
+    SELECT c.seq, c.hash FROM audit_chain AS c WHERE c.scope = target.scope
+    ORDER BY c.seq DESC LIMIT 1
+) AS last ON true
+""")
+
+
+class UniqueRetryClaims(SqlClaimRepository):
+    """The claim with the unique-constraint-and-retry append instead of the head row."""
+
+    retries = 0
+
+    def _chain_resolution(self, connection: Connection, *args: Any) -> None:
+        entry = ChainEntry.resolution(*args)
+        params = {"task_id": entry.task_id, "session_id": entry.session_id}
+        while True:
+            found = connection.execute(_LAST_RECORD, params).one()
+            scope = str(found.scope)
+            head = ChainHead(scope, int(found.seq), found.hash) if found.seq is not None else None
+            record = next_record(head, scope, entry.pending_id, entry.body)
+            try:
+                with connection.begin_nested():
+                    connection.execute(sa.insert(audit_chain).values(attrs.asdict(record)))
+                return
+            except sa.exc.IntegrityError:
+                UniqueRetryClaims.retries += 1
+
+
+def _claimer(
+    engine: Engine, *, chained: bool, kind: type[SqlClaimRepository] = SqlClaimRepository
+) -> Callable[[str], None]:
+    claims = kind(engine, SystemClock(), UuidIds(), audit_chain=chained)
 
     def claim(pending_id: str) -> None:
         if not claims.complete_active_bundle(pending_id, ANSWERED, RESPONSES).claimed:
@@ -124,11 +178,17 @@ def _concurrent(claim: Callable[[str], None], pending_ids: list[str], threads: i
     return elapsed
 
 
-def claims_concurrent(engine: Engine, pending_ids: list[str], threads: int) -> tuple[float, float]:
-    """(claims/s with the chain, without), ``threads`` callers over ``pending_ids`` (half
-    each), in :data:`ROUNDS` alternating rounds."""
+def claims_concurrent(
+    engine: Engine,
+    pending_ids: list[str],
+    threads: int,
+    other: Callable[[str], None] | None = None,
+) -> tuple[float, float]:
+    """(claims/s with the chain, without — or with ``other`` instead), ``threads`` callers over
+    ``pending_ids`` (half each), in :data:`ROUNDS` alternating rounds."""
     count = len(pending_ids) // 2
-    with_chain, without = _claimer(engine, chained=True), _claimer(engine, chained=False)
+    with_chain = _claimer(engine, chained=True)
+    without = other if other is not None else _claimer(engine, chained=False)
     chained_seconds = bare_seconds = 0.0
     size = count // ROUNDS
     for round_ in range(ROUNDS):
@@ -202,7 +262,8 @@ def cpu_per_answer(make: Callable[[], Any], answers: int) -> dict[str, float]:
 def _run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> None:
     with make() as engine:
         upgrade_database(engine)
-        single, spread = _bundles(engine, 4 * args.claims)
+        loader = Loader(engine)
+        single, spread = _bundles(loader, 4 * args.claims)
         half = 2 * args.claims
         chained, bare = claims_alternating(engine, single[:half])
         print(f"{name}: one caller: {chained:,.0f} claims/s with the chain, {bare:,.0f} without")
@@ -213,6 +274,8 @@ def _run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> None:
                 f"chain, {bare:,.0f} without",
                 flush=True,
             )
+        if name == "postgresql":
+            _compare_unique_retry(loader, args)
         seconds = verify_seconds(engine, args.records)
         print(
             f"{name}: audit verify of {args.records:,} records: {seconds:.2f} s "
@@ -225,6 +288,26 @@ def _run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> None:
         f"{cpu['with']:.2f} ms with the chain, {cpu['without']:.2f} ms without",
         flush=True,
     )
+
+
+def _compare_unique_retry(loader: Loader, args: argparse.Namespace) -> None:
+    """The head row against the unique constraint with retries, alternating, each on fresh
+    bundles whose chains the other never writes (the retrying one's workspaces prefixed)."""
+    engine = loader.engine
+    single, spread = _bundles(loader, args.claims)
+    single_u, spread_u = _bundles(loader, args.claims, prefix="u:")
+    unique = _claimer(engine, chained=True, kind=UniqueRetryClaims)
+    for where, pending_ids in (
+        ("one workspace", single + single_u),
+        ("8 workspaces", spread + spread_u),
+    ):
+        head_row, retried = claims_concurrent(engine, pending_ids, args.threads, unique)
+        print(
+            f"postgresql: {args.threads} callers, {where}: {head_row:,.0f} claims/s with the "
+            f"head row, {retried:,.0f} with a unique key and retries "
+            f"({UniqueRetryClaims.retries} retries so far)",
+            flush=True,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
