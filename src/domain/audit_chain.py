@@ -33,9 +33,15 @@ from typing import Any, Final
 
 import attrs
 
-from clarion.domain.model import Answer
+from clarion.domain.model import CLARIFICATION_REQUEST, Answer
 from clarion.domain.resolved_by import ResolvedBy
-from clarion.domain.rows import ClarificationRow, resolve_task_id, response_metadata
+from clarion.domain.rows import (
+    ClarificationRow,
+    MessageRecord,
+    parse_row,
+    resolve_task_id,
+    response_metadata,
+)
 
 GENESIS_HASH: Final = "0" * 64  # what the first record of every scope links to
 VERSION: Final = 1
@@ -95,10 +101,13 @@ class ChainReport:
     records: int
     broken: ChainBreak | None = None
     last_hash: str = GENESIS_HASH
+    # With the rows checked (``audit verify --rows``): the first bundle, by its newest
+    # record's seq, whose rows no longer show what that record says.
+    rows_changed: ChainBreak | None = None
 
     @property
     def intact(self) -> bool:
-        return self.broken is None
+        return self.broken is None and self.rows_changed is None
 
 
 def canonical(value: Mapping[str, Any]) -> str:
@@ -260,6 +269,57 @@ def verify_chain(scope: str, records: Iterable[ChainRecord], head: ChainHead | N
     return ChainReport(scope, count, last_hash=prev_hash)
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON data (read-only mappings and tuples as a store may keep them)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _resolved_now(body: Mapping[str, Any], records: Sequence[MessageRecord]) -> dict[str, Any]:
+    """What the bundle's rows show today of the resolution ``body`` records, in its fields."""
+    rows = [(parse_row(r), r.metadata) for r in records if r.type == CLARIFICATION_REQUEST]
+    resolved = [(row, meta) for row, meta in rows if row.is_resolved]
+    if not body.get("backfilled"):  # the claim's rows: those it stamped with its time
+        resolved = [(row, meta) for row, meta in resolved if _instant(row.updated_at) == body["at"]]
+    if not resolved:
+        return {}
+    resolvers = {canonical(resolver_json(row.resolved_by)) for row, _ in resolved}
+    statuses = {row.status for row, _ in resolved}
+    return {
+        "status": statuses.pop() if len(statuses) == 1 else sorted(map(str, statuses)),
+        "responses": {
+            row.question_id: _plain(meta["response"])
+            for row, meta in resolved
+            if isinstance(meta.get("response"), Mapping)
+        },
+        "resolved_by": json.loads(resolvers.pop()) if len(resolvers) == 1 else sorted(resolvers),
+        "at": _instant(max(row.updated_at for row, _ in resolved)),
+    }
+
+
+def rows_disagree(record: ChainRecord, records: Sequence[MessageRecord]) -> str | None:
+    """Why the bundle's rows as they stand (``records``, its clarification rows) no longer show
+    what its newest chain ``record`` says — who resolved it, how, what was answered, when —
+    or None when they agree. A ``restored`` record's bundle must not read as resolved (a later
+    claim would have appended its own record)."""
+    body = json.loads(record.body)
+    if body.get("event") == RESTORED_EVENT:
+        resolved = any(parse_row(r).is_resolved for r in records)
+        return "the rows read as resolved after the bundle was restored" if resolved else None
+    now = _resolved_now(body, records)
+    if not now:
+        return "the rows no longer show this resolution"
+    differing = [
+        key for key in now if canonical({"v": now[key]}) != canonical({"v": body.get(key)})
+    ]
+    if differing:
+        return f"the rows' {', '.join(differing)} differ from the record"
+    return None
+
+
 __all__ = [
     "GENESIS_HASH",
     "RESOLVED_EVENT",
@@ -275,5 +335,6 @@ __all__ = [
     "resolution_body",
     "resolver_json",
     "restored_body",
+    "rows_disagree",
     "verify_chain",
 ]

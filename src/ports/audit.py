@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterator
 from typing import Protocol
 
 from clarion.domain.audit_chain import ChainHead, ChainRecord
+from clarion.domain.rows import MessageRecord
 
 
 class AuditChain(Protocol):
@@ -36,6 +37,10 @@ class AuditChain(Protocol):
     def records(self, scope: str) -> Iterator[ChainRecord]:
         """``scope``'s records in ``seq`` order, read in pages (memory stays flat), exactly as
         stored — a verifier must see what is there, not what should be."""
+        ...
+
+    def bundle_rows(self, pending_ids: Collection[str]) -> dict[str, list[MessageRecord]]:
+        """The clarification rows of each of ``pending_ids`` as they stand (absent: none)."""
         ...
 
     def latest_for(self, pending_ids: Collection[str]) -> dict[str, ChainRecord]:

@@ -10,7 +10,8 @@ from collections.abc import Collection, Iterator
 
 from clarion.adapters.memory.store import InMemoryStore
 from clarion.domain.audit_chain import ChainEntry, ChainHead, ChainRecord, next_record
-from clarion.domain.rows import resolve_task_id
+from clarion.domain.model import CLARIFICATION_REQUEST
+from clarion.domain.rows import MessageRecord, resolve_task_id
 
 
 def _scope(store: InMemoryStore, entry: ChainEntry) -> str:
@@ -58,6 +59,19 @@ class InMemoryAuditChain:
         with self._store.lock:
             snapshot = list(self._store.audit_chain.get(scope, []))
         yield from snapshot
+
+    def bundle_rows(self, pending_ids: Collection[str]) -> dict[str, list[MessageRecord]]:
+        found: dict[str, list[MessageRecord]] = {}
+        with self._store.lock:
+            for pending_id in set(pending_ids):
+                rows = [
+                    record
+                    for record in self._store.records_with_pending_id(pending_id)
+                    if record.type == CLARIFICATION_REQUEST
+                ]
+                if rows:
+                    found[pending_id] = rows
+        return found
 
     def latest_for(self, pending_ids: Collection[str]) -> dict[str, ChainRecord]:
         wanted = set(pending_ids)

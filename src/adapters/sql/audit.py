@@ -29,7 +29,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql.engine import check_engine, read_transaction
-from clarion.adapters.sql.schema import audit_chain, audit_heads
+from clarion.adapters.sql.metadata_sql import is_clarification
+from clarion.adapters.sql.records import select_messages
+from clarion.adapters.sql.schema import audit_chain, audit_heads, messages
 from clarion.domain.audit_chain import (
     GENESIS_HASH,
     ChainEntry,
@@ -37,6 +39,7 @@ from clarion.domain.audit_chain import (
     ChainRecord,
     next_record,
 )
+from clarion.domain.rows import MessageRecord, parse_row
 
 PAGE: Final = 2000  # records read per statement while walking a chain
 
@@ -167,6 +170,17 @@ class SqlAuditChain:
             if len(page) < PAGE:
                 return
             after = page[-1].seq
+
+    def bundle_rows(self, pending_ids: Collection[str]) -> dict[str, list[MessageRecord]]:
+        wanted = sorted(set(pending_ids))
+        if not wanted:
+            return {}
+        where = (messages.c.bundle_pending_id.in_(wanted), is_clarification(messages))
+        found: dict[str, list[MessageRecord]] = {}
+        with read_transaction(self._engine) as connection:
+            for record in select_messages(connection, *where):
+                found.setdefault(parse_row(record).pending_id, []).append(record)
+        return found
 
     def latest_for(self, pending_ids: Collection[str]) -> dict[str, ChainRecord]:
         wanted = sorted(set(pending_ids))

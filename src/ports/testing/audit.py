@@ -19,6 +19,7 @@ from clarion.domain.audit_chain import (
     RESTORED_EVENT,
     ChainRecord,
     link_hash,
+    rows_disagree,
     verify_chain,
 )
 from clarion.domain.errors import ClaimError
@@ -42,9 +43,15 @@ def _body(record: ChainRecord) -> dict[str, Any]:
 
 
 def _assert_intact(audit: AuditChain) -> None:
+    """Every chain verifies, and every bundle's rows still show its newest record."""
     for head in audit.heads():
-        report = verify_chain(head.scope, audit.records(head.scope), head)
+        records = list(audit.records(head.scope))
+        report = verify_chain(head.scope, records, head)
         assert report.intact, report
+        latest = {record.pending_id: record for record in records}
+        rows = audit.bundle_rows(latest)
+        for pending_id, record in latest.items():
+            assert rows_disagree(record, rows.get(pending_id, [])) is None, record
 
 
 class AuditChainContract:

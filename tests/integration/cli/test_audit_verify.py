@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from clarion.adapters.sql import create_engine, upgrade_database
 from clarion.adapters.sql.audit import SqlAuditChain
 from clarion.adapters.sql.engine import write_transaction
-from clarion.adapters.sql.schema import audit_chain
+from clarion.adapters.sql.schema import audit_chain, messages
 from clarion.app.root.cli import main
 from clarion.domain.model import REJECTED
 from tests.integration.sql.support import sql_world
@@ -87,3 +87,21 @@ def test_export_carries_each_resolution_s_chain_fields(
     assert chains["p2"]["seq"] == 2
     assert chains["p2"]["prev_hash"] == chains["p1"]["hash"]
     assert chains["p1"]["scope"] == ""
+
+
+def test_verify_with_rows_names_a_bundle_whose_rows_were_changed(
+    database: tuple[str, Engine], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, engine = database
+    _reject(engine, 2)
+    with write_transaction(engine) as connection:
+        p2 = messages.c.bundle_pending_id == "p2"
+        connection.execute(sa.update(messages).where(p2).values(resolver_surface="slack"))
+    assert main(["audit", "verify", "--database-url", url]) == 0
+    capsys.readouterr()
+    assert main(["audit", "verify", "--database-url", url, "--rows"]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == (
+        'workspace "": ROWS CHANGED at seq 2 (pending id "p2"): '
+        "the rows' resolved_by differ from the record"
+    )

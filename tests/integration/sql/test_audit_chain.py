@@ -27,7 +27,7 @@ from clarion.adapters.sql import (
 )
 from clarion.adapters.sql.audit import SqlAuditChain
 from clarion.adapters.sql.engine import write_transaction
-from clarion.adapters.sql.schema import audit_chain, audit_heads
+from clarion.adapters.sql.schema import audit_chain, audit_heads, messages
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.usecases.audit import AuditLog
 from clarion.domain.audit_chain import ChainReport, link_hash, resolution_body
@@ -151,6 +151,50 @@ def test_a_record_moved_to_another_bundle_breaks_the_chain(engine: Engine) -> No
     assert (report.broken.seq, report.broken.pending_id) == (5, "p-other")
 
 
+def _rows_report(engine: Engine) -> ChainReport:
+    (report,) = AuditLog(SqlAuditChain(engine)).verify(rows=True)
+    return report
+
+
+def test_rows_that_still_show_their_records_verify(engine: Engine) -> None:
+    """``verify --rows`` on untouched data: answers, rejections, a restore and a claim after it."""
+    world = sql_world(engine)
+    _resolve_several(world)
+    world.bundle_in_new_session("again")
+    won = world.claims.complete_active_bundle("again", REJECTED, None)
+    assert world.claims.restore_active_bundle("again", REJECTED, won.claimed_ids)
+    world.bundle_in_new_session("restored")
+    won = world.claims.complete_active_bundle("restored", REJECTED, None)
+    assert world.claims.restore_active_bundle("restored", REJECTED, won.claimed_ids)
+    assert world.claims.complete_active_bundle("again", REJECTED, None).claimed
+    report = _rows_report(engine)
+    assert report.intact, report
+    assert report.records == RESOLVED + 5  # again: 3 records, restored: 2
+
+
+def test_a_changed_resolver_on_the_rows_is_named_with_rows(engine: Engine) -> None:
+    """The chain is untouched but someone rewrote who resolved p3 on its rows: the chain alone
+    verifies; with the rows, verify names p3 and what differs."""
+    world = sql_world(engine)
+    _resolve_several(world)
+    p3 = messages.c.bundle_pending_id == "p3"
+    _tamper(engine, sa.update(messages).where(p3).values(resolver_name="Mallory"))
+    assert _only(engine).intact
+    report = _rows_report(engine)
+    assert report.rows_changed is not None
+    assert (report.rows_changed.seq, report.rows_changed.pending_id) == (3, "p3")
+    assert "resolved_by" in report.rows_changed.reason
+
+
+def test_removed_rows_are_named_with_rows(engine: Engine) -> None:
+    world = sql_world(engine)
+    _resolve_several(world)
+    _tamper(engine, sa.delete(messages).where(messages.c.bundle_pending_id == "p2"))
+    report = _rows_report(engine)
+    assert report.rows_changed is not None
+    assert (report.rows_changed.seq, report.rows_changed.pending_id) == (2, "p2")
+
+
 def test_a_workspace_is_verified_alone(engine: Engine) -> None:
     world = sql_world(engine)
     workspace = world.workspace()
@@ -271,4 +315,4 @@ def test_the_migration_chains_every_bundle_resolved_before_it(old_engine: Engine
     claims = SqlClaimRepository(old_engine, clock, ids)
     assert claims.complete_active_bundle("open", REJECTED, None).claimed
     assert [r.seq for r in chain.records(workspace.id)] == [1, 2, 3]
-    assert all(report.intact for report in AuditLog(chain).verify())
+    assert all(report.intact for report in AuditLog(chain).verify(rows=True))

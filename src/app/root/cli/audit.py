@@ -58,6 +58,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         help="only this workspace's chain (default: every workspace; '' is no workspace)",
     )
+    verify.add_argument(
+        "--rows",
+        action="store_true",
+        help="also compare each question's newest record with its rows as they stand",
+    )
     database_flag(verify)
     verify.set_defaults(handler=_verify)
 
@@ -110,19 +115,19 @@ def _verify(args: argparse.Namespace) -> int:
     from clarion.app.root.administration import audit_log
 
     with audit_log(existing_database(args)) as (_, log):
-        reports = log.verify(args.workspace)
+        reports = log.verify(args.workspace, rows=args.rows)
     broken = 0
     for report in reports:
         name = json.dumps(report.scope)
-        if report.broken is None:
-            print(
-                f"workspace {name}: {report.records} records, intact, last hash {report.last_hash}"
-            )
+        link = report.broken or report.rows_changed
+        if link is None:
+            last = report.last_hash
+            print(f"workspace {name}: {report.records} records, intact, last hash {last}")
             continue
         broken += 1
-        link = report.broken
+        what = "BROKEN" if report.broken is not None else "ROWS CHANGED"
         print(
-            f"workspace {name}: BROKEN at seq {link.seq} "
+            f"workspace {name}: {what} at seq {link.seq} "
             f"(pending id {json.dumps(link.pending_id)}): {link.reason}"
         )
     print(f"verified {len(reports)} chains, {broken} broken", file=sys.stderr)
