@@ -15,8 +15,7 @@ from clarion.adapters.memory.audit import InMemoryAuditChain
 from clarion.adapters.sql.audit import SqlAuditChain
 from clarion.adapters.system import UuidIds
 from clarion.ports.audit import AuditChain
-from clarion.ports.testing import ContractWorld, ManualClock
-from clarion.ports.testing.audit import AuditChainContract
+from clarion.ports.testing import AuditChainContract, ContractWorld, ManualClock
 from tests.integration.sql.support import sql_world
 
 
