@@ -26,6 +26,7 @@ FROZEN_PACKAGE = "clarion.adapters.sql.migrations.frozen"
 # Edit none of these files: a migration needing a helper that has changed since gets a new
 # frozen module (see the package docstring). Add a new module's digest here.
 FROZEN_DIGESTS = {
+    "audit_chain_0019.py": "e616b94e2dcbc430f7e51d71a20286b58cf4276e6179ffedf099eb8ff6a5854b",
     "__init__.py": "1dc0ab25373a415b6042f5fd223f1269580053c9c166b7f0057c70a619dbcff9",
     "bundles.py": "da8b88c89f83ac604d77d71faf9ca6e4ba88d0a8d94e7aaa5e85aefc63cb2fed",
     "columns.py": "83a099c74bcf38886fd5a007edfbcbaba3bf51882484503af2e95b5f104c210e",

@@ -15,12 +15,14 @@ import copy
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import attrs
 import structlog
 
 from clarion.adapters.memory import approvals
+from clarion.adapters.memory.audit import append_record
 from clarion.adapters.memory.history import list_resolved_bundles, session_facts
 from clarion.adapters.memory.listing import list_active_bundles
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
@@ -37,6 +39,7 @@ from clarion.domain.approvals import (
     Vote,
     decision_responses,
 )
+from clarion.domain.audit_chain import ChainEntry
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.host import Turn
@@ -99,12 +102,15 @@ class InMemoryClaimRepository:
         *,
         notifications: bool = True,
         lease: ProcessLease | None = None,
+        audit_chain: bool = True,
     ) -> None:
         self._store = store
         self._clock = clock
         self._ids = ids
         self._notifications = notifications
         self._lease = lease
+        # Issue #34: every claim and restore appends its audit record (off only to measure).
+        self._audit_chain = audit_chain
 
     def _record(self, pending_id: str, event: str, now: datetime) -> None:
         """Issue #17: the event joins the transition's atomic step (the store lock is held),
@@ -248,6 +254,7 @@ class InMemoryClaimRepository:
                 else:
                     self._store.delivery_processes[row.id] = process_id
             self._record(pending_id, RESOLVED, now)
+            self._chain(partial(ChainEntry.resolution, rows, terminal, responses, resolved_by, now))
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
@@ -385,7 +392,14 @@ class InMemoryClaimRepository:
                 for item in picked
                 if item is not None
             ]
+            self._chain(partial(ChainEntry.restore, rows, now))
             return order_rows(rows)
+
+    def _chain(self, entry: Callable[[], ChainEntry]) -> None:
+        """Issue #34: append the transition's audit record in its atomic step (the store lock
+        is held)."""
+        if self._audit_chain:
+            append_record(self._store, entry())
 
     def _is_active_claimed(self, row: ClarificationRow) -> bool:
         """Restorable: on the current turn of a non-terminal session (status aside)."""
@@ -527,8 +541,8 @@ class InMemoryClaimRepository:
                     finalized.append(pending_id)
                     continue
                 now = self._clock.now()
-                for rec, _ in marked:
-                    self._write(rec, transitions.restored, now)
+                rolled = [self._write(rec, transitions.restored, now) for rec, _ in marked]
+                self._chain(partial(ChainEntry.restore, rolled, now))
                 restored.append(pending_id)
         return ReconcileReport(restored=tuple(restored), finalized=tuple(finalized))
 

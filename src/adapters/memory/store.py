@@ -25,6 +25,7 @@ from clarion.domain.approvals import (
     StandingApproval,
     Vote,
 )
+from clarion.domain.audit_chain import ChainRecord
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.notifications import SUPERSEDED_EVENT, OutboxEntry, Route, event_entry
@@ -85,6 +86,8 @@ class InMemoryStore:
     approval_votes: dict[str, list[Vote]] = attrs.field(factory=dict)
     groups: dict[str, Group] = attrs.field(factory=dict)
     standing_approvals: dict[str, StandingApproval] = attrs.field(factory=dict)
+    # The audit chain (issue #34): each scope's records in seq order (the last is the head).
+    audit_chain: dict[str, list[ChainRecord]] = attrs.field(factory=dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
     _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
     _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)

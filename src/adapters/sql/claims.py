@@ -26,6 +26,7 @@ import structlog
 from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql import approvals, changes, statements
+from clarion.adapters.sql.audit import append_record
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
@@ -63,6 +64,7 @@ from clarion.domain.approvals import (
     earlier_vote,
     tally,
 )
+from clarion.domain.audit_chain import ChainEntry
 from clarion.domain.errors import ClaimError, NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
@@ -180,6 +182,7 @@ class SqlClaimRepository:
         *,
         notifications: bool = True,
         lease: ProcessLease | None = None,
+        audit_chain: bool = True,
     ) -> None:
         self._engine = check_engine(engine)
         self._writes = for_writes(engine)
@@ -187,6 +190,8 @@ class SqlClaimRepository:
         self._ids = ids
         self._notifications = notifications
         self._lease = lease
+        # Issue #34: every claim and restore appends its audit record (off only to measure).
+        self._audit_chain = audit_chain
 
     def _bits(self, event: str) -> int:
         """The ``event_bits`` a transition causing ``event`` marks its rows with."""
@@ -484,6 +489,7 @@ class SqlClaimRepository:
         # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
         for row in rows:
             transitions.claimed_answer(row.id, row.question_id, terminal, responses)
+        self._chain_resolution(connection, rows, terminal, responses, resolved_by, now)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
     def finalize_delivery(
@@ -588,7 +594,30 @@ class SqlClaimRepository:
             return None
         now = self._clock.now()
         changed = [(r, transitions.restored(r.metadata)) for r in chosen]
-        return _rewrite(connection, "restorable_terminal", params, changed, now)
+        written = _rewrite(connection, "restorable_terminal", params, changed, now)
+        self._chain_restore(connection, written, now)
+        return written
+
+    # -- the audit chain (issue #34): one record per claim and restore, in its transaction --
+
+    def _chain_resolution(
+        self,
+        connection: Connection,
+        rows: Sequence[ClarificationRow],
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        resolved_by: ResolvedBy | None,
+        now: datetime,
+    ) -> None:
+        if self._audit_chain:
+            entry = ChainEntry.resolution(rows, terminal, responses, resolved_by, now)
+            append_record(connection, entry)
+
+    def _chain_restore(
+        self, connection: Connection, written: Sequence[MessageRecord], now: datetime
+    ) -> None:
+        if self._audit_chain and written:
+            append_record(connection, ChainEntry.restore(_rows(written), now))
 
     def expire_active_bundle(
         self, session_id: str, pending_id: str
@@ -696,7 +725,8 @@ class SqlClaimRepository:
                     return False
                 now = self._clock.now()
                 changed = [(r, transitions.restored(r.metadata)) for r in marked]
-                _rewrite(connection, "marked", params, changed, now)
+                written = _rewrite(connection, "marked", params, changed, now)
+                self._chain_restore(connection, written, now)
         except _GuardLost as exc:
             raise ClaimError(f"clarification bundle {pending_id} changed in recovery") from exc
         return True

@@ -490,4 +490,28 @@ standing_approvals = sa.Table(
     sa.Index("ix_standing_approvals_match", "workspace_id", "action_name", "expires_at"),
 )
 
+# The tamper-evident audit chain (issue #34, migration 0019_audit_chain): one record per
+# resolution and per restore, hash-linked within its scope (a workspace id), appended in the
+# claim's transaction; ``audit_heads`` holds each scope's last position and hash, the one row
+# a claim locks to take the next one (see clarion.adapters.sql.audit).
+audit_chain = sa.Table(
+    "audit_chain",
+    metadata,
+    sa.Column("scope", Key, primary_key=True),
+    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("pending_id", Key, nullable=False),
+    sa.Column("prev_hash", sa.Text, nullable=False),
+    sa.Column("hash", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Index("ix_audit_chain_pending_id", "pending_id", "seq"),
+)
+audit_heads = sa.Table(
+    "audit_heads",
+    metadata,
+    sa.Column("scope", Key, primary_key=True),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("prev_hash", sa.Text, nullable=False),
+    sa.Column("hash", sa.Text, nullable=False),
+)
+
 TABLE_NAMES = tuple(metadata.tables)

@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from clarion.adapters.sql.audit import SqlAuditChain
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage, opened_storage
 from clarion.app.root.wings.notifications import route_management
+from clarion.app.usecases.audit import AuditLog
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.people_services import build_authentication
@@ -47,6 +49,16 @@ def audit_records(settings: Settings) -> Iterator[ClaimRepository]:
     """The clarification rows for ``clarion audit export`` (read only)."""
     with opened_storage(settings) as storage:
         yield storage.claims
+
+
+@contextmanager
+def audit_log(settings: Settings) -> Iterator[tuple[ClaimRepository, AuditLog]]:
+    """The clarification rows and the audit chain (issue #34) for ``clarion audit`` (read
+    only; the database the settings name)."""
+    with opened_storage(settings) as storage:
+        if storage.engine is None:  # pragma: no cover - the CLI requires a database
+            raise ValueError("the audit chain is read from a database")
+        yield storage.claims, AuditLog(SqlAuditChain(storage.engine))
 
 
 def _notification_store(storage: Storage) -> NotificationStore:

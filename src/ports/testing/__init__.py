@@ -38,7 +38,8 @@ Usage — subclass each suite in your own test module and provide a fresh world 
 
 ``HostRepositoryContract`` and ``TokenStoreContract`` are subclassed the same way;
 ``AnswerLinkStoreContract`` needs a ``store`` fixture (a fresh answer-link store) instead, and
-``AskRecordsContract`` a ``records`` fixture (a fresh store of agent asks).
+``AskRecordsContract`` a ``records`` fixture (a fresh store of agent asks), and
+``AuditChainContract`` an ``audit`` fixture (the audit chain's reader on the world's store).
 ``WaitersContract`` (async, anyio) needs a ``waiters`` fixture instead of a world, and an
 implementation spanning processes also overrides ``responder`` (see its module). The world's
 implementations must read ``world.clock`` (a :class:`ManualClock`) for every timestamp they
@@ -50,6 +51,7 @@ Suites seed data only through the ports (:class:`ContractWorld` helpers, includi
 from clarion.ports.testing.answer_links import AnswerLinkStoreContract
 from clarion.ports.testing.approvals import ApprovalsContract, ApprovalWorld
 from clarion.ports.testing.asks import AskRecordsContract
+from clarion.ports.testing.audit import AuditChainContract
 from clarion.ports.testing.authorizer import TaskAuthorizerContract
 from clarion.ports.testing.claims import ClaimRepositoryContract, ClaimTransitionsContract
 from clarion.ports.testing.host import HostRepositoryContract
@@ -75,6 +77,7 @@ __all__ = [
     "ApprovalWorld",
     "ApprovalsContract",
     "AskRecordsContract",
+    "AuditChainContract",
     "ClaimLifecycleContract",
     "ClaimRepositoryContract",
     "ClaimTransitionsContract",

@@ -10,6 +10,10 @@ time, so memory stays flat however long the history is.
 It exports resolutions — who decided what — and so, by default, not the bundles closed
 without an answer (nobody decided them); ``--include-closed`` adds them, each a line with
 ``status`` "closed" and its ``closed_reason`` (issue #30), in the same order.
+
+Each line carries ``chain``: the bundle's newest audit-chain record's ``scope``, ``seq``,
+``prev_hash`` and ``hash`` (issue #34; null when it has none, as a closed bundle). ``clarion
+audit verify`` walks the chains and names the first broken link, exiting 1 on a break.
 """
 
 from __future__ import annotations
@@ -45,6 +49,22 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     database_flag(export)
     export.set_defaults(handler=_export)
+    verify = audit_commands.add_parser(
+        "verify",
+        help="check the tamper-evident audit chain; name the first broken link (exit 1)",
+    )
+    verify.add_argument(
+        "--workspace",
+        default=None,
+        help="only this workspace's chain (default: every workspace; '' is no workspace)",
+    )
+    verify.add_argument(
+        "--rows",
+        action="store_true",
+        help="also compare each question's newest record with its rows as they stand",
+    )
+    database_flag(verify)
+    verify.set_defaults(handler=_verify)
 
 
 def _since(value: str) -> datetime | None:
@@ -58,13 +78,13 @@ def _since(value: str) -> datetime | None:
 
 def _export(args: argparse.Namespace) -> int:
     from clarion.adapters.wire.history import resolved_bundle_json
-    from clarion.app.root.administration import audit_records
+    from clarion.app.root.administration import audit_log
     from clarion.domain.history import ResolvedQuery
     from clarion.domain.listing import Visibility
 
     since = _since(args.since)
     written = 0
-    with audit_records(existing_database(args)) as claims:
+    with audit_log(existing_database(args)) as (claims, log):
         before: tuple[datetime, str] | None = None
         while True:
             query = ResolvedQuery(
@@ -75,8 +95,12 @@ def _export(args: argparse.Namespace) -> int:
                 include_closed=args.include_closed,
             )
             page = claims.list_resolved_bundles(query)
+            chains = log.chain_records([bundle.pending_id for bundle in page.bundles])
             for bundle in page.bundles:
-                sys.stdout.write(json.dumps(resolved_bundle_json(bundle), ensure_ascii=False))
+                line = resolved_bundle_json(bundle)
+                chain = chains.get(bundle.pending_id)
+                line["chain"] = chain.fields() if chain is not None else None
+                sys.stdout.write(json.dumps(line, ensure_ascii=False))
                 sys.stdout.write("\n")
                 written += 1
             if not page.has_more:
@@ -85,3 +109,26 @@ def _export(args: argparse.Namespace) -> int:
             before = (last.resolved_at, last.pending_id)
     print(f"exported {written} resolutions", file=sys.stderr)
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from clarion.app.root.administration import audit_log
+
+    with audit_log(existing_database(args)) as (_, log):
+        reports = log.verify(args.workspace, rows=args.rows)
+    broken = 0
+    for report in reports:
+        name = json.dumps(report.scope)
+        link = report.broken or report.rows_changed
+        if link is None:
+            last = report.last_hash
+            print(f"workspace {name}: {report.records} records, intact, last hash {last}")
+            continue
+        broken += 1
+        what = "BROKEN" if report.broken is not None else "ROWS CHANGED"
+        print(
+            f"workspace {name}: {what} at seq {link.seq} "
+            f"(pending id {json.dumps(link.pending_id)}): {link.reason}"
+        )
+    print(f"verified {len(reports)} chains, {broken} broken", file=sys.stderr)
+    return 1 if broken else 0

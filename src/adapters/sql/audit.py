@@ -1,0 +1,200 @@
+"""The audit chain on SQLite and PostgreSQL (issue #34; record and link in
+:mod:`clarion.domain.audit_chain`).
+
+**Appending** happens inside the claim's (or restore's) write transaction, after its rows are
+written, so the record commits or rolls back with them. The chain stays linear because the
+next position is taken from the scope's one ``audit_heads`` row, which the append locks:
+
+- PostgreSQL: ONE statement — ``INSERT … ON CONFLICT (scope) DO UPDATE … RETURNING`` on the
+  head computes the next ``seq`` and the new hash (``sha256`` in the database, over the same
+  UTF-8 text as :func:`clarion.domain.audit_chain.link_hash`) from the head's latest committed
+  version, and the statement's outer ``INSERT … SELECT`` stores the record. A concurrent
+  claim in the same workspace waits on the head row until this transaction ends, then links
+  to what it committed: no two records share a ``prev_hash``. Claims in other workspaces do
+  not wait. The lock is the transaction's last, taken after the bundle's session locks, so
+  it adds no lock-order cycle.
+- SQLite: ``BEGIN IMMEDIATE`` already serializes every writer, so the append reads the head,
+  hashes in Python and writes the record and the head (three in-process statements).
+
+The scope is the workspace of the bundle's M5 task (the rows' task, else the session's),
+found inside the statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from clarion.adapters.sql.engine import check_engine, read_transaction
+from clarion.adapters.sql.metadata_sql import is_clarification
+from clarion.adapters.sql.records import select_messages
+from clarion.adapters.sql.schema import audit_chain, audit_heads, messages
+from clarion.domain.audit_chain import (
+    GENESIS_HASH,
+    ChainEntry,
+    ChainHead,
+    ChainRecord,
+    next_record,
+)
+from clarion.domain.rows import MessageRecord, parse_row
+
+PAGE: Final = 2000  # records read per statement while walking a chain
+
+# The workspace of the bundle's M5 task (the rows' task, else the session's; "" without
+# one), in SQL both databases read.
+_SCOPE: Final = """coalesce((
+    SELECT t.workspace_id FROM tasks AS t
+    WHERE t.id = coalesce(
+        nullif(CAST(:task_id AS text), ''),
+        (SELECT s.task_id FROM task_sessions AS s WHERE s.id = CAST(:session_id AS text))
+    )
+), '')"""
+
+_PG_APPEND: Final = sa.text(f"""
+WITH target AS (SELECT {_SCOPE} AS scope),
+head AS (
+    INSERT INTO audit_heads (scope, seq, prev_hash, hash)
+    SELECT scope, 1, CAST(:genesis AS text),
+           encode(sha256(convert_to(CAST(:genesis AS text) || CAST(:body AS text), 'UTF8')),
+                  'hex')
+    FROM target
+    ON CONFLICT (scope) DO UPDATE SET
+        seq = audit_heads.seq + 1,
+        prev_hash = audit_heads.hash,
+        hash = encode(sha256(convert_to(audit_heads.hash || CAST(:body AS text), 'UTF8')),
+                      'hex')
+    RETURNING scope, seq, prev_hash, hash
+)
+INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
+SELECT scope, seq, CAST(:pending_id AS text), prev_hash, hash, CAST(:body AS text) FROM head
+""")
+
+_SQLITE_HEAD: Final = sa.text(f"""
+SELECT target.scope, h.seq, h.hash
+FROM (SELECT {_SCOPE} AS scope) AS target
+LEFT JOIN audit_heads AS h ON h.scope = target.scope
+""")
+
+_INSERT_RECORD: Final = sa.insert(audit_chain)
+_SQLITE_MOVE_HEAD: Final = sa.text("""
+INSERT INTO audit_heads (scope, seq, prev_hash, hash) VALUES (:scope, :seq, :prev_hash, :hash)
+ON CONFLICT (scope) DO UPDATE
+SET seq = excluded.seq, prev_hash = excluded.prev_hash, hash = excluded.hash
+""")
+
+
+def append_record(connection: Connection, entry: ChainEntry) -> None:
+    """Append ``entry`` to its workspace's chain, in the caller's write transaction."""
+    pending_id, body = entry.pending_id, entry.body
+    params = {"pending_id": pending_id, "task_id": entry.task_id, "session_id": entry.session_id}
+    if connection.dialect.name == "postgresql":
+        connection.execute(_PG_APPEND, {**params, "body": body, "genesis": GENESIS_HASH})
+        return
+    found = connection.execute(_SQLITE_HEAD, params).one()
+    scope = str(found.scope)
+    head = ChainHead(scope, int(found.seq), str(found.hash)) if found.seq is not None else None
+    record = next_record(head, scope, pending_id, body)
+    values = _record_values(record)
+    connection.execute(_INSERT_RECORD, values)
+    connection.execute(_SQLITE_MOVE_HEAD, values)
+
+
+def _record_values(record: ChainRecord) -> dict[str, object]:
+    return {
+        "scope": record.scope,
+        "seq": record.seq,
+        "pending_id": record.pending_id,
+        "prev_hash": record.prev_hash,
+        "hash": record.hash,
+        "body": record.body,
+    }
+
+
+def _record(row: Any) -> ChainRecord:
+    scope, seq, pending_id, prev_hash, hash_, body = row
+    return ChainRecord(str(scope), int(seq), str(pending_id), str(prev_hash), str(hash_), str(body))
+
+
+_COLUMNS: Final = (
+    audit_chain.c.scope,
+    audit_chain.c.seq,
+    audit_chain.c.pending_id,
+    audit_chain.c.prev_hash,
+    audit_chain.c.hash,
+    audit_chain.c.body,
+)
+
+
+class SqlAuditChain:
+    """:class:`clarion.ports.audit.AuditChain` on the database (reads only; the claim
+    repository writes)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = check_engine(engine)
+
+    def scopes(self) -> tuple[str, ...]:
+        union = sa.union(sa.select(audit_chain.c.scope).distinct(), sa.select(audit_heads.c.scope))
+        with read_transaction(self._engine) as connection:
+            found = connection.execute(union).scalars().all()
+        return tuple(sorted(str(scope) for scope in found))
+
+    def heads(self) -> tuple[ChainHead, ...]:
+        statement = sa.select(audit_heads.c.scope, audit_heads.c.seq, audit_heads.c.hash)
+        with read_transaction(self._engine) as connection:
+            found = connection.execute(statement.order_by(audit_heads.c.scope)).all()
+        return tuple(ChainHead(str(scope), int(seq), str(hash_)) for scope, seq, hash_ in found)
+
+    def head(self, scope: str) -> ChainHead | None:
+        statement = sa.select(audit_heads.c.seq, audit_heads.c.hash).where(
+            audit_heads.c.scope == scope
+        )
+        with read_transaction(self._engine) as connection:
+            found = connection.execute(statement).first()
+        return None if found is None else ChainHead(scope, int(found.seq), str(found.hash))
+
+    def records(self, scope: str) -> Iterator[ChainRecord]:
+        after = 0
+        while True:
+            statement = (
+                sa.select(*_COLUMNS)
+                .where(audit_chain.c.scope == scope, audit_chain.c.seq > after)
+                .order_by(audit_chain.c.seq)
+                .limit(PAGE)
+            )
+            with read_transaction(self._engine) as connection:
+                page = [_record(row) for row in connection.execute(statement)]
+            yield from page
+            if len(page) < PAGE:
+                return
+            after = page[-1].seq
+
+    def bundle_rows(self, pending_ids: Collection[str]) -> dict[str, list[MessageRecord]]:
+        wanted = sorted(set(pending_ids))
+        if not wanted:
+            return {}
+        where = (messages.c.bundle_pending_id.in_(wanted), is_clarification(messages))
+        found: dict[str, list[MessageRecord]] = {}
+        with read_transaction(self._engine) as connection:
+            for record in select_messages(connection, *where):
+                found.setdefault(parse_row(record).pending_id, []).append(record)
+        return found
+
+    def latest_for(self, pending_ids: Collection[str]) -> dict[str, ChainRecord]:
+        wanted = sorted(set(pending_ids))
+        if not wanted:
+            return {}
+        statement = (
+            sa.select(*_COLUMNS)
+            .where(audit_chain.c.pending_id.in_(wanted))
+            .order_by(audit_chain.c.pending_id, audit_chain.c.seq)
+        )
+        with read_transaction(self._engine) as connection:
+            # Ordered by seq within a pending id: the last one kept is the newest (a bundle's
+            # records all lie in one scope, where seq orders them).
+            return {row.pending_id: _record(row) for row in connection.execute(statement)}
+
+
+__all__ = ["SqlAuditChain", "append_record"]

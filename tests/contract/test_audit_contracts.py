@@ -1,0 +1,61 @@
+"""The audit chain's contract (issue #34) on memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryHostRepository,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
+from clarion.adapters.memory.audit import InMemoryAuditChain
+from clarion.adapters.sql.audit import SqlAuditChain
+from clarion.adapters.system import UuidIds
+from clarion.ports.audit import AuditChain
+from clarion.ports.testing import AuditChainContract, ContractWorld, ManualClock
+from tests.integration.sql.support import sql_world
+
+
+class TestInMemoryAuditChain(AuditChainContract):
+    @pytest.fixture(name="store")
+    def fixture_store(self) -> InMemoryStore:
+        return InMemoryStore()
+
+    @pytest.fixture(name="world")
+    def fixture_world(self, store: InMemoryStore) -> ContractWorld:
+        clock, ids = ManualClock(), UuidIds()
+        return ContractWorld(
+            host=InMemoryHostRepository(store, clock, ids),
+            claims=InMemoryClaimRepository(store, clock, ids),
+            tokens=InMemoryTokenStore(store, clock, ids),
+            clock=clock,
+            storage_names=store.collection_names,
+        )
+
+    @pytest.fixture(name="audit")
+    def fixture_audit(self, store: InMemoryStore) -> AuditChain:
+        return InMemoryAuditChain(store)
+
+
+class TestSqliteAuditChain(AuditChainContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
+    @pytest.fixture(name="audit")
+    def fixture_audit(self, sqlite_engine: Engine) -> AuditChain:
+        return SqlAuditChain(sqlite_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresAuditChain(AuditChainContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
+        return sql_world(postgres_engine)
+
+    @pytest.fixture(name="audit")
+    def fixture_audit(self, postgres_engine: Engine) -> AuditChain:
+        return SqlAuditChain(postgres_engine)
