@@ -32,6 +32,7 @@ from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.query import include_closed, page_parameters, query_value
+from clarion.adapters.rest.receipt_schemas import WAIT_LINK
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.adapters.wire.history import resolved_page_json
@@ -150,7 +151,8 @@ class _BundleEndpoints:
         )
         if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
-        return JSONResponse(wire.wait_response_json(resolution))
+        # Issue #34: the body is pinned (A4); the receipt is a link away.
+        return JSONResponse(wire.wait_response_json(resolution), headers={"Link": WAIT_LINK})
 
     async def respond(self, request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))

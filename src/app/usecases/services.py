@@ -18,6 +18,7 @@ from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.live import ASK_TIMEOUT_S, WATCH_INTERVAL_S, LiveRequests
+from clarion.app.usecases.receipts import Receipts
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
@@ -26,6 +27,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
+from clarion.ports.receipts import ReceiptSigner
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
@@ -60,6 +62,8 @@ class Services:
     # on the MCP surfaces. None when built without an AskRecords store: asks then end with
     # their call, as before.
     agent_asks: AgentAsks | None = None
+    # Signed receipts (issue #34); None when built without a receipt signer.
+    receipts: Receipts | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -89,6 +93,7 @@ def build_services(
     tracer: Tracer | None = None,
     ask_records: AskRecords | None = None,
     agent_workspace: str = "",
+    receipt_signer: ReceiptSigner | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -103,7 +108,8 @@ def build_services(
     counts and times what happens (:class:`NoMetrics` when None); ``ask_records`` keeps
     agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks);
     ``agent_workspace`` is where agents that ask without a host get their tasks
-    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace).
+    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace);
+    ``receipt_signer`` signs receipts (:class:`Receipts`; without it none are made).
 
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
@@ -122,7 +128,12 @@ def build_services(
         metrics=metrics if metrics is not None else NoMetrics(),
         tracer=tracer if tracer is not None else NoTracer(),
     )
-    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout)
+    receipts = (
+        Receipts(claims=claims, authorizer=authorizer, runner=runner, signer=receipt_signer)
+        if receipt_signer is not None
+        else None
+    )
+    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout, receipts)
     requests = _live_requests(ports, ask_timeout, watch_interval)
     asking = _asking(ports, ask_timeout)
     agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
@@ -142,6 +153,7 @@ def build_services(
         metrics=ports.metrics,
         tracer=ports.tracer,
         agent_asks=agent_asks,
+        receipts=receipts,
     )
 
 
@@ -170,7 +182,11 @@ class _Ports:
 
 
 def _resolver(
-    ports: _Ports, dispatcher: ResumeDispatcher, delivery_timeout: float, resume_timeout: float
+    ports: _Ports,
+    dispatcher: ResumeDispatcher,
+    delivery_timeout: float,
+    resume_timeout: float,
+    receipts: Receipts | None,
 ) -> Resolver:
     return Resolver(
         **ports.bundles,
@@ -179,6 +195,7 @@ def _resolver(
         resume_timeout=resume_timeout,
         metrics=ports.metrics,
         tracer=ports.tracer,
+        receipts=receipts,
     )
 
 

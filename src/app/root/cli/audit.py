@@ -59,12 +59,15 @@ def _since(value: str) -> datetime | None:
 def _export(args: argparse.Namespace) -> int:
     from clarion.adapters.wire.history import resolved_bundle_json
     from clarion.app.root.administration import audit_records
+    from clarion.app.root.cli.receipts import exported_receipts
     from clarion.domain.history import ResolvedQuery
     from clarion.domain.listing import Visibility
 
     since = _since(args.since)
     written = 0
-    with audit_records(existing_database(args)) as claims:
+    settings = existing_database(args)
+    receipts = exported_receipts(settings)
+    with audit_records(settings) as claims:
         before: tuple[datetime, str] | None = None
         while True:
             query = ResolvedQuery(
@@ -76,7 +79,8 @@ def _export(args: argparse.Namespace) -> int:
             )
             page = claims.list_resolved_bundles(query)
             for bundle in page.bundles:
-                sys.stdout.write(json.dumps(resolved_bundle_json(bundle), ensure_ascii=False))
+                line = resolved_bundle_json(bundle) | receipts(claims, bundle.pending_id)
+                sys.stdout.write(json.dumps(line, ensure_ascii=False))
                 sys.stdout.write("\n")
                 written += 1
             if not page.has_more:

@@ -4,6 +4,7 @@ from the settings and the ports the other wings chose."""
 from __future__ import annotations
 
 from clarion.adapters.memory import InMemoryAskRecords
+from clarion.app.root.receipt_keys import receipt_keys
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage
 from clarion.app.root.wings.delivery import Delivery
@@ -43,4 +44,5 @@ def core_services(
         tracer=telemetry.tracer,
         agent_workspace=settings.agent_workspace,
         ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
+        receipt_signer=receipt_keys(settings, storage.lock_file),
     )
