@@ -36,8 +36,16 @@ from clarion.domain import (
     ListQuery,
     Question,
 )
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalTerms,
+    Candidates,
+    StandingApproval,
+    Vote,
+)
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import PendingSummary, Visibility
+from clarion.domain.model import ANSWERED
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.ports import (
     ActiveLimit,
@@ -48,6 +56,7 @@ from clarion.ports import (
     Reread,
     ResumeRecord,
 )
+from clarion.ports.claims import VoteResult
 from clarion.ports.testing import (
     ClaimRepositoryContract,
     ContractWorld,
@@ -86,6 +95,8 @@ class AuditedClaimRepository:
         questions: Sequence[Question],
         context: str,
         asker: Asker | None = None,
+        approval: ApprovalTerms | None = None,
+        candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
         return self._inner.create_bundle(
             pending_id=pending_id,
@@ -94,6 +105,8 @@ class AuditedClaimRepository:
             questions=questions,
             context=context,
             asker=asker,
+            approval=approval,
+            candidates=candidates,
         )
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
@@ -116,6 +129,23 @@ class AuditedClaimRepository:
         result = self._inner.complete_active_bundle(
             pending_id, terminal, responses, resolved_by=resolved_by
         )
+        return self._audited(pending_id, terminal, result)
+
+    def cast_vote(self, pending_id: str, vote: Vote, *, resolved_by: ResolvedBy) -> VoteResult:
+        result = self._inner.cast_vote(pending_id, vote, resolved_by=resolved_by)
+        if result.claim is not None:
+            self._audited(pending_id, ANSWERED, result.claim)
+        return result
+
+    def approval_votes(self, pending_id: str) -> tuple[Vote, ...]:
+        return self._inner.approval_votes(pending_id)
+
+    def approve_by_standing(self, pending_id: str, standing: StandingApproval) -> ClaimResult:
+        return self._audited(
+            pending_id, ANSWERED, self._inner.approve_by_standing(pending_id, standing)
+        )
+
+    def _audited(self, pending_id: str, terminal: str, result: ClaimResult) -> ClaimResult:
         if result.claimed and result.responded_at is not None:
             self._audit.append(AuditEntry(pending_id, terminal, result.responded_at.isoformat()))
         return result

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from clarion.domain.approvals import Candidates
 from clarion.domain.cursor import encode_cursor
 from clarion.domain.model import Identity, Option, Question
 from clarion.domain.rows import (
@@ -48,6 +49,10 @@ class Visibility:
     unscoped: bool
     workspace_ids: frozenset[str] = frozenset()
     owner_id: str | None = None  # set: the owner rule; None: ``workspace_ids``
+    # Issue #33: the scoped caller's user id for assignments — a bundle with assigned
+    # candidates is visible only to a candidate (directly or through a group), exactly as an
+    # unknown bundle otherwise; None applies no assignment filter (unscoped, internal callers).
+    assignee: str | None = None
 
     @classmethod
     def everything(cls) -> Visibility:
@@ -61,6 +66,15 @@ class Visibility:
     def owned_by(cls, user_id: str) -> Visibility:
         """The spec's rule for ``user_id``: unowned workspaces and the caller's own."""
         return cls(unscoped=False, owner_id=user_id)
+
+    def assigned_to(self, user_id: str | None) -> Visibility:
+        """This visibility with the assignment filter for ``user_id`` (None: no filter)."""
+        return attrs.evolve(self, assignee=user_id)
+
+    def admits_candidates(self, candidates: Candidates, group_ids: Collection[str]) -> bool:
+        """Whether the assignment filter lets the caller (a member of ``group_ids``) see a
+        bundle assigned to ``candidates``."""
+        return self.assignee is None or candidates.admits(self.assignee, group_ids)
 
     def sees(self, workspace_id: str, owner_id: str) -> bool:
         """Whether the existing workspace ``workspace_id`` (owned by ``owner_id``) is in the

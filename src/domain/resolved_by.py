@@ -30,6 +30,7 @@ class Surface(enum.StrEnum):
     EMAIL = "email"  # an answer link in an e-mail
     SLACK = "slack"
     DEADLINE = "deadline"  # a deadline's default answer (system identity)
+    STANDING_APPROVAL = "standing_approval"  # approved at once by a standing approval (#33)
     UNKNOWN = "unknown"  # rows resolved before the surface was recorded
 
 
@@ -39,6 +40,9 @@ class IdentityKind(enum.StrEnum):
     USER = "user"
     AGENT = "agent"
     SYSTEM = "system"
+    # An approval request decided at once by a standing approval (issue #33): identity_id is
+    # the standing approval's id, the display name names who granted it.
+    STANDING_APPROVAL = "standing_approval"
     UNKNOWN = "unknown"
 
 

@@ -13,6 +13,13 @@ from typing import Any
 
 import attrs
 
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalRecord,
+    Candidates,
+    Decision,
+    decision_of_answer,
+)
 from clarion.domain.model import (
     ANSWERED,
     CLARIFICATION_REQUEST,
@@ -262,11 +269,17 @@ class Bundle:
 
     ``rows`` are in D2 order. ``session_task_id`` is the session row's ``task_id`` (None when
     the session row is missing), used by M5 when the rows carry no task id.
+
+    Issue #33: ``approval`` holds an approval request's terms (None on a plain question) and
+    ``candidates`` its assignment (empty: anyone who sees the task may decide), both read from
+    the extras a store keeps beside the rows.
     """
 
     pending_id: str
     rows: tuple[ClarificationRow, ...]
     session_task_id: str | None
+    approval: ApprovalRecord | None = None
+    candidates: Candidates = NO_CANDIDATES
 
     @property
     def session_id(self) -> str:
@@ -296,6 +309,17 @@ class Bundle:
         """D1: the minimum ``created_at`` of the bundle's rows."""
         return min(row.created_at for row in self.rows)
 
+    @property
+    def decision(self) -> Decision | None:
+        """Issue #33: an approval request's decision as its rows record it (a rejection, as a
+        generic client may send, denies); None for a plain question or while undecided."""
+        if self.approval is None:
+            return None
+        for row in self.rows:
+            if row.is_resolved:
+                return decision_of_answer(row.response, row.status == REJECTED)
+        return None
+
 
 def resolve_task_id(row_task_ids: Iterable[str], session_task_id: str | None) -> str:
     """M5 as one rule for every reader: smallest non-empty row task id, else the session's."""
@@ -312,9 +336,19 @@ def first_context(rows: Sequence[ClarificationRow]) -> str:
 
 
 def make_bundle(
-    pending_id: str, rows: Iterable[ClarificationRow], session_task_id: str | None
+    pending_id: str,
+    rows: Iterable[ClarificationRow],
+    session_task_id: str | None,
+    approval: ApprovalRecord | None = None,
+    candidates: Candidates = NO_CANDIDATES,
 ) -> Bundle:
-    return Bundle(pending_id=pending_id, rows=order_rows(rows), session_task_id=session_task_id)
+    return Bundle(
+        pending_id=pending_id,
+        rows=order_rows(rows),
+        session_task_id=session_task_id,
+        approval=approval,
+        candidates=candidates,
+    )
 
 
 def pending_ids_in_creation_order(rows: Iterable[ClarificationRow]) -> tuple[str, ...]:

@@ -8,6 +8,14 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalTerms,
+    Candidates,
+    Decision,
+    StandingApproval,
+    Vote,
+)
 from clarion.domain.history import ResolvedPage, ResolvedQuery, SessionFacts, closed_reason
 from clarion.domain.host import Session
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
@@ -35,6 +43,30 @@ class ClaimResult:
     @property
     def claimed_ids(self) -> tuple[str, ...]:
         return tuple(row.id for row in self.rows)
+
+
+@attrs.frozen
+class VoteResult:
+    """What :meth:`ClaimRepository.cast_vote` did (issue #33).
+
+    ``vote`` is the voter's vote as stored — their FIRST vote when ``repeated`` — or None when
+    nothing was recorded (the request is not an active approval). ``approvals`` counts the
+    distinct approving voters after this call, of ``required``. ``claim`` is set when THIS vote
+    decided the request and won the claim; ``decision`` is the request's decision when it is
+    decided (by this vote or before), else None.
+    """
+
+    vote: Vote | None
+    repeated: bool
+    approvals: int
+    required: int
+    claim: ClaimResult | None
+    decision: Decision | None
+
+    @property
+    def counted(self) -> bool:
+        """Whether this call recorded a new vote."""
+        return self.vote is not None and not self.repeated
 
 
 @attrs.frozen
@@ -157,10 +189,17 @@ class ClaimRepository(Protocol):
         questions: Sequence[Question],
         context: str,
         asker: Asker | None = None,
+        approval: ApprovalTerms | None = None,
+        candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
         """Write one pending row per question on the session's current turn (starting a turn
         when the session has none), each carrying ``asker`` (read back as ``row.asker`` and
-        ``Bundle.asker``). Raises :class:`NotFound` when the session does not exist."""
+        ``Bundle.asker``). Raises :class:`NotFound` when the session does not exist.
+
+        Issue #33: ``approval`` (an approval request's terms, validated by the caller) and
+        assigned ``candidates`` are written beside the rows in the SAME transaction, and read
+        back as ``Bundle.approval`` / ``Bundle.candidates``; a plain question without
+        candidates writes no extras at all."""
         ...
 
     def load_bundle(self, pending_id: str) -> Bundle | None:
@@ -196,6 +235,32 @@ class ClaimRepository(Protocol):
         ``ValueError``); ``responses`` maps question id → normalized answer (None to reject);
         ``resolved_by`` (its ``at`` ignored) is written by the claim itself — None writes no
         record, and the rows then read as "unknown"."""
+        ...
+
+    def cast_vote(self, pending_id: str, vote: Vote, *, resolved_by: ResolvedBy) -> VoteResult:
+        """Issue #33: record one vote on an approval request, and — when the tally decides —
+        run the claim, in ONE transaction serialized per request (so the request reaches its
+        one terminal state exactly once, however many vote at once).
+
+        When the bundle is not an active (D4) approval request, nothing is recorded: ``vote``
+        and ``claim`` are None and ``decision`` is read from the rows when they are decided.
+        A voter who already voted gets ``repeated=True`` with their first vote; nothing is
+        written. Otherwise the vote is stored (its ``at`` the store's clock); when
+        :func:`clarion.domain.approvals.tally` decides, the claim writes terminal "answered"
+        with the response ``decision_outcome(decision, vote.comment)`` and ``resolved_by``
+        (the deciding voter's). A vote that lands after the decision is never recorded.
+        Raises ``ValueError`` for an empty ``voter_id``."""
+        ...
+
+    def approval_votes(self, pending_id: str) -> tuple[Vote, ...]:
+        """The votes recorded on ``pending_id``, in voting order (empty when none)."""
+        ...
+
+    def approve_by_standing(self, pending_id: str, standing: StandingApproval) -> ClaimResult:
+        """Issue #33 (additive to the design): decide an active approval request at once by a
+        standing approval that matched it — the claim (terminal "answered", option
+        ``approve``, no comment, ``resolved_by = standing.resolver()``) and, when it wins, the
+        record's ``standing_id`` in ONE transaction. A lost claim writes nothing."""
         ...
 
     def finalize_delivery(

@@ -1,6 +1,7 @@
 """Reference in-memory adapters: shipped product code, and the oracle SQL is tested against."""
 
 from clarion.adapters.memory.answer_links import InMemoryAnswerLinkStore
+from clarion.adapters.memory.approvals import InMemoryGroupDirectory, InMemoryStandingApprovals
 from clarion.adapters.memory.asks import InMemoryAskRecords
 from clarion.adapters.memory.claims import InMemoryClaimRepository
 from clarion.adapters.memory.host import InMemoryHostRepository
@@ -13,8 +14,10 @@ __all__ = [
     "InMemoryAnswerLinkStore",
     "InMemoryAskRecords",
     "InMemoryClaimRepository",
+    "InMemoryGroupDirectory",
     "InMemoryHostRepository",
     "InMemoryNotificationStore",
+    "InMemoryStandingApprovals",
     "InMemoryStore",
     "InMemoryTokenStore",
     "InProcessLease",

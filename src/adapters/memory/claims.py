@@ -20,12 +20,22 @@ from typing import Any
 import attrs
 import structlog
 
+from clarion.adapters.memory import approvals
 from clarion.adapters.memory.history import list_resolved_bundles, session_facts
 from clarion.adapters.memory.listing import list_active_bundles
 from clarion.adapters.memory.store import InMemoryStore, frozen_metadata
 from clarion.domain import transitions
 from clarion.domain.activeness import (
     pending_action_for_session,
+)
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalTerms,
+    Candidates,
+    Decision,
+    StandingApproval,
+    Vote,
+    decision_responses,
 )
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
@@ -38,6 +48,7 @@ from clarion.domain.listing import (
     task_visible,
 )
 from clarion.domain.model import (
+    ANSWERED,
     CANCELLED,
     CLARIFICATION_REQUEST,
     EXPIRED,
@@ -69,6 +80,7 @@ from clarion.ports.claims import (
     ReconcileReport,
     Reread,
     ResumeRecord,
+    VoteResult,
 )
 from clarion.ports.system import Clock, IdGenerator
 
@@ -116,7 +128,8 @@ class InMemoryClaimRepository:
             rows = order_rows(row for _, row in self._rows(pending_id))
             if not rows:
                 return None
-            return make_bundle(pending_id, rows, self._store.session_task_id(rows[0].session_id))
+            bundle = make_bundle(pending_id, rows, self._store.session_task_id(rows[0].session_id))
+            return approvals.with_extras(self._store, bundle)
 
     def reread_bundle(self, pending_id: str) -> Reread:
         with self._store.lock:
@@ -129,7 +142,9 @@ class InMemoryClaimRepository:
     def load_visible_bundle(self, pending_id: str, visibility: Visibility) -> Bundle | None:
         with self._store.lock:
             bundle = self.load_bundle(pending_id)
-            if bundle is None or visibility.unscoped:
+            if bundle is None or not self._store.assignment_admits(visibility.assignee, pending_id):
+                return None
+            if visibility.unscoped:
                 return bundle
             task = self._store.tasks.get(bundle.task_id)
             if task is None:  # M5a
@@ -166,6 +181,8 @@ class InMemoryClaimRepository:
         questions: Sequence[Question],
         context: str,
         asker: Asker | None = None,
+        approval: ApprovalTerms | None = None,
+        candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
         with self._store.lock:
             session = self._store.sessions.get(session_id)
@@ -190,9 +207,11 @@ class InMemoryClaimRepository:
                 frozen = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
                 self._store.put_message(frozen)
                 rows.append(parse_row(frozen))
+            approvals.store_extras(self._store, pending_id, approval, candidates)
             if records:
                 self._record(pending_id, ANSWERABLE, records[0].created_at)
-            return make_bundle(pending_id, rows, session.task_id)
+            bundle = make_bundle(pending_id, rows, session.task_id)
+            return approvals.with_extras(self._store, bundle)
 
     def _start_turn(self, session_id: str) -> str:
         now = self._clock.now()
@@ -231,6 +250,41 @@ class InMemoryClaimRepository:
             self._record(pending_id, RESOLVED, now)
         logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
+
+    # -- approvals (issue #33) ------------------------------------------------------------
+
+    def cast_vote(self, pending_id: str, vote: Vote, *, resolved_by: ResolvedBy) -> VoteResult:
+        with self._store.lock:
+            bundle = self.load_bundle(pending_id)
+            active = (
+                bundle is not None
+                and self._store.bundle_is_well_formed(pending_id)
+                and any(self._store.row_is_active(row) for row in bundle.rows)
+            )
+
+            def claim(stored: Vote, decision: Decision) -> ClaimResult:
+                responses = decision_responses(decision, stored.comment)
+                return self.complete_active_bundle(
+                    pending_id, ANSWERED, responses, resolved_by=resolved_by
+                )
+
+            return approvals.cast_vote(
+                self._store, bundle, vote, self._clock.now(), active=active, claim=claim
+            )
+
+    def approval_votes(self, pending_id: str) -> tuple[Vote, ...]:
+        with self._store.lock:
+            return tuple(self._store.approval_votes.get(pending_id, ()))
+
+    def approve_by_standing(self, pending_id: str, standing: StandingApproval) -> ClaimResult:
+        responses = decision_responses(Decision.APPROVE, "")
+        with self._store.lock:
+            result = self.complete_active_bundle(
+                pending_id, ANSWERED, responses, resolved_by=standing.resolver()
+            )
+            if result.claimed:
+                approvals.mark_standing(self._store, pending_id, standing.id)
+            return result
 
     @staticmethod
     def _claim_change(

@@ -52,6 +52,8 @@ def _entry(
     task_id = resolve_task_id(
         (row.task_id for row in rows), store.session_task_id(rows[0].session_id)
     )
+    if not store.assignment_admits(query.visibility.assignee, pending_id):  # issue #33
+        return None
     task = store.tasks.get(task_id)
     if task is None:  # M5a, as the pending list
         return None

@@ -17,6 +17,14 @@ from typing import Any, TypeVar
 import attrs
 
 from clarion.domain.activeness import bundle_is_well_formed, current_turn_id, row_is_active
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalRecord,
+    Candidates,
+    Group,
+    StandingApproval,
+    Vote,
+)
 from clarion.domain.host import AccessToken, Session, Task, Turn, User, Workspace
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.notifications import SUPERSEDED_EVENT, OutboxEntry, Route, event_entry
@@ -69,6 +77,13 @@ class InMemoryStore:
     # The lease process id each row in delivery was claimed under (the SQL
     # ``delivery_process`` column, issue #28), kept beside the row while it is marked.
     delivery_processes: dict[str, str] = attrs.field(factory=dict)
+    # Issue #33, beside the rows and keyed by pending id: an approval's terms and a bundle's
+    # candidates (the SQL ``bundle_extras`` / ``bundle_candidates``), the votes in voting
+    # order; and the groups and standing approvals by id.
+    bundle_extras: dict[str, BundleExtras] = attrs.field(factory=dict)
+    approval_votes: dict[str, list[Vote]] = attrs.field(factory=dict)
+    groups: dict[str, Group] = attrs.field(factory=dict)
+    standing_approvals: dict[str, StandingApproval] = attrs.field(factory=dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock)
     _turns_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
     _messages_by_session: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False)
@@ -88,7 +103,27 @@ class InMemoryStore:
             "notification_outbox",
             "posted_messages",
             "chat_user_links",
+            "bundle_extras",
+            "approval_votes",
+            "groups",
+            "standing_approvals",
         )
+
+    def extras_of(self, pending_id: str) -> BundleExtras:
+        """The bundle's approval terms and candidates (none stored: a plain question)."""
+        return self.bundle_extras.get(pending_id, NO_EXTRAS)
+
+    def groups_of(self, user_id: str) -> frozenset[str]:
+        """The ids of the groups ``user_id`` belongs to (hold ``lock``)."""
+        return frozenset(g.id for g in self.groups.values() if user_id in g.member_ids)
+
+    def assignment_admits(self, assignee: str | None, pending_id: str) -> bool:
+        """Issue #33: whether the caller ``assignee`` (None: no filter) may see the bundle, by
+        its candidates (hold ``lock``)."""
+        if assignee is None:
+            return True
+        candidates = self.extras_of(pending_id).candidates
+        return not candidates.assigned or candidates.admits(assignee, self.groups_of(assignee))
 
     def record_event(self, entry_id: str, pending_id: str, event: str, now: datetime) -> None:
         """Record a notification event (the caller holds ``lock`` for its transition); an
@@ -217,6 +252,17 @@ class InMemoryStore:
                 self._unindex(self.messages.pop(message_id))
             self._messages_by_session.pop(session_id, None)
         return True
+
+
+@attrs.frozen
+class BundleExtras:
+    """What issue #33 keeps beside a bundle's rows."""
+
+    approval: ApprovalRecord | None = None
+    candidates: Candidates = NO_CANDIDATES
+
+
+NO_EXTRAS = BundleExtras()
 
 
 def _pending_key(record: MessageRecord) -> Any:

@@ -187,7 +187,7 @@ class PendingPage:
 
 # --- the resolved list (issue #20; REST only) --------------------------------------------------
 
-ResolverKind = Literal["user", "agent", "system", "unknown"]
+ResolverKind = Literal["user", "agent", "system", "standing_approval", "unknown"]
 ResolverSurface = Literal[
     "rest",
     "mcp",
@@ -198,6 +198,7 @@ ResolverSurface = Literal[
     "email",
     "slack",
     "deadline",
+    "standing_approval",
     "unknown",
 ]
 

@@ -15,6 +15,7 @@ from clarion.adapters.memory import InMemoryClaimRepository, InMemoryHostReposit
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
+from clarion.domain.approvals import NO_CANDIDATES, ApprovalTerms, Candidates
 from clarion.domain.host import Session, Task, Workspace
 from clarion.domain.model import Answer, Identity, Outcome, Question
 from clarion.domain.questions import OptionDraft, QuestionDraft
@@ -101,6 +102,8 @@ class FlakyClaims:
         questions: Sequence[Question],
         context: str,
         asker: Asker | None = None,
+        approval: ApprovalTerms | None = None,
+        candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
         bundle = self.inner.create_bundle(
             pending_id=pending_id,
@@ -109,6 +112,8 @@ class FlakyClaims:
             questions=questions,
             context=context,
             asker=asker,
+            approval=approval,
+            candidates=candidates,
         )
         if self.after_create is not None:
             self.after_create(bundle)
