@@ -20,9 +20,10 @@ The payload's fields (version 1):
 
 - ``version``: 1; ``type``: ``"clarion.receipt"`` (so no other signed JSON passes as one);
 - ``request_id``: the bundle's ``pending_id``;
-- ``kind``: ``"questions"`` (or ``"approval"`` once approvals exist, issue #33);
-- ``asked_digest``: lowercase hex SHA-256 of the canonical JSON of what was asked
-  (:func:`asked_digest`);
+- ``kind``: ``"questions"``, or ``"approval"`` for an approval request (issue #33);
+- ``asked_digest``: ``sha256:`` and the lowercase hex SHA-256 of the canonical JSON of what was
+  asked — the question set (:func:`asked_digest`), or an approval's exact action (its
+  ``action_digest``, :attr:`clarion.domain.approvals.Action.digest`);
 - ``outcome``: ``{"status": "answered", "answers": [...]}`` (the normalized answers in
   question order, as stored) or ``{"status": "rejected"}``;
 - ``resolved_by``: ``identity_id``, ``kind``, ``display_name`` and ``surface``;
@@ -88,19 +89,20 @@ def receipt_time(moment: datetime) -> str:
 
 
 def asked_digest(questions: Sequence[Question], context: str) -> str:
-    """Hex SHA-256 of the canonical JSON of what a ``questions`` bundle asked:
-    ``{"context": ..., "questions": [...]}`` with each question as stored and sent on the
-    wire (id, title, prompt, options with option_id, label, description)."""
+    """``sha256:`` and the hex SHA-256 of the canonical JSON of what a ``questions`` bundle
+    asked: ``{"context": ..., "questions": [...]}`` with each question as stored and sent on
+    the wire (id, title, prompt, options with option_id, label, description) — the form of an
+    approval's action digest, so one verifier flag takes either."""
     asked = {"context": context, "questions": [question_json(q) for q in questions]}
-    return hashlib.sha256(canonical_json(asked)).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(asked)).hexdigest()
 
 
 def bundle_kind_and_digest(bundle: Bundle) -> tuple[str, str]:
-    """What ``bundle`` asked, as a receipt names it: its kind and digest.
-
-    The one place an approval (issue #33, built in parallel) joins in: a bundle carrying an
-    approval returns ``(APPROVAL, <its action digest>)`` here; every other bundle is a
-    ``questions`` bundle digested by :func:`asked_digest`."""
+    """What ``bundle`` asked, as a receipt names it: an approval request (issue #33) is bound
+    to its exact action (the stored ``action_digest``), any other bundle to its questions and
+    context (:func:`asked_digest`)."""
+    if bundle.approval is not None:
+        return APPROVAL, bundle.approval.action_digest
     return QUESTIONS, asked_digest(bundle.questions, bundle.context)
 
 

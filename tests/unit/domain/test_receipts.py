@@ -11,6 +11,13 @@ from typing import Any
 import attrs
 import pytest
 
+from clarion.domain.approvals import (
+    APPROVE,
+    Action,
+    ApprovalRecord,
+    ApprovalTerms,
+    approval_question,
+)
 from clarion.domain.model import ANSWERED, PENDING, REJECTED, Option, Question
 from clarion.domain.receipts import (
     ALGORITHM,
@@ -75,7 +82,7 @@ def test_asked_digest_is_the_sha256_of_the_canonical_questions_and_context() -> 
         separators=(",", ":"),
         ensure_ascii=False,
     ).encode()
-    assert asked_digest([Q1], "ctx") == hashlib.sha256(expected).hexdigest()
+    assert asked_digest([Q1], "ctx") == "sha256:" + hashlib.sha256(expected).hexdigest()
     assert asked_digest([Q1], "other") != asked_digest([Q1], "ctx")
     changed = attrs.evolve(Q1, options=(Option("q1_opt1", "Yes!", "y"),))
     assert asked_digest([changed], "ctx") != asked_digest([Q1], "ctx")
@@ -193,3 +200,46 @@ def test_published_keys_round_trip_and_refuse_a_malformed_set() -> None:
         with pytest.raises(ReceiptInvalid) as refused:
             parse_keys(broken)
         assert refused.value.field.startswith(field)
+
+
+def _approval_bundle(action: Action, decision: str) -> Bundle:
+    terms = ApprovalTerms(action=action, reason="weekly deploy")
+    question = approval_question(terms)
+    response = {"selected_options": [decision], "custom_text": "looks fine"}
+    record = clarification_record(
+        question,
+        index=0,
+        total=1,
+        updated_at=CLAIMED_AT,
+        extra={"status": ANSWERED, "response": response},
+    )
+    rows = [parse_row(attrs.evolve(record, resolved_by=ALICE))]
+    bundle = make_bundle("approval-1", rows, "task-1")
+    return attrs.evolve(bundle, approval=ApprovalRecord(terms, action.digest))
+
+
+def test_an_approval_receipt_is_bound_to_the_exact_action_and_carries_the_decision() -> None:
+    """Issue #33 + #34: the receipt names the action digest the approval was created with, so
+    it cannot be presented for another action (another name, or other arguments)."""
+    deploy = Action("deploy", {"service": "api", "version": "2.1"})
+    payload = bundle_receipt_payload(_approval_bundle(deploy, APPROVE))
+    assert payload is not None
+    data = payload.as_json()
+    assert (data["kind"], data["asked_digest"]) == ("approval", deploy.digest)
+    assert data["asked_digest"].startswith("sha256:")
+    assert data["outcome"] == {
+        "status": "answered",
+        "answers": [
+            {
+                "question_id": "decision",
+                "selected_options": ["approve"],
+                "custom_text": "looks fine",
+            }
+        ],
+    }
+    parsed = parse_receipt(signed_receipt(payload, "k1", bytes(64)))
+    check_expected(parsed, asked=Action("deploy", {"version": "2.1", "service": "api"}).digest)
+    for other in (Action("deploy", {"service": "api", "version": "2.2"}), Action("rm", {})):
+        with pytest.raises(ReceiptInvalid) as refused:
+            check_expected(parsed, asked=other.digest)
+        assert refused.value.field == "payload.asked_digest"
