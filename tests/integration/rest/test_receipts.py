@@ -4,6 +4,7 @@ the published keys, as an agent would offline."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -11,10 +12,12 @@ import pytest
 from starlette.testclient import TestClient
 
 from clarion.adapters.receipts import Ed25519KeyRing, Ed25519Verifier
+from clarion.adapters.sql import create_engine, upgrade_database
 from clarion.domain.model import SYNTHETIC_USER_ID
 from clarion.domain.receipts import asked_digest, check_expected, parse_keys, parse_receipt
 from clarion.domain.rows import Bundle
 from tests.integration.rest.harness import (
+    LOCAL_URL,
     Caller,
     RestWorld,
     SignallingWaiters,
@@ -25,6 +28,8 @@ from tests.integration.rest.harness import (
     async_client,
     error_of,
     ok,
+    setup_caller,
+    sql_ports,
 )
 
 SIGNER = Ed25519KeyRing.of([("rest-1", bytes(range(7, 39)))])
@@ -163,3 +168,44 @@ async def test_the_wait_links_to_the_receipt_of_what_it_returned(auth_enabled: b
         receipt = ok(await client.get(linked, headers=caller.headers))
         payload = verified(receipt, ok(await client.get(KEYS)), request_id=pending_id)
         assert payload["resolved_at"].startswith(ok(response)["responded_at"].rstrip("Z"))
+
+
+@pytest.fixture(
+    name="store_url", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def fixture_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'clarion.db'}"
+    return str(request.getfixturevalue("postgres_database_url"))
+
+
+def test_the_receipt_made_at_the_claim_is_the_one_made_later_from_each_store(
+    store_url: str,
+) -> None:
+    """Nothing is stored for a receipt: what the resume carried (signed from the claim's own
+    values) must be byte for byte what a later read of the rows signs — on SQLite and
+    PostgreSQL too, whose timestamps go through their own column types — and after a restart
+    (a new process, the same key)."""
+    engine = create_engine(store_url)
+    upgrade_database(engine)
+    try:
+        world = RestWorld.build(auth_enabled=False, ports=sql_ports(engine), receipt_signer=SIGNER)
+        with TestClient(world.app, base_url=LOCAL_URL) as client:
+            caller = setup_caller(client, world, "alice")
+            pending_id = ask(client, caller, count=3)
+            url = f"/api/v1/clarification/{pending_id}/respond"
+            body = {"answers": answers(3, text="  ünïcode ✓ ")}
+            ok(client.post(url, json=body, headers=caller.headers))
+            path = f"/api/v1/sessions/{caller.session_id}/resumes"
+            [resume] = ok(client.get(path, headers=caller.headers))["resumes"]
+        restarted = RestWorld.build(
+            auth_enabled=False, ports=sql_ports(engine), receipt_signer=SIGNER
+        )
+        with TestClient(restarted.app, base_url=LOCAL_URL) as client:
+            receipt = ok(client.get(_url(pending_id)))
+            published = ok(client.get(KEYS))
+    finally:
+        engine.dispose()
+    assert resume["metadata"]["receipt"] == receipt
+    payload = verified(receipt, published, request_id=pending_id)
+    assert payload["outcome"]["answers"][0]["custom_text"] == "ünïcode ✓"
