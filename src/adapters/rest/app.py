@@ -143,6 +143,7 @@ def build_rest(
             requests=services.requests,
             listing=services.listing,
             now=services.clock.now,
+            receipt_link=services.receipts is not None,
         ),
         host=host_routes(host=services.host, lifecycle=services.lifecycle),
         notifications=notification_routes(notification_routing),

@@ -71,10 +71,11 @@ def clarification_routes(
     requests: LiveRequests,
     listing: Listing,
     now: Callable[[], datetime],
+    receipt_link: bool = False,
 ) -> dict[str, Endpoint]:
     """The clarification endpoints, by operation id (the route table orders their paths)."""
     lists = _ListEndpoints(listing, now)
-    bundles = _BundleEndpoints(resolver, asking, requests)
+    bundles = _BundleEndpoints(resolver, asking, requests, receipt_link)
     return {
         "createClarification": bundles.create,
         "listPendingClarifications": lists.pending,
@@ -122,6 +123,7 @@ class _BundleEndpoints:
     resolver: Resolver
     asking: Asking
     requests: LiveRequests
+    receipt_link: bool = False  # issue #34: the wait links to its receipt when there are any
 
     async def create(self, request: Request) -> Response:
         body = await read_model(request, models.CreateRequest)
@@ -152,7 +154,8 @@ class _BundleEndpoints:
         if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
         # Issue #34: the body is pinned (A4); the receipt is a link away.
-        return JSONResponse(wire.wait_response_json(resolution), headers={"Link": WAIT_LINK})
+        headers = {"Link": WAIT_LINK} if self.receipt_link else None
+        return JSONResponse(wire.wait_response_json(resolution), headers=headers)
 
     async def respond(self, request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))

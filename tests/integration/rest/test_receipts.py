@@ -136,10 +136,15 @@ def test_without_a_signer_there_are_no_receipts() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_wait_links_to_the_receipt_of_what_it_returned(auth_enabled: bool) -> None:
-    """The wait's body stays upstream's (A4); its ``Link`` header names the receipt."""
+@pytest.mark.parametrize("signed", [True, False], ids=["receipts", "no-receipts"])
+async def test_the_wait_links_to_the_receipt_of_what_it_returned(
+    auth_enabled: bool, signed: bool
+) -> None:
+    """The wait's body stays upstream's (A4); its ``Link`` header names the receipt — only
+    where receipts are signed."""
     waiters = SignallingWaiters()
-    world = RestWorld.build(auth_enabled=auth_enabled, waiters=waiters, receipt_signer=SIGNER)
+    signer = SIGNER if signed else None
+    world = RestWorld.build(auth_enabled=auth_enabled, waiters=waiters, receipt_signer=signer)
     async with async_client(world.app) as client:
         caller = await asetup_caller(client, world, "alice")
         pending_id = await aask(client, caller)
@@ -162,6 +167,9 @@ async def test_the_wait_links_to_the_receipt_of_what_it_returned(auth_enabled: b
                 )
         response = waited["response"]
         assert set(ok(response)) == {"pending_id", "answers", "responded_at"}
+        if not signed:
+            assert "link" not in response.headers
+            return
         assert response.headers["link"] == '<receipt>; rel="receipt"'
         linked = str(response.url.join("receipt"))
         assert linked.endswith(_url(pending_id))
