@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -28,6 +29,8 @@ class ResumeRequest:
     # records the resume in the same store finalizes exactly these rows with it.
     claimed_ids: tuple[str, ...] = ()
     claimed_at: datetime | None = None
+    # Issue #34: the claim's signed receipt (docs/receipts.md); None when none is signed.
+    receipt: Mapping[str, Any] | None = None
 
     @property
     def status(self) -> str:

@@ -166,6 +166,11 @@ class Served:
         return f"{self.base_url}{path}"
 
 
+# Issue #34: a fixed signing key, so the receipts (Ed25519 is deterministic) are the same
+# bytes on every run.
+GOLDEN_RECEIPT_KEYS = (("golden-1", bytes(range(1, 33))),)
+
+
 @contextlib.asynccontextmanager
 async def serve(database_url: str, *, auth_enabled: bool) -> AsyncIterator[Served]:
     """``build_clarion`` with the step clock and ids, under uvicorn on a free 127.0.0.1 port
@@ -178,6 +183,7 @@ async def serve(database_url: str, *, auth_enabled: bool) -> AsyncIterator[Serve
         progress_interval_s=15.0,
         ask_timeout_s=600.0,
         live_delivery="memory",
+        receipt_keys=GOLDEN_RECEIPT_KEYS,
     )
     waiters = SignallingWaiters()
     clarion = build_clarion(settings, clock=clock, ids=StepIds(clock), waiters=waiters)

@@ -62,6 +62,9 @@ CLAR = f"{API}/clarification"
 POLL_LIMIT_S = 20.0
 
 Headers = dict[str, str]
+# Operations added after the files' clock was laid out: their 401 case takes no clock step
+# (a 401 makes no id and no time), so every later case keeps its ids and times.
+STEPLESS_OPERATIONS = frozenset({"getClarificationReceipt"})
 
 
 def questions(count: int, *, topic: str = "Question", options: int = 2) -> list[dict[str, Any]]:
@@ -99,9 +102,12 @@ class Wire:
         json: object = None,
         headers: Headers | None = None,
         record: bool = True,
+        advance: bool = True,
     ) -> httpx2.Response:
-        """One exchange; ``json=None`` sends no body (GET), every body is JSON."""
-        if record:
+        """One exchange; ``json=None`` sends no body (GET), every body is JSON. ``advance``:
+        False for a read added later that makes nothing (no id, no time), so the clock — and
+        every id and time after it — stays where the files had it."""
+        if record and advance:
             self.served.clock.advance()
         self.http.cookies.clear()  # a cookie is sent only where a case passes one
         response = await self.http.request(
@@ -549,6 +555,12 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
         )
     transcript.add("wait: the rejection", http_entry(f"GET {CLAR}/{waited}/wait", results[waited]))
     await w.call("wait: not visible is 404", "GET", f"{CLAR}/{waited}/wait", headers=bob)
+    # Issue #34: the resolution's signed receipt, and the keys that verify it.
+    receipt = f"{CLAR}/{waited}/receipt"
+    await w.call("receipt: the rejection's", "GET", receipt, headers=alice, advance=False)
+    await w.call("receipt: not visible is 404", "GET", receipt, headers=bob, advance=False)
+    keys = "/.well-known/clarion-receipt-keys"
+    await w.call("receipt keys: published", "GET", keys, advance=False)
 
     # Cancel ends the wait (504), then the bundle is settled.
     cancelled = _created(
@@ -587,6 +599,13 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
     )
     await w.call(
         "cancel: again, nobody waits", "POST", f"{CLAR}/{cancelled}/cancel", json={}, headers=alice
+    )
+    await w.call(
+        "receipt: a cancelled bundle has none (409)",
+        "GET",
+        f"{CLAR}/{cancelled}/receipt",
+        headers=alice,
+        advance=False,
     )
 
     # A newer turn releases a waiting caller (504); cancelling afterwards finds nobody waiting.
@@ -717,7 +736,13 @@ async def rest_scenario(served: Served, http: httpx2.AsyncClient) -> tuple[Trans
             if "401" in operation["responses"] and not template.endswith("/auth/login"):
                 path = re.sub(r"\{\w+\}", "x", template)
                 body: object = {} if method in ("post", "patch") else None
-                await w.call(f"401: {method.upper()} {template}", method.upper(), path, json=body)
+                await w.call(
+                    f"401: {method.upper()} {template}",
+                    method.upper(),
+                    path,
+                    json=body,
+                    advance=operation["operationId"] not in STEPLESS_OPERATIONS,
+                )
     await w.call("unknown path is 404", "GET", f"{API}/nowhere", headers=alice)
     await w.call("unsupported method is 405", "PUT", f"{API}/workspaces", json={}, headers=alice)
     return transcript, openapi

@@ -138,6 +138,7 @@ def _asking_tools(
             agent_asks=services.agent_asks,
             ask_scope=ask_scope,
             result_meta=card.result_meta if card is not None else None,
+            receipt=services.receipts.for_answer if services.receipts is not None else None,
         ),
         names.list_tasks: tools.list_tasks_handler(services.host),
     }

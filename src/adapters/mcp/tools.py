@@ -35,6 +35,8 @@ from clarion.ports.waiters import WaitEnded
 WAITING_MESSAGE: Final = "Waiting for your response in Clarion"
 # The ask result's top-level keys; a question id equal to one would be ambiguous in the map.
 EARLIER_KEY: Final = "earlier_answers"
+# Issue #34: where an answered ask result carries its signed receipt (docs/receipts.md).
+RECEIPT_META_KEY: Final = "clarion/receipt"
 RESERVED_QUESTION_IDS: Final = frozenset({"rejected", "reject_reason", EARLIER_KEY})
 
 _log = structlog.get_logger(__name__)
@@ -166,6 +168,7 @@ def ask_handler(
     agent_asks: AgentAsks | None = None,
     ask_scope: Callable[[ToolCall], str] | None = None,
     result_meta: Callable[[ToolCall, str], dict[str, Any] | None] | None = None,
+    receipt: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None,
 ) -> ToolHandler:
     """``ask_user_question``: blocks until answered, sending progress every
     ``progress_interval`` seconds. A wait that ends without an answer — or a caller that goes
@@ -184,6 +187,8 @@ def ask_handler(
 
     ``result_meta(call, pending_id)``, when given and not None, becomes an answered call's
     result ``_meta`` (the MCP App card's hook, :mod:`clarion.adapters.mcp.app_card`).
+    ``receipt(pending_id)``, when given, adds the answer's signed receipt to that ``_meta``
+    under :data:`RECEIPT_META_KEY` (issue #34, docs/receipts.md); None adds nothing.
     """
     return AskTool(
         asking,
@@ -194,6 +199,7 @@ def ask_handler(
         agent_asks=agent_asks,
         ask_scope=ask_scope,
         result_meta=result_meta,
+        receipt=receipt,
     ).handle
 
 
@@ -223,6 +229,7 @@ class AskTool:
     agent_asks: AgentAsks | None = None
     ask_scope: Callable[[ToolCall], str] | None = None
     result_meta: Callable[[ToolCall, str], dict[str, Any] | None] | None = None
+    receipt: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None
 
     async def handle(self, call: ToolCall) -> ToolOutcome:
         """One ask call: parsed, refused on a reserved question id, then served."""
@@ -244,15 +251,21 @@ class AskTool:
         except WaitEnded as exc:
             return wait_ended_result(exc, tool=self.tool)
 
-    def _meta_of(self, call: ToolCall, pending_id: str) -> dict[str, Any] | None:
-        return self.result_meta(call, pending_id) if self.result_meta is not None else None
+    async def _meta_of(self, call: ToolCall, pending_id: str) -> dict[str, Any] | None:
+        """The answered result's ``_meta``: the card's, plus the signed receipt under
+        :data:`RECEIPT_META_KEY` (issue #34) — ``_meta``, so the pinned result is unchanged."""
+        meta = self.result_meta(call, pending_id) if self.result_meta is not None else None
+        receipt = await self.receipt(pending_id) if self.receipt is not None else None
+        if receipt is None:
+            return meta
+        return {**(meta or {}), RECEIPT_META_KEY: receipt}
 
-    def _answered_result(self, call: ToolCall, result: AskResult) -> CallToolResult:
-        meta = self._meta_of(call, result.pending_id)
+    async def _answered_result(self, call: ToolCall, result: AskResult) -> CallToolResult:
+        meta = await self._meta_of(call, result.pending_id)
         return _with_meta(json_result(ask_result_json(result)), meta)
 
-    def _recorded_result(self, call: ToolCall, answered: Answered) -> CallToolResult:
-        return _answered(answered, self._meta_of(call, answered.result.pending_id))
+    async def _recorded_result(self, call: ToolCall, answered: Answered) -> CallToolResult:
+        return _answered(answered, await self._meta_of(call, answered.result.pending_id))
 
     def _legacy_offer(self, call: ToolCall, context: str) -> LegacyOffer | None:
         """The 2025-11-25 elicitation offer that races the wait, when the client takes one."""
@@ -312,7 +325,7 @@ class AskTool:
                 progress_interval=self.progress_interval,
                 alongside=answer,
             )
-            return self._answered_result(ask.call, result)
+            return await self._answered_result(ask.call, result)
         rejoined = await agent_asks.rejoin(
             asker,
             record,
@@ -320,7 +333,7 @@ class AskTool:
             progress_interval=self.progress_interval,
             alongside=answer,
         )
-        return self._recorded_result(ask.call, rejoined)
+        return await self._recorded_result(ask.call, rejoined)
 
     async def _recorded_wait(
         self,
@@ -357,7 +370,7 @@ class AskTool:
                 )
         if offer is not None:
             await offer.complete()
-        return self._recorded_result(ask.call, answered)
+        return await self._recorded_result(ask.call, answered)
 
     async def _first_round(
         self, call: ToolCall, asker: Asker, record: AskRecord, agent_asks: AgentAsks
@@ -376,7 +389,7 @@ class AskTool:
                 status.context,
             )
         if status.result is not None:
-            return self._answered_result(call, status.result)
+            return await self._answered_result(call, status.result)
         assert status.ended is not None
         raise status.ended
 
@@ -393,7 +406,7 @@ class AskTool:
                 progress_interval=self.progress_interval,
                 alongside=self.elicitation.answering(call, ask.sealed),
             )
-            return self._answered_result(call, result)
+            return await self._answered_result(call, result)
         async with self.session_scope(call, args) as session_id:
             if ask.rounds:
                 assert self.elicitation is not None
@@ -420,7 +433,7 @@ class AskTool:
             )
         if offer is not None:
             await offer.complete()
-        return self._answered_result(call, result)
+        return await self._answered_result(call, result)
 
 
 def session_scope_name(call: ToolCall) -> str:

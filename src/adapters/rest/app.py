@@ -32,6 +32,7 @@ from clarion.adapters.rest.host import host_routes
 from clarion.adapters.rest.notifications import notification_routes
 from clarion.adapters.rest.openapi import openapi_document
 from clarion.adapters.rest.parameters import StorableParametersMiddleware
+from clarion.adapters.rest.receipts import receipt_routes
 from clarion.adapters.rest.request_log import RequestLogMiddleware
 from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_routes
 from clarion.adapters.wire import models
@@ -142,9 +143,11 @@ def build_rest(
             requests=services.requests,
             listing=services.listing,
             now=services.clock.now,
+            receipt_link=services.receipts is not None,
         ),
         host=host_routes(host=services.host, lifecycle=services.lifecycle),
         notifications=notification_routes(notification_routing),
+        receipts=receipt_routes(services.receipts),
     )
     routes: list[BaseRoute] = [*starlette_routes(endpoints)]
     middleware = (

@@ -32,6 +32,7 @@ from clarion.adapters.rest.auth import require_identity, resolving_surface
 from clarion.adapters.rest.bodies import read_json, read_model
 from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.query import include_closed, page_parameters, query_value
+from clarion.adapters.rest.receipt_schemas import WAIT_LINK
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
 from clarion.adapters.wire.history import resolved_page_json
@@ -70,10 +71,11 @@ def clarification_routes(
     requests: LiveRequests,
     listing: Listing,
     now: Callable[[], datetime],
+    receipt_link: bool = False,
 ) -> dict[str, Endpoint]:
     """The clarification endpoints, by operation id (the route table orders their paths)."""
     lists = _ListEndpoints(listing, now)
-    bundles = _BundleEndpoints(resolver, asking, requests)
+    bundles = _BundleEndpoints(resolver, asking, requests, receipt_link)
     return {
         "createClarification": bundles.create,
         "listPendingClarifications": lists.pending,
@@ -121,6 +123,7 @@ class _BundleEndpoints:
     resolver: Resolver
     asking: Asking
     requests: LiveRequests
+    receipt_link: bool = False  # issue #34: the wait links to its receipt when there are any
 
     async def create(self, request: Request) -> Response:
         body = await read_model(request, models.CreateRequest)
@@ -150,7 +153,9 @@ class _BundleEndpoints:
         )
         if resolution is DISCONNECTED:
             return failure(504, f"clarification request wait abandoned: {pending_id}")
-        return JSONResponse(wire.wait_response_json(resolution))
+        # Issue #34: the body is pinned (A4); the receipt is a link away.
+        headers = {"Link": WAIT_LINK} if self.receipt_link else None
+        return JSONResponse(wire.wait_response_json(resolution), headers=headers)
 
     async def respond(self, request: Request) -> Response:
         outcome = wire.parse_outcome(await read_json(request))

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from clarion.adapters.rest.receipt_schemas import KEYS_SCHEMA, RECEIPT_KEYS_PATH, RECEIPT_SCHEMA
 from clarion.adapters.rest.schemas import STRING, Schema
 
 JSON: Final = "application/json"
@@ -169,6 +170,16 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         write=True,
     ),
     RouteSpec(
+        f"{CLARIFICATION}/{{pending_id}}/receipt",
+        "GET",
+        "getClarificationReceipt",
+        "The signed receipt of a resolved bundle (issue #34, docs/receipts.md)",
+        ok=(200, "", "The Ed25519-signed receipt"),
+        errors=(404, 409),
+        parameters=(_PENDING_ID,),
+        ok_schema=RECEIPT_SCHEMA,
+    ),
+    RouteSpec(
         "/api/v1/workspaces",
         "POST",
         "createWorkspace",
@@ -321,6 +332,16 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         errors=(503,),
         protected=False,
         guarded=False,
+    ),
+    RouteSpec(
+        RECEIPT_KEYS_PATH,
+        "GET",
+        "receiptKeys",
+        "The public keys receipts are verified with, the signing key first (issue #34)",
+        ok=(200, "", "The published Ed25519 keys"),
+        errors=(404,),
+        protected=False,
+        ok_schema=KEYS_SCHEMA,
     ),
     RouteSpec(
         "/openapi.json",

@@ -31,14 +31,18 @@ log = structlog.get_logger(__name__)
 
 
 def resume_metadata(request: ResumeRequest) -> dict[str, Any]:
-    """What the outbox stores next to the prompt (never the answers' text in logs)."""
-    return {
+    """What the outbox stores next to the prompt (never the answers' text in logs); with
+    the claim's signed ``receipt`` when there is one (issue #34, additive)."""
+    metadata = {
         "pending_id": request.pending_id,
         "clarification_turn_id": request.turn_id,
         "task_id": request.task_id,
         "rejected": request.rejected,
         "answers": [response_metadata(answer) for answer in request.answers],
     }
+    if request.receipt is not None:
+        metadata["receipt"] = dict(request.receipt)
+    return metadata
 
 
 class OutboxResumeDispatcher:

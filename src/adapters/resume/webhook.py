@@ -66,8 +66,9 @@ def is_plain_http_to_another_host(url: str) -> bool:
 
 
 def webhook_payload(request: ResumeRequest) -> dict[str, Any]:
-    """The JSON body of one resume POST (interfaces.md "Resume dispatch")."""
-    return {
+    """The JSON body of one resume POST (interfaces.md "Resume dispatch"); with the claim's
+    signed ``receipt`` when there is one (issue #34, additive)."""
+    payload = {
         "task_id": request.task_id,
         "session_id": request.session_id,
         "pending_id": request.pending_id,
@@ -75,6 +76,9 @@ def webhook_payload(request: ResumeRequest) -> dict[str, Any]:
         "answers": [response_metadata(answer) for answer in request.answers],
         "rejected": request.rejected,
     }
+    if request.receipt is not None:
+        payload["receipt"] = dict(request.receipt)
+    return payload
 
 
 class WebhookResumeDispatcher:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import attrs
 
+from clarion.adapters.receipts import parse_receipt_keys
 from clarion.app.root.crashpoints import CRASH_POINTS, parse_crash_point
 from clarion.app.root.declared_settings import (
     Setting,
@@ -50,6 +52,7 @@ from clarion.app.root.setting_values import (
     parse_smtp_security,
     parse_sqlite_synchronous,
 )
+from clarion.domain.errors import ValidationError
 from clarion.domain.limits import Limits
 
 __all__ = [
@@ -114,6 +117,16 @@ def _strong_ring(
 
 def _strong_secret(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     check_webhook_secret(value, setting_of(attribute).env)
+
+
+def _receipt_keys(value: str, name: str) -> tuple[tuple[str, bytes], ...]:
+    """``kid:base64`` entries, or (a value starting with ``/`` or ``.``) a file of them."""
+    if value.startswith(("/", ".")):
+        try:
+            value = Path(value).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"{name}: cannot read {value}: {exc}", field=name) from None
+    return parse_receipt_keys(value, name)
 
 
 def _text(value: str, name: str) -> str:
@@ -555,6 +568,20 @@ class Settings:
         doc="how long an answer link stays valid",
         accepts="seconds, or `30m`, `12h`, `7d`",
         show=_days,
+    )
+    # Issue #34: the Ed25519 keys that sign receipts (docs/receipts.md). The first signs,
+    # every one is published; unset: a key file beside a SQLite database, else one per process.
+    receipt_keys: tuple[tuple[str, bytes], ...] = setting(
+        (),
+        env="CLARION_RECEIPT_KEYS",
+        parse=_receipt_keys,
+        strip=True,
+        secret=True,
+        doc="Ed25519 keys that sign receipts, shared by replicas",
+        accepts="comma-separated `kid:base64` 32-byte private keys (`clarion receipts new-key`), "
+        "the first signs and all are published; or the path of a file holding them",
+        default_doc="unset: a key kept in `<database>.receipt-key` beside a SQLite file, else "
+        "a random key per process ([receipts](receipts.md#keys-and-rotation))",
     )
     # Notifications (docs/notifications.md). The public base URL of the inbox, for links in
     # notifications; "" = http://<host>:<port> of ``clarion serve``.

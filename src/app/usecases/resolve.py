@@ -16,7 +16,7 @@ bundle claimed but undelivered.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import anyio
 import attrs
@@ -31,6 +31,7 @@ from clarion.app.usecases.publishing import (
     publish_superseded,
     session_event,
 )
+from clarion.app.usecases.receipts import Receipts
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
@@ -86,6 +87,8 @@ class Resolver:
     _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
     _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
     _tracer: Tracer = attrs.field(factory=NoTracer, alias="tracer")
+    # Issue #34: signs the receipt a resume record carries (None: resumes carry none).
+    _receipts: Receipts | None = attrs.field(default=None, alias="receipts")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
         """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
@@ -165,7 +168,7 @@ class Resolver:
         )
         log.info("clarification.won", pending_id=pending_id, status=terminal)
         with self._tracer.span("clarion.deliver", pending_id=pending_id):
-            await self._deliver(bundle, result, resolution)
+            await self._deliver(bundle, result, resolution, resolved_by)
         waited = (resolution.responded_at - bundle.created_at).total_seconds()
         self._metrics.bundle_resolved(terminal, resolved_by.surface.value, max(0.0, waited))
         return resolution
@@ -187,7 +190,13 @@ class Resolver:
             raise NotActive(NOT_ACTIVE_MESSAGE, closed_reason=reason)
         return winner
 
-    async def _deliver(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
+    async def _deliver(
+        self,
+        bundle: Bundle,
+        result: ClaimResult,
+        resolution: Resolution,
+        resolved_by: ResolvedBy,
+    ) -> None:
         pending_id, task_id = bundle.pending_id, bundle.task_id
         finalized: list[LiveDelivery] = []
 
@@ -220,10 +229,17 @@ class Resolver:
             # R9: a detached rejection is recorded and resumes nobody.
             await self._finalize_or_raise(bundle, result, resolution, REJECTION_UNFINALIZED)
             return
-        await self._resume(bundle, result, resolution)
+        await self._resume(bundle, result, resolution, resolved_by)
 
-    async def _resume(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
-        """The detached path for an answer: dispatch with a bounded wait (facts §4.7)."""
+    async def _resume(
+        self,
+        bundle: Bundle,
+        result: ClaimResult,
+        resolution: Resolution,
+        resolved_by: ResolvedBy,
+    ) -> None:
+        """The detached path for an answer: dispatch with a bounded wait (facts §4.7); the
+        resume carries the claim's receipt (issue #34) when receipts are signed."""
         questions = bundle.questions
         prompt = resume_prompt(
             question_summary(questions),
@@ -241,6 +257,7 @@ class Resolver:
             rejected=False,
             claimed_ids=result.claimed_ids,
             claimed_at=resolution.responded_at,
+            receipt=await self._claim_receipt(bundle, resolution, resolved_by),
         )
         # Issue #30: a resume starts a new turn, which closes the session's other active
         # bundles; read them first to say so (the store records their notification events
@@ -273,6 +290,27 @@ class Resolver:
             )
             return
         await self._finalize_or_raise(bundle, result, resolution, RESUME_UNFINALIZED)
+
+    async def _claim_receipt(
+        self, bundle: Bundle, resolution: Resolution, resolved_by: ResolvedBy
+    ) -> dict[str, Any] | None:
+        """The claim's receipt for its resume record; None without receipts, or when signing
+        failed (logged): a receipt never stands between an answer and its agent."""
+        if self._receipts is None:
+            return None
+        try:
+            return await self._receipts.of_claim(
+                bundle,
+                resolution.status,
+                resolution.answers,
+                resolved_by,
+                resolution.responded_at,
+            )
+        except Exception as exc:  # noqa: BLE001 - the resume goes out without its receipt
+            log.error(
+                "clarification.receipt_failed", pending_id=bundle.pending_id, **failure_fields(exc)
+            )
+            return None
 
     async def _finalize_or_raise(
         self, bundle: Bundle, result: ClaimResult, resolution: Resolution, message: str

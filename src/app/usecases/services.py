@@ -24,6 +24,7 @@ from clarion.app.usecases.people_services import (
     PeopleServices,
     build_people_services,
 )
+from clarion.app.usecases.receipts import Receipts
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
@@ -32,6 +33,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
 from clarion.ports.host import HostRepository
+from clarion.ports.receipts import ReceiptSigner
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
@@ -69,6 +71,8 @@ class Services:
     # Sign-in, answer links, notifications and Slack (issue #32), built with the rest when
     # ``build_services`` is given their ports (Clarion's own composition root always does).
     people: PeopleServices | None = None
+    # Signed receipts (issue #34); None when built without a receipt signer.
+    receipts: Receipts | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -99,6 +103,7 @@ def build_services(
     ask_records: AskRecords | None = None,
     agent_workspace: str = "",
     people: PeoplePorts | None = None,
+    receipt_signer: ReceiptSigner | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -116,6 +121,7 @@ def build_services(
     (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace);
     ``people`` are the ports of sign-in, answer links, notifications and Slack
     (:mod:`~clarion.app.usecases.people_services`; without them ``Services.people`` is None).
+    ``receipt_signer`` signs receipts (:class:`Receipts`; without it none are made).
 
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
@@ -132,7 +138,12 @@ def build_services(
         metrics=metrics if metrics is not None else NoMetrics(),
         tracer=tracer if tracer is not None else NoTracer(),
     )
-    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout)
+    receipts = (
+        Receipts(claims=claims, authorizer=authorizer, runner=runner, signer=receipt_signer)
+        if receipt_signer is not None
+        else None
+    )
+    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout, receipts)
     requests = _live_requests(ports, ask_timeout, watch_interval)
     asking = _asking(ports, ask_timeout)
     agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
@@ -152,6 +163,7 @@ def build_services(
         metrics=ports.metrics,
         tracer=ports.tracer,
         agent_asks=agent_asks,
+        receipts=receipts,
     )
     return _with_people(services, ports, people)
 
@@ -187,7 +199,11 @@ class _Ports:
 
 
 def _resolver(
-    ports: _Ports, dispatcher: ResumeDispatcher, delivery_timeout: float, resume_timeout: float
+    ports: _Ports,
+    dispatcher: ResumeDispatcher,
+    delivery_timeout: float,
+    resume_timeout: float,
+    receipts: Receipts | None,
 ) -> Resolver:
     return Resolver(
         **ports.bundles,
@@ -196,6 +212,7 @@ def _resolver(
         resume_timeout=resume_timeout,
         metrics=ports.metrics,
         tracer=ports.tracer,
+        receipts=receipts,
     )
 
 

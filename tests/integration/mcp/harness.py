@@ -53,6 +53,7 @@ from clarion.domain.limits import Limits
 from clarion.domain.model import Identity
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.ports.events import Event
+from clarion.ports.receipts import ReceiptSigner
 from clarion.ports.resume import ResumeRequest
 from clarion.ports.system import Clock
 from tests.sockets import serving as serving_app
@@ -173,6 +174,7 @@ class McpWorld:
         revocation_interval: float = 2.0,
         clock: Clock | None = None,
         elicitation_min_human_s: float = DEFAULT_MIN_HUMAN_S,
+        receipt_signer: ReceiptSigner | None = None,
     ) -> McpWorld:
         """A world on ``database_url``. ``elicitation`` True is ``CLARION_ELICITATION=auto``
         (False: off); URL-mode links go to this world's answer page (``/answer/<token>``)."""
@@ -201,6 +203,7 @@ class McpWorld:
             users=tokens,
             limits=limits,
             ask_records=SqlAskRecords(engine),
+            receipt_signer=receipt_signer,
         )
         authentication = authentication_class(tokens, clock, ids)
         links = AnswerLinks(

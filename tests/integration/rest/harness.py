@@ -40,6 +40,7 @@ from clarion.domain.model import Resolution
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
+from clarion.ports.receipts import ReceiptSigner
 from clarion.ports.resume import ResumeDispatcher
 from clarion.ports.tokens import TokenStore
 from clarion.ports.waiters import Waiters
@@ -120,6 +121,7 @@ class RestWorld:
         allowed_hosts: tuple[str, ...] = (),
         limits: Limits | None = None,
         authorizer: TaskAuthorizer | None = None,
+        receipt_signer: ReceiptSigner | None = None,
     ) -> RestWorld:
         ports = ports if ports is not None else memory_ports()
         clock, ids = SystemClock(), UuidIds()
@@ -139,6 +141,7 @@ class RestWorld:
             limits=limits,
             delivery_timeout=5.0,
             resume_timeout=5.0,
+            receipt_signer=receipt_signer,
         )
         authentication = Authentication(ports.tokens, clock, ids)
         app = create_rest_app(

@@ -20,6 +20,7 @@ from clarion.adapters.resume import (
     is_plain_http_to_another_host,
     webhook_payload,
 )
+from clarion.adapters.resume.outbox import resume_metadata
 from clarion.adapters.system import UuidIds
 from clarion.domain.model import ANSWERED, Answer, Option, Question
 from clarion.ports.resume import (
@@ -129,6 +130,15 @@ def test_webhook_payload_carries_every_answer_key() -> None:
         {"question_id": "q2", "selected_options": [], "custom_text": "soon"},
     ]
     assert payload["rejected"] is False
+
+
+def test_the_receipt_is_added_to_the_webhook_and_the_outbox_only_when_there_is_one() -> None:
+    """Issue #34: additive — a resume without a receipt keeps exactly the keys above."""
+    receipt = {"alg": "Ed25519", "kid": "k", "payload": {"request_id": "p"}, "signature": "s"}
+    signed = attrs.evolve(_request(), receipt=receipt)
+    assert webhook_payload(signed) == webhook_payload(_request()) | {"receipt": receipt}
+    assert resume_metadata(signed) == resume_metadata(_request()) | {"receipt": receipt}
+    assert "receipt" not in resume_metadata(_request())
 
 
 async def test_webhook_2xx_accepts_the_resume() -> None:

@@ -23,6 +23,7 @@ from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import Asker, Bundle, ClarificationRow
 from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery
 from clarion.ports.events import Event, EventPublisher
+from clarion.ports.receipts import ReceiptSigner
 from clarion.ports.resume import ResumeRefused, ResumeRequest
 from clarion.ports.testing import ManualClock
 
@@ -240,6 +241,7 @@ def make_world(
     ask_timeout: float = 7200.0,
     resume_timeout: float = 30.0,
     delivery_timeout: float = 30.0,
+    receipt_signer: ReceiptSigner | None = None,
 ) -> AppWorld:
     store = store if store is not None else InMemoryStore()
     clock = clock if clock is not None else ManualClock()
@@ -265,6 +267,7 @@ def make_world(
         resume_timeout=resume_timeout,
         delivery_timeout=delivery_timeout,
         watch_interval=0.01,
+        receipt_signer=receipt_signer,
     )
     return AppWorld(
         store=store,

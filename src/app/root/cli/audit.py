@@ -79,12 +79,15 @@ def _since(value: str) -> datetime | None:
 def _export(args: argparse.Namespace) -> int:
     from clarion.adapters.wire.history import resolved_bundle_json
     from clarion.app.root.administration import audit_log
+    from clarion.app.root.cli.receipts import exported_receipts
     from clarion.domain.history import ResolvedQuery
     from clarion.domain.listing import Visibility
 
     since = _since(args.since)
     written = 0
-    with audit_log(existing_database(args)) as (claims, log):
+    settings = existing_database(args)
+    receipts = exported_receipts(settings)
+    with audit_log(settings) as (claims, log):
         before: tuple[datetime, str] | None = None
         while True:
             query = ResolvedQuery(
@@ -97,7 +100,7 @@ def _export(args: argparse.Namespace) -> int:
             page = claims.list_resolved_bundles(query)
             chains = log.chain_records([bundle.pending_id for bundle in page.bundles])
             for bundle in page.bundles:
-                line = resolved_bundle_json(bundle)
+                line = resolved_bundle_json(bundle) | receipts(claims, bundle.pending_id)
                 chain = chains.get(bundle.pending_id)
                 line["chain"] = chain.fields() if chain is not None else None
                 sys.stdout.write(json.dumps(line, ensure_ascii=False))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from clarion.adapters.memory import InMemoryAnswerLinkStore, InMemoryAskRecords
+from clarion.app.root.receipt_keys import receipt_keys
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage
 from clarion.app.root.wings.delivery import Delivery
@@ -52,6 +53,7 @@ def core_services(
         agent_workspace=settings.agent_workspace,
         ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
         people=people_ports(settings, storage, wired, notifiers),
+        receipt_signer=receipt_keys(settings, storage.lock_file),
     )
 
 
