@@ -272,6 +272,13 @@ class Cpu:
 
     replicas: list[Replica]
     database_url: str
+    profiling: bool = False
+
+    def signal(self, number: int) -> None:
+        """Tell each replica's profiler (``--profile``) to start or stop counting."""
+        if self.profiling:
+            for replica in self.replicas:
+                replica.process.send_signal(number)
 
     def backend_pids(self) -> list[int]:
         if not self.database_url.startswith("postgresql"):
@@ -397,6 +404,7 @@ async def _window(
             with anyio.move_on_after(sizes.list_every):
                 await finished.wait()
 
+    cpu.signal(signal.SIGUSR1)  # the profiler, when there is one, counts from here
     server_before, database_before = cpu.sample()
     started = time.perf_counter()
     async with (
@@ -414,6 +422,7 @@ async def _window(
         finished.set()
     ended = max([agent.woke for agent in agents if agent.woke] or [time.perf_counter()])
     server_after, database_after = cpu.sample()
+    cpu.signal(signal.SIGUSR2)
     blocking = [a.woke - sent[a.number] for a in agents if a.woke and a.kind != "agent/tasks"]
     tasked = [a.woke - sent[a.number] for a in agents if a.woke and a.kind == "agent/tasks"]
     return {
@@ -577,7 +586,7 @@ def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
             env=_environment(sizes),
             launcher_of=_profiler(args.profile),
         ) as replicas:
-            cpu = Cpu(replicas, database_url)
+            cpu = Cpu(replicas, database_url, profiling=args.profile is not None)
             raw = anyio.run(_load, replicas, sizes, session_ids, cpu)
             floor = _floor(database_url, sizes.floor_updates)
             if args.profile:
