@@ -432,6 +432,10 @@ async def _window(
         "database_cpu_s": Cpu.database_delta(database_before, database_after),
         "wake": blocking,
         "task_wake": tasked,
+        "wake_by_kind": {
+            kind: [a.woke - sent[a.number] for a in agents if a.woke and a.kind == kind]
+            for kind in KINDS
+        },
         "list": listed,
     }
 
@@ -607,6 +611,7 @@ def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> 
         "parking_s": raw["parked_s"],
         "wake_ms": {"p50": _ms(raw["wake"], 0.5), "p99": _ms(raw["wake"], 0.99)},
         "task_wake_ms": {"p50": _ms(raw["task_wake"], 0.5), "p99": _ms(raw["task_wake"], 0.99)},
+        "wake_ms_p50_by_kind": {k: _ms(v, 0.5) for k, v in raw["wake_by_kind"].items()},
         "server_cpu_ms_per_answer": 1000 * raw["server_cpu_s"] / answers,
         "database_cpu_ms_per_answer": 1000 * raw["database_cpu_s"] / answers,
         "background_cpu_ms_per_s": {"server": 1000 * server_idle, "database": 1000 * db_idle},
@@ -632,9 +637,19 @@ def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> 
     }
 
 
+def _database_cpu(figures: dict[str, Any]) -> str:
+    if figures["database"] == "sqlite":
+        return "database CPU: inside the server process (SQLite)"
+    server, database = figures["server_cpu_ms_per_answer"], figures["database_cpu_ms_per_answer"]
+    return (
+        f"PostgreSQL CPU per answer: {database:.2f} ms (this database's backends); ratio "
+        f"{server / database if database else float('nan'):.1f}x"
+    )
+
+
 def report(figures: dict[str, Any]) -> str:
     sizes, listed = figures["sizes"], figures["list_ms"]
-    server, database = figures["server_cpu_ms_per_answer"], figures["database_cpu_ms_per_answer"]
+    server = figures["server_cpu_ms_per_answer"]
     background = figures["background_cpu_ms_per_s"]
     server_net = figures["server_cpu_ms_per_answer_net"]
     database_net = figures["database_cpu_ms_per_answer_net"]
@@ -648,9 +663,9 @@ def report(figures: dict[str, Any]) -> str:
         f"answer-to-wake: p50 {figures['wake_ms']['p50']:.1f} ms, p99 "
         f"{figures['wake_ms']['p99']:.1f} ms (blocking agents); task agents to 'completed' "
         f"p50 {figures['task_wake_ms']['p50']:.0f} ms (poll every {sizes['task_poll']:g} s)",
-        f"server CPU per answer: {server:.2f} ms (all replicas); PostgreSQL CPU per answer: "
-        f"{database:.2f} ms (this database's backends); ratio "
-        f"{server / database if database else float('nan'):.1f}x",
+        "  p50 by kind: "
+        + ", ".join(f"{k} {v:.0f} ms" for k, v in figures["wake_ms_p50_by_kind"].items()),
+        f"server CPU per answer: {server:.2f} ms (all replicas); " + _database_cpu(figures),
         f"  less the parked fleet's background (server {background['server']:.0f} ms/s, "
         f"database {background['database']:.0f} ms/s while nobody answers): server "
         f"{server_net:.2f} ms, database {database_net:.2f} ms per answer",
