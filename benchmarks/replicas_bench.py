@@ -89,6 +89,7 @@ MODE: Final = {"2026": "auto", "2025": "legacy"}
 AGENT_TIMEOUT: Final = httpx2.Timeout(60, read=None)
 PARKING: Final = 25  # agents connecting at once
 PROMPT: Final = "Agent {}: which way?"
+WEBHOOK_GRACE_S: Final = 5.0
 
 
 def _question(number: int) -> dict[str, Any]:
@@ -473,6 +474,9 @@ async def _load(
                 rss_after = [_rss_kib(replica.process.pid) for replica in replicas]
                 background = await _background(cpu, sizes.background_s)
                 window = await _window(replicas, agents, sizes, cpu)
+        with anyio.move_on_after(WEBHOOK_GRACE_S):  # the worker polls its outbox every 2 s
+            while not sink.received:
+                await anyio.sleep(0.1)
         tasks.cancel_scope.cancel()
     held = [sum(1 for a in agents if a.replica is replica) for replica in replicas]
     window["server_cpu_s"] -= list_cpu * len(window["list"])
