@@ -136,6 +136,7 @@ class Sizes:
     rate: float
     list_every: float
     task_poll: float
+    kinds: tuple[str, ...] = KINDS
     background_s: float = 4.0
     floor_updates: int = 500
     idle_lists: int = 30
@@ -329,14 +330,14 @@ async def _parked(
     agents = [
         Agent(
             number=n,
-            kind=KINDS[n % len(KINDS)],
+            kind=sizes.kinds[n % len(sizes.kinds)],
             replica=replicas[n % len(replicas)],
-            session_id=session_ids[n] if KINDS[n % len(KINDS)].startswith("session/") else "",
+            session_id=session_ids[n],
             poll=sizes.task_poll,
         )
         for n in range(sizes.agents)
     ]
-    by_session = {agent.session_id: agent for agent in agents if agent.session_id}
+    by_session = {a.session_id: a for a in agents if a.kind.startswith("session/")}
     by_prompt = {PROMPT.format(agent.number): agent for agent in agents}
     found, created = anyio.create_memory_object_stream[tuple[str, str]](sizes.agents + 100)
 
@@ -435,7 +436,7 @@ async def _window(
         "task_wake": tasked,
         "wake_by_kind": {
             kind: [a.woke - sent[a.number] for a in agents if a.woke and a.kind == kind]
-            for kind in KINDS
+            for kind in sizes.kinds
         },
         "list": listed,
     }
@@ -687,6 +688,14 @@ def report(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown or not kinds:
+        raise SystemExit(f"--kinds: unknown {unknown or text!r}; choose from {', '.join(KINDS)}")
+    return kinds
+
+
 def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--replicas", type=int, default=3)
@@ -697,6 +706,11 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     parser.add_argument("--list-every", type=float, default=0.5, help="list sample period (s)")
     parser.add_argument("--task-poll", type=float, default=1.0, help="tasks/get period (s)")
     parser.add_argument("--sqlite", action="store_true", help="SQLite FULL, one replica")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"agent kinds, round robin (default: all of {','.join(KINDS)})",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
@@ -718,6 +732,7 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
         rate=args.rate,
         list_every=args.list_every,
         task_poll=args.task_poll,
+        kinds=_kinds(args.kinds),
     )
     if args.quick:
         sizes = attrs.evolve(sizes, background_s=1.0, floor_updates=100, idle_lists=10)
