@@ -28,6 +28,7 @@ of technology adapters (like :mod:`clarion.adapters.http_guard`) and imports non
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import ssl
@@ -229,6 +230,16 @@ class OutboundResponse:
     truncated: bool = False
 
 
+@functools.cache
+def system_tls() -> ssl.SSLContext:
+    """The default TLS context (the system's trusted certificates, as ``verify=True`` builds
+    it, environment ignored), built once per process: building it reads the whole certificate
+    store, about 20 ms of CPU, which every webhook delivery paid (issue #35). A context is
+    made to be shared by connections; certificates are still verified for each URL's host
+    name. A change to the system's certificate store takes effect at the next start."""
+    return httpx2.create_ssl_context(verify=True, trust_env=False)
+
+
 async def send(
     method: str,
     url: str,
@@ -267,7 +278,7 @@ async def send(
         extensions = {"sni_hostname": host.strip("[]")} if target.scheme == "https" else {}
         direct = target.copy_with(host=str(address), port=port)
         transport = httpx2.AsyncHTTPTransport(
-            verify=tls if tls is not None else True, trust_env=False, retries=0
+            verify=tls if tls is not None else system_tls(), trust_env=False, retries=0
         )
         async with httpx2.AsyncClient(
             transport=transport, trust_env=False, timeout=deadline_s
@@ -319,4 +330,5 @@ __all__ = [
     "OutboundUnresolved",
     "is_internal",
     "send",
+    "system_tls",
 ]

@@ -29,6 +29,7 @@ stream with its final chunk first.
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -70,6 +71,28 @@ def event_frame(event: Event) -> bytes:
     }
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
     return f"event: {event.kind}\ndata: {data}\n\n".encode()
+
+
+class RecentFrames:
+    """The frame of each recent event, encoded once however many streams send it (#35): the
+    fan-out hands every subscription the same :class:`Event` object, so with E streams open
+    each event was encoded E times. Keyed by the object's identity (an event holds a dict, so
+    it is not hashable), the event kept alongside so an id reused after it is gone never
+    matches. Used from the event loop only."""
+
+    def __init__(self, size: int = _BUFFER) -> None:
+        self._size = size
+        self._recent: collections.OrderedDict[int, tuple[Event, bytes]] = collections.OrderedDict()
+
+    def frame(self, event: Event) -> bytes:
+        known = self._recent.get(id(event))
+        if known is not None and known[0] is event:
+            return known[1]
+        encoded = event_frame(event)
+        self._recent[id(event)] = (event, encoded)
+        if len(self._recent) > self._size:
+            self._recent.popitem(last=False)
+        return encoded
 
 
 CONNECTED: Final = b": connected\n\n"
@@ -118,6 +141,7 @@ class EventStream:
         self._viewers: dict[str, _Viewer] = {}
         # One re-check per credential per half heartbeat, shared by its streams (issue #29).
         self._checks = RevocationWatch(interval=heartbeat_s / 2)
+        self._frames = RecentFrames()
 
     def close(self) -> None:
         """End every open stream; a stream opened afterwards ends at once."""
@@ -241,7 +265,7 @@ class EventStream:
                             except anyio.EndOfStream:
                                 break
                         await frames.send(
-                            HEARTBEAT if idle.cancelled_caught else event_frame(event)
+                            HEARTBEAT if idle.cancelled_caught else self._frames.frame(event)
                         )
                     group.cancel_scope.cancel()
         finally:

@@ -15,6 +15,7 @@ the advisory-lock protocol in :mod:`clarion.adapters.sql.locks`.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
@@ -204,25 +205,34 @@ def read_with_parent(
     *,
     key: str,
     prefix: str,
-    where: sa.ColumnElement[bool],
+    by: str,
+    value: Any,
 ) -> sa.RowMapping | None:
-    """The one ``child`` row matching ``where``, with the columns of the ``parent`` row its
-    ``key`` column references (``parent.id``) as ``<prefix><column>`` — all None when there is
-    no such parent."""
+    """The one ``child`` row whose ``by`` column is ``value``, with the columns of the
+    ``parent`` row its ``key`` column references (``parent.id``) as ``<prefix><column>`` — all
+    None when there is no such parent."""
+    return read_one(engine, _with_parent(child, parent, key, prefix, by), {"value": value})
+
+
+@functools.cache
+def _with_parent(child: sa.Table, parent: sa.Table, key: str, prefix: str, by: str) -> Any:
+    """:func:`read_with_parent`'s statement, built once per shape (issue #35: building and
+    cache-keying the join cost about 0.4 ms of CPU on every task authorization)."""
     alias = parent.alias(prefix.rstrip("_"))
-    statement = (
+    return (
         sa.select(child, *(column.label(prefix + column.name) for column in alias.c))
         .select_from(child.outerjoin(alias, alias.c.id == child.c[key]))
-        .where(where)
+        .where(child.c[by] == sa.bindparam("value"))
     )
-    return read_one(engine, statement)
 
 
-def read_one(engine: Engine, statement: sa.Select[Any]) -> sa.RowMapping | None:
-    """The first row ``statement`` selects (None when none), read in a transaction of its
-    own."""
+def read_one(
+    engine: Engine, statement: sa.Select[Any], parameters: dict[str, Any] | None = None
+) -> sa.RowMapping | None:
+    """The first row ``statement`` selects (bound with ``parameters``; None when none), read
+    in a transaction of its own."""
     with read_transaction(engine) as connection:
-        return connection.execute(statement).mappings().first()
+        return connection.execute(statement, parameters or {}).mappings().first()
 
 
 def insert_or_skip(connection: Connection, table: sa.Table, key: str) -> Any:

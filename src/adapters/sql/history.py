@@ -437,27 +437,41 @@ def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> Resol
     return ResolvedPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)
 
 
-def session_facts(connection: Connection, session_id: str, turn_id: str) -> SessionFacts:
-    """The session's terminal state (and since when) and the start of the turn after
-    ``turn_id`` (:class:`SessionFacts`): two probes by primary key and one of
-    ``ix_task_session_turns_current``."""
-    session = connection.execute(
-        sa.select(task_sessions.c.state, task_sessions.c.updated_at).where(
-            task_sessions.c.id == session_id
-        )
-    ).first()
+@cache
+def _session_state() -> sa.Select[Any]:
+    """The session's state and when it last changed, by primary key (``session_id``)."""
+    return sa.select(task_sessions.c.state, task_sessions.c.updated_at).where(
+        task_sessions.c.id == sa.bindparam("session_id")
+    )
+
+
+@cache
+def _next_turn_start() -> sa.Select[Any]:
+    """When the turn after ``turn_id`` in ``session_id`` started (one probe of
+    ``ix_task_session_turns_current``)."""
     turn = task_session_turns.alias("turn")
     newer = task_session_turns.alias("newer")
-    following = connection.execute(
+    return (
         sa.select(newer.c.started_at)
-        .select_from(newer.join(turn, turn.c.id == turn_id))
+        .select_from(newer.join(turn, turn.c.id == sa.bindparam("turn_id")))
         .where(
-            newer.c.task_session_id == session_id,
+            newer.c.task_session_id == sa.bindparam("session_id"),
             sa.tuple_(newer.c.started_at, newer.c.created_at, newer.c.id)
             > sa.tuple_(turn.c.started_at, turn.c.created_at, turn.c.id),
         )
         .order_by(newer.c.started_at, newer.c.created_at, newer.c.id)
         .limit(1)
+    )
+
+
+def session_facts(connection: Connection, session_id: str, turn_id: str) -> SessionFacts:
+    """The session's terminal state (and since when) and the start of the turn after
+    ``turn_id`` (:class:`SessionFacts`): two probes by primary key and one of
+    ``ix_task_session_turns_current``. The statements are built once (issue #35: building
+    and keying them cost more CPU than running them, on every ``tasks/get`` and re-read)."""
+    session = connection.execute(_session_state(), {"session_id": session_id}).first()
+    following = connection.execute(
+        _next_turn_start(), {"session_id": session_id, "turn_id": turn_id}
     ).scalar()
     return SessionFacts(
         terminal=session is not None and is_terminal_state(session.state),

@@ -201,7 +201,8 @@ class SqlHostRepository(SqlStore):
             workspaces,
             key="workspace_id",
             prefix="ws_",
-            where=tasks.c.id == task_id,
+            by="id",
+            value=task_id,
         )
         if row is None:
             return None

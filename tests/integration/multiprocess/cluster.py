@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -25,11 +25,15 @@ READY_LINE = "Uvicorn running on"
 PR_SET_PDEATHSIG = 1
 
 
-def serve_command(database_url: str, port: int) -> list[str]:
+def serve_command(
+    database_url: str, port: int, live_delivery: str = "postgres", launcher: Sequence[str] = ()
+) -> list[str]:
     """How one replica is started: exactly the documented ``clarion serve`` (live delivery
-    over PostgreSQL is the default on a PostgreSQL database)."""
+    over PostgreSQL is the default on a PostgreSQL database; ``auto`` for a SQLite file),
+    run by ``python [launcher] -m clarion`` (a benchmark's profiler goes in ``launcher``)."""
     return [
         sys.executable,
+        *launcher,
         "-m",
         "clarion",
         "serve",
@@ -38,7 +42,7 @@ def serve_command(database_url: str, port: int) -> list[str]:
         "--port",
         str(port),
         "--live-delivery",
-        "postgres",
+        live_delivery,
     ]
 
 
@@ -95,15 +99,25 @@ def _die_with_parent() -> None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def start_replica(database_url: str, name: str, folder: Path, *, auth: bool = False) -> Replica:
-    """Start ``clarion serve`` (authentication disabled unless ``auth``)."""
+def start_replica(
+    database_url: str,
+    name: str,
+    folder: Path,
+    *,
+    auth: bool = False,
+    env: Mapping[str, str] | None = None,
+    launcher: Sequence[str] = (),
+) -> Replica:
+    """Start ``clarion serve`` (authentication disabled unless ``auth``; ``env``: more
+    settings, e.g. a benchmark's raised limits). A SQLite database gets in-process delivery."""
     port = free_port()
     mode = "enabled" if auth else "disabled"
-    env = {**os.environ, "CLARION_LOG_FORMAT": "json", "CLARION_AUTH": mode}
+    environment = {**os.environ, "CLARION_LOG_FORMAT": "json", "CLARION_AUTH": mode, **(env or {})}
+    delivery = "auto" if database_url.startswith("sqlite") else "postgres"
     process = subprocess.Popen(
-        serve_command(database_url, port),
+        serve_command(database_url, port, delivery, launcher),
         cwd=ROOT,
-        env=env,
+        env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -119,13 +133,30 @@ def start_replica(database_url: str, name: str, folder: Path, *, auth: bool = Fa
 
 @contextmanager
 def running_cluster(
-    database_url: str, folder: Path, names: Sequence[str] = ("a", "b", "c"), *, auth: bool = False
+    database_url: str,
+    folder: Path,
+    names: Sequence[str] = ("a", "b", "c"),
+    *,
+    auth: bool = False,
+    env: Mapping[str, str] | None = None,
+    launcher_of: Callable[[str], Sequence[str]] | None = None,
 ) -> Iterator[list[Replica]]:
-    """Start one replica per name (after migrating once), yield them, and kill them all."""
+    """Start one replica per name (after migrating once; ``launcher_of(name)``: its
+    ``launcher``), yield them, and kill them all."""
     upgrade_database(database_url)
     replicas: list[Replica] = []
     try:
-        replicas.extend(start_replica(database_url, name, folder, auth=auth) for name in names)
+        replicas.extend(
+            start_replica(
+                database_url,
+                name,
+                folder,
+                auth=auth,
+                env=env,
+                launcher=launcher_of(name) if launcher_of else (),
+            )
+            for name in names
+        )
         for replica in replicas:
             if not replica.ready.wait(STARTUP_TIMEOUT_S) or replica.process.poll() is not None:
                 raise RuntimeError(f"replica {replica.name} did not start:\n{replica.log()}")

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+import httpcore2
 import httpx2
 import pytest
 
@@ -25,6 +26,7 @@ from clarion.adapters.outbound import (
     OutboundUnresolved,
     is_internal,
     send,
+    system_tls,
 )
 
 pytestmark = pytest.mark.anyio
@@ -197,6 +199,29 @@ async def test_the_checked_address_is_connected_with_the_original_host(sink: _Si
     response = await send("POST", sink.url("/ok", host="localhost"), policy=LOOPBACK)
     assert response.status == 204
     assert sink.seen == [("/ok", f"localhost:{sink.port}")]
+
+
+@pytest.mark.server
+async def test_the_system_tls_context_is_built_once_and_still_verifies(
+    sink: _Sink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#35: building the default TLS context reads the whole certificate store (about 20 ms of
+    CPU); every delivery shares one, which still requires a certificate valid for the host."""
+    built: list[ssl.SSLContext] = []
+    real = httpcore2.default_ssl_context
+
+    def counting(**kwargs: bool) -> ssl.SSLContext:
+        built.append(real(**kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(httpcore2, "default_ssl_context", counting)
+    system_tls.cache_clear()
+    for _ in range(3):
+        assert (await send("POST", sink.url("/ok"), policy=LOOPBACK)).status == 204
+    assert len(built) == 1
+    context = system_tls()
+    assert context is system_tls()
+    assert (context.verify_mode, context.check_hostname) == (ssl.CERT_REQUIRED, True)
 
 
 @pytest.mark.server

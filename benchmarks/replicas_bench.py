@@ -1,0 +1,754 @@
+"""A team's deployment under load (issue #35): N ``clarion serve`` replicas on one PostgreSQL,
+A agents parked across them, B pending bundles in the backlog, E event streams open,
+notifications flowing to a webhook, and people answering from REST on other replicas.
+
+What runs, all in this one asyncio (anyio) client process against real server processes:
+
+- the database: a fresh PostgreSQL database (dropped after) or, with ``--sqlite``, a SQLite
+  file (``synchronous=FULL``; one replica, in-process delivery); the B backlog bundles are
+  bulk-loaded with :class:`benchmarks.sql_bench.Loader` before the replicas start, in 100
+  sessions nobody waits on;
+- agents, round robin over the replicas and over five kinds: the in-session endpoint
+  ``/mcp/session/{id}`` in the 2026-07-28 and the 2025-11-25 era, ``/mcp/agent`` in both eras,
+  and ``/mcp/agent`` with the MCP tasks extension (2026-07-28: the call returns a task at once,
+  the agent polls ``tasks/get`` every ``--task-poll`` seconds). Each asks one question whose
+  prompt names it, so the ``bundle.created`` event tells which agent parked;
+- E ``/api/v1/events`` streams spread over the replicas, counting every event they receive;
+- one notification route (``webhook:`` to a sink on loopback that answers 204 and counts);
+- the answers: one per parked agent, at ``--rate`` per second (open loop: each is sent at its
+  slot whether or not the earlier ones finished), over ``POST …/respond`` on the replica after
+  the agent's own (the same one when there is one replica), on kept-alive connections.
+
+It prints (and writes with ``--json``):
+
+- answers/s sustained: answers / (last agent's wake − first answer sent);
+- answer-to-wake p50/p99: from just before ``respond`` is sent to the agent's ``tools/call``
+  returning (blocking agents; task agents' answer-to-``completed`` is printed apart, it is
+  bounded by their poll interval);
+- server CPU per answer: user+system CPU of every replica process (``/proc/<pid>/stat``) over
+  the answer window / answers, less the list pages sampled meanwhile (their idle CPU each);
+- PostgreSQL CPU per answer: the same for the server processes of this database's own
+  backends — pids from ``pg_stat_activity`` (``datname = current_database()``), CPU from
+  ``/proc`` (so PostgreSQL must run on this machine; ``pg_stat_statements`` needs a server
+  restart to preload and counts time, not CPU). Shared background work (WAL writer,
+  checkpointer) is not in it;
+- memory per parked agent, per replica: the replica's RSS after parking minus before, over
+  the agents it holds;
+- the list page (``GET /clarification/pending``, 50) median/p95 idle and under load (sampled
+  every ``--list-every`` seconds during the answer window);
+- the floor: bare single-row conditional ``UPDATE`` + commit per second on the same database,
+  right after the answer window.
+
+Run (the defaults are sized for a 2-core machine)::
+
+    CLARION_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
+        .venv/bin/python -m benchmarks.replicas_bench --json replicas.json
+    .venv/bin/python -m benchmarks.replicas_bench --quick          # a smoke test, seconds
+    .venv/bin/python -m benchmarks.replicas_bench --replicas 1 --pending 10000   # one node
+    .venv/bin/python -m benchmarks.replicas_bench --sqlite                         # SQLite FULL
+    # larger: --replicas 6 --agents 5000 --pending 100000 --streams 100 --rate 100
+    .venv/bin/python -m benchmarks.plot_replicas replicas.json -o docs/images/replicas.svg
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import attrs
+import httpx2
+import psycopg
+import sqlalchemy as sa
+import structlog
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from benchmarks.scratch import scratch_postgres, scratch_sqlite
+from benchmarks.sql_bench import Loader, settle
+from clarion.adapters.postgres_notify import libpq_conninfo
+from clarion.adapters.sql import create_engine, upgrade_database
+from tests.integration.mcp.rpc import call_ask, task_method
+from tests.integration.multiprocess.clients import ASK, choose
+from tests.integration.multiprocess.cluster import Replica, running_cluster
+
+DEFAULT_URL: Final = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+KINDS: Final = ("session/2026", "session/2025", "agent/2026", "agent/2025", "agent/tasks")
+MODE: Final = {"2026": "auto", "2025": "legacy"}
+AGENT_TIMEOUT: Final = httpx2.Timeout(60, read=None)
+PARKING: Final = 25  # agents connecting at once
+PROMPT: Final = "Agent {}: which way?"
+WEBHOOK_GRACE_S: Final = 5.0
+
+
+def _question(number: int) -> dict[str, Any]:
+    return {
+        "id": "q1",
+        "title": "Q1",
+        "prompt": PROMPT.format(number),
+        "options": [
+            {"label": "Left", "description": "Go left"},
+            {"label": "Right", "description": "Go right"},
+        ],
+    }
+
+
+def _ms(samples: list[float], quantile: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return 1000 * ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+
+
+def _proc_cpu(pid: int) -> float:
+    """User plus system CPU seconds of process ``pid`` (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+@attrs.frozen
+class Sizes:
+    replicas: int
+    agents: int
+    pending: int
+    streams: int
+    rate: float
+    list_every: float
+    task_poll: float
+    kinds: tuple[str, ...] = KINDS
+    background_s: float = 4.0
+    floor_updates: int = 500
+    idle_lists: int = 30
+
+
+@attrs.define(eq=False)
+class Agent:
+    """One parked agent: where it asks, how, and when its answer reached it."""
+
+    number: int
+    kind: str
+    replica: Replica
+    session_id: str = ""
+    pending_id: str = ""
+    poll: float = 1.0
+    woke: float = 0.0
+    error: str = ""
+    parked: anyio.Event = attrs.Factory(anyio.Event)
+    done: anyio.Event = attrs.Factory(anyio.Event)
+
+    @property
+    def url(self) -> str:
+        if self.kind.startswith("session/"):
+            return f"{self.replica.base_url}/mcp/session/{self.session_id}"
+        return f"{self.replica.base_url}/mcp/agent"
+
+    async def run(self) -> None:
+        try:
+            if self.kind == "agent/tasks":
+                await self._task()
+            else:
+                await self._blocking()
+        except Exception as error:  # noqa: BLE001 - counted and printed, the run goes on
+            self.error = f"{type(error).__name__}: {error}"
+        finally:
+            self.parked.set()
+            self.done.set()
+
+    async def _blocking(self) -> None:
+        mode = MODE[self.kind.rsplit("/", 1)[1]]
+        async with (
+            httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http,
+            Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
+        ):
+            result = await client.call_tool(ASK, {"questions": [_question(self.number)]})
+            self.woke = time.perf_counter()
+        if result.is_error:
+            self.error = str(result.content)[:200]
+
+    async def _task(self) -> None:
+        args = {"questions": [_question(self.number)]}
+        async with httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http:
+            created = await call_ask(http, self.url, ASK, args)
+            task_id = created["taskId"]
+            while True:
+                polled = await task_method(http, self.url, "tasks/get", task_id)
+                if polled.get("status") != "working":
+                    self.woke = time.perf_counter()
+                    break
+                await anyio.sleep(self.poll)
+        if polled.get("status") != "completed":
+            self.error = f"task ended {polled}"[:200]
+
+
+@attrs.define
+class Sink:
+    """The webhook receiver notifications are routed to: counts POSTs, answers 204."""
+
+    port: int = 0
+    received: int = 0
+
+    async def serve(self, *, task_status: Any) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener:
+            task_status.started()
+            await listener.serve(self._connection)
+
+    async def _connection(self, stream: anyio.abc.SocketStream) -> None:
+        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+            await self._exchange(stream)
+
+    async def _exchange(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            buffer = b""
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    chunk = await stream.receive()
+                    buffer += chunk
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(buffer) < length:
+                    buffer += await stream.receive()
+                buffer = buffer[length:]
+                self.received += 1
+                await stream.send(b"HTTP/1.1 204 No Content\r\n\r\n")
+
+
+@attrs.define
+class Streams:
+    """E event streams held open; ``events`` counts what they received; ``created`` maps a
+    parked agent's bundle to it (from the first stream)."""
+
+    events: int = 0
+    connected: int = 0
+
+    async def hold(self, replica: Replica, on_created: Any | None, *, task_status: Any) -> None:
+        timeout = httpx2.Timeout(30, read=None)
+        async with (
+            httpx2.AsyncClient(base_url=replica.base_url, timeout=timeout) as http,
+            http.stream("GET", "/api/v1/events") as response,
+        ):
+            if response.status_code != 200:
+                raise RuntimeError(f"event stream: {response.status_code}")
+            kind = ""
+            async for line in response.aiter_lines():
+                if line.startswith(": connected"):
+                    self.connected += 1
+                    task_status.started()
+                elif line.startswith("event: "):
+                    kind = line.removeprefix("event: ")
+                    self.events += 1
+                elif line.startswith("data: ") and kind == "bundle.created" and on_created:
+                    data = json.loads(line.removeprefix("data: "))
+                    await on_created(data["pending_id"], data["session_id"])
+
+
+@attrs.define
+class Cpu:
+    """CPU seconds of the replicas and of this database's PostgreSQL backends."""
+
+    replicas: list[Replica]
+    database_url: str
+    profiling: bool = False
+
+    def signal(self, number: int) -> None:
+        """Tell each replica's profiler (``--profile``) to start or stop counting."""
+        if self.profiling:
+            for replica in self.replicas:
+                replica.process.send_signal(number)
+
+    def backend_pids(self) -> list[int]:
+        if not self.database_url.startswith("postgresql"):
+            return []
+        with psycopg.connect(libpq_conninfo(self.database_url), autocommit=True) as connection:
+            rows = connection.execute(
+                "SELECT pid FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def sample(self) -> tuple[float, dict[int, float]]:
+        server = sum(_proc_cpu(replica.process.pid) for replica in self.replicas)
+        return server, {pid: _proc_cpu(pid) for pid in self.backend_pids()}
+
+    @staticmethod
+    def database_delta(before: dict[int, float], after: dict[int, float]) -> float:
+        """Backends present at the end: their CPU since the start (0 for new ones)."""
+        return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+async def _list_page(http: httpx2.AsyncClient, replica: Replica) -> float:
+    started = time.perf_counter()
+    response = await http.get(f"{replica.base_url}/api/v1/clarification/pending?limit=50")
+    spent = time.perf_counter() - started
+    if response.status_code != 200 or len(response.json()["bundles"]) != 50:
+        raise RuntimeError(f"list page: {response.status_code} {response.text[:200]}")
+    return spent
+
+
+async def _idle_list(
+    http: httpx2.AsyncClient, replicas: list[Replica], count: int
+) -> tuple[list[float], float]:
+    """List page latencies with nothing else running, and the servers' CPU per page."""
+    await _list_page(http, replicas[-1])
+    before = sum(_proc_cpu(replica.process.pid) for replica in replicas)
+    samples = [await _list_page(http, replicas[-1]) for _ in range(count)]
+    after = sum(_proc_cpu(replica.process.pid) for replica in replicas)
+    return samples, (after - before) / count
+
+
+@asynccontextmanager
+async def _parked(
+    replicas: list[Replica], sizes: Sizes, session_ids: list[str], streams: Streams
+) -> AsyncIterator[list[Agent]]:
+    """A agents parked (their bundle created), E streams open; cancelled on exit."""
+    agents = [
+        Agent(
+            number=n,
+            kind=sizes.kinds[n % len(sizes.kinds)],
+            replica=replicas[n % len(replicas)],
+            session_id=session_ids[n],
+            poll=sizes.task_poll,
+        )
+        for n in range(sizes.agents)
+    ]
+    by_session = {a.session_id: a for a in agents if a.kind.startswith("session/")}
+    by_prompt = {PROMPT.format(agent.number): agent for agent in agents}
+    found, created = anyio.create_memory_object_stream[tuple[str, str]](sizes.agents + 100)
+
+    async def on_created(pending_id: str, session_id: str) -> None:
+        await found.send((pending_id, session_id))
+
+    async def match(http: httpx2.AsyncClient) -> None:
+        """Which agent a new bundle belongs to: by its session (in-session endpoint) or by
+        the prompt in its session's transcript (``/mcp/agent`` creates the session)."""
+        async for pending_id, session_id in created:
+            agent = by_session.get(session_id)
+            if agent is None:
+                path = f"{replicas[0].base_url}/api/v1/sessions/{session_id}/messages"
+                messages = (await http.get(path)).json().get("messages", [])
+                prompts = [m["content"] for m in messages if m["content"] in by_prompt]
+                agent = by_prompt[prompts[0]] if prompts else None
+            if agent is not None:
+                agent.pending_id = pending_id
+                agent.parked.set()
+
+    limiter = anyio.CapacityLimiter(PARKING)
+
+    async def start(agent: Agent) -> None:
+        async with limiter:
+            tasks.start_soon(agent.run)
+            await agent.parked.wait()
+
+    async with (
+        found,
+        created,
+        httpx2.AsyncClient(timeout=30) as http,
+        anyio.create_task_group() as tasks,
+    ):
+        await tasks.start(streams.hold, replicas[0], on_created)
+        for number in range(1, sizes.streams):
+            await tasks.start(streams.hold, replicas[number % len(replicas)], None)
+        tasks.start_soon(match, http)
+        async with anyio.create_task_group() as parking:
+            for agent in agents:
+                parking.start_soon(start, agent)
+        yield agents
+        tasks.cancel_scope.cancel()
+
+
+async def _answer(
+    http: httpx2.AsyncClient, replica: Replica, agent: Agent, sent: dict[int, float]
+) -> None:
+    path = f"{replica.base_url}/api/v1/clarification/{agent.pending_id}/respond"
+    sent[agent.number] = time.perf_counter()
+    response = await http.post(path, json={"answers": choose(1)})
+    if response.status_code != 200:
+        agent.error = agent.error or f"respond {response.status_code}: {response.text[:200]}"
+
+
+async def _window(
+    replicas: list[Replica], agents: list[Agent], sizes: Sizes, cpu: Cpu
+) -> dict[str, Any]:
+    """Answer every parked agent at the offered rate; list pages sampled meanwhile."""
+    sent: dict[int, float] = {}
+    listed: list[float] = []
+    finished = anyio.Event()
+
+    async def sample_list(http: httpx2.AsyncClient) -> None:
+        while not finished.is_set():
+            listed.append(await _list_page(http, replicas[-1]))
+            with anyio.move_on_after(sizes.list_every):
+                await finished.wait()
+
+    cpu.signal(signal.SIGUSR1)  # the profiler, when there is one, counts from here
+    server_before, database_before = cpu.sample()
+    started = time.perf_counter()
+    async with (
+        httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(sample_list, http)
+        for slot, agent in enumerate(agents):
+            await anyio.sleep(max(0.0, started + slot / sizes.rate - time.perf_counter()))
+            answerer = replicas[(replicas.index(agent.replica) + 1) % len(replicas)]
+            tasks.start_soon(_answer, http, answerer, agent, sent)
+        with anyio.fail_after(60 + 2 * sizes.task_poll):
+            for agent in agents:
+                await agent.done.wait()
+        finished.set()
+    ended = max([agent.woke for agent in agents if agent.woke] or [time.perf_counter()])
+    server_after, database_after = cpu.sample()
+    cpu.signal(signal.SIGUSR2)
+    blocking = [a.woke - sent[a.number] for a in agents if a.woke and a.kind != "agent/tasks"]
+    tasked = [a.woke - sent[a.number] for a in agents if a.woke and a.kind == "agent/tasks"]
+    return {
+        "seconds": ended - started,
+        "answers": len(sent),
+        "server_cpu_s": server_after - server_before,
+        "database_cpu_s": Cpu.database_delta(database_before, database_after),
+        "wake": blocking,
+        "task_wake": tasked,
+        "wake_by_kind": {
+            kind: [a.woke - sent[a.number] for a in agents if a.woke and a.kind == kind]
+            for kind in sizes.kinds
+        },
+        "list": listed,
+    }
+
+
+async def _background(cpu: Cpu, seconds: float) -> tuple[float, float]:
+    """CPU seconds per second (servers, database) of the parked fleet with nobody answering:
+    task polls, progress notifications, heartbeats, the notification worker's polls."""
+    server_before, database_before = cpu.sample()
+    started = time.perf_counter()
+    await anyio.sleep(seconds)
+    server_after, database_after = cpu.sample()
+    seconds = time.perf_counter() - started
+    return (
+        (server_after - server_before) / seconds,
+        Cpu.database_delta(database_before, database_after) / seconds,
+    )
+
+
+async def _load(
+    replicas: list[Replica], sizes: Sizes, session_ids: list[str], cpu: Cpu
+) -> dict[str, Any]:
+    sink, streams = Sink(), Streams()
+    async with httpx2.AsyncClient(timeout=30) as http, anyio.create_task_group() as tasks:
+        await tasks.start(sink.serve)
+        route = {"channel": f"webhook:http://127.0.0.1:{sink.port}/hook"}
+        created = await http.post(f"{replicas[0].base_url}/api/v1/notifications/routes", json=route)
+        if created.status_code >= 300:
+            raise RuntimeError(f"route: {created.status_code} {created.text}")
+        idle, list_cpu = await _idle_list(http, replicas, sizes.idle_lists)
+        rss_before = [_rss_kib(replica.process.pid) for replica in replicas]
+        park_started = time.perf_counter()
+        with anyio.fail_after(120 + sizes.agents):
+            async with _parked(replicas, sizes, session_ids, streams) as agents:
+                parked_s = time.perf_counter() - park_started
+                rss_after = [_rss_kib(replica.process.pid) for replica in replicas]
+                background = await _background(cpu, sizes.background_s)
+                window = await _window(replicas, agents, sizes, cpu)
+        with anyio.move_on_after(WEBHOOK_GRACE_S):  # the worker polls its outbox every 2 s
+            while not sink.received:
+                await anyio.sleep(0.1)
+        tasks.cancel_scope.cancel()
+    held = [sum(1 for a in agents if a.replica is replica) for replica in replicas]
+    window["server_cpu_s"] -= list_cpu * len(window["list"])
+    return window | {
+        "background_cpu_per_s": background,
+        "errors": [f"{a.kind} #{a.number}: {a.error}" for a in agents if a.error],
+        "parked_s": parked_s,
+        "idle_list": idle,
+        "list_cpu_ms": 1000 * list_cpu,
+        "memory_kib_per_agent": [
+            (after - before) / max(1, count)
+            for before, after, count in zip(rss_before, rss_after, held, strict=True)
+        ],
+        "events_received": streams.events,
+        "streams_connected": streams.connected,
+        "webhooks_received": sink.received,
+    }
+
+
+def _floor(database_url: str, count: int) -> float:
+    """Bare single-row conditional UPDATE + commit per second on the run's database."""
+    engine = create_engine(database_url)
+    metadata = sa.MetaData()
+    bare = sa.Table(
+        "bench_bare_floor",
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+    )
+    try:
+        metadata.create_all(engine)
+        with engine.begin() as connection:
+            connection.execute(sa.insert(bare), [{"id": i, "version": 0} for i in range(count)])
+        started = time.perf_counter()
+        for index in range(count):
+            with engine.begin() as connection:
+                changed = connection.execute(
+                    sa.update(bare)
+                    .where(bare.c.id == index, bare.c.version == 0)
+                    .values(version=bare.c.version + 1)
+                ).rowcount
+            if changed != 1:
+                raise RuntimeError(f"bare update {index} lost")
+        return count / (time.perf_counter() - started)
+    finally:
+        metadata.drop_all(engine)
+        engine.dispose()
+
+
+def _seed(database_url: str, sizes: Sizes) -> list[str]:
+    """Migrate; bulk-load the backlog and one RUNNING session per agent (for the in-session
+    endpoint); return those sessions' ids."""
+    upgrade_database(database_url)
+    engine = create_engine(database_url)
+    try:
+        loader = Loader(engine)
+        owners = loader.sessions(100, [""])
+        loader.bundles(sizes.pending, owners, answered=False)
+        sessions = [session for _, session, _ in loader.sessions(sizes.agents, [""])]
+        settle(engine)
+    finally:
+        engine.dispose()
+    return sessions
+
+
+def _environment(sizes: Sizes) -> dict[str, str]:
+    """The replicas' settings: limits raised to the load (one synthetic identity with auth
+    disabled, every client from 127.0.0.1), webhooks allowed to reach loopback."""
+    connections = 3 * sizes.agents + sizes.streams + 200
+    return {
+        "CLARION_MAX_CONNECTIONS_PER_CLIENT": str(connections),
+        "CLARION_LIMIT_CONCURRENCY": str(connections),
+        "CLARION_MAX_EVENT_STREAMS": str(sizes.streams + 10),
+        "CLARION_MAX_MCP_SESSIONS": str(sizes.agents + 10),
+        "CLARION_OUTBOUND_ALLOW": "127.0.0.1",
+    }
+
+
+@contextmanager
+def _database(args: argparse.Namespace) -> Iterator[str]:
+    if args.sqlite:
+        with scratch_sqlite() as url:
+            yield url
+    else:
+        with scratch_postgres(args.admin_url) as url:
+            yield url
+
+
+def _profiler(folder: Path | None) -> Callable[[str], list[str]] | None:
+    """With ``--profile``: each replica runs under :mod:`benchmarks.sampler`, writing
+    ``FOLDER/<replica>.txt`` when it stops."""
+    if folder is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    return lambda name: ["-m", "benchmarks.sampler", str(folder / f"{name}.txt")]
+
+
+def _stop(replicas: list[Replica]) -> None:
+    """SIGTERM and wait, so the profiler gets to write its report."""
+    for replica in replicas:
+        replica.process.send_signal(signal.SIGTERM)
+    for replica in replicas:
+        replica.process.wait(60)
+
+
+def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
+    """One whole run: the figures as a JSON-able document."""
+    with _database(args) as database_url, tempfile.TemporaryDirectory() as folder:
+        session_ids = _seed(database_url, sizes)
+        names = [f"r{i}" for i in range(sizes.replicas)]
+        with running_cluster(
+            database_url,
+            Path(folder),
+            names,
+            env=_environment(sizes),
+            launcher_of=_profiler(args.profile),
+        ) as replicas:
+            cpu = Cpu(replicas, database_url, profiling=args.profile is not None)
+            raw = anyio.run(_load, replicas, sizes, session_ids, cpu)
+            floor = _floor(database_url, sizes.floor_updates)
+            if args.profile:
+                _stop(replicas)
+    return _figures(raw, sizes, floor, "sqlite" if args.sqlite else "postgresql")
+
+
+def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> dict[str, Any]:
+    answers = max(1, raw["answers"])
+    server_idle, db_idle = raw["background_cpu_per_s"]
+    seconds = raw["seconds"]
+    return {
+        "database": database,
+        "sizes": attrs.asdict(sizes),
+        "answers": raw["answers"],
+        "errors": raw["errors"],
+        "answers_per_s": raw["answers"] / raw["seconds"],
+        "parking_s": raw["parked_s"],
+        "wake_ms": {"p50": _ms(raw["wake"], 0.5), "p99": _ms(raw["wake"], 0.99)},
+        "task_wake_ms": {"p50": _ms(raw["task_wake"], 0.5), "p99": _ms(raw["task_wake"], 0.99)},
+        "wake_ms_p50_by_kind": {k: _ms(v, 0.5) for k, v in raw["wake_by_kind"].items()},
+        "server_cpu_ms_per_answer": 1000 * raw["server_cpu_s"] / answers,
+        "database_cpu_ms_per_answer": 1000 * raw["database_cpu_s"] / answers,
+        "background_cpu_ms_per_s": {"server": 1000 * server_idle, "database": 1000 * db_idle},
+        "server_cpu_ms_per_answer_net": 1000
+        * (raw["server_cpu_s"] - server_idle * seconds)
+        / answers,
+        "database_cpu_ms_per_answer_net": 1000
+        * (raw["database_cpu_s"] - db_idle * seconds)
+        / answers,
+        "memory_kib_per_agent": raw["memory_kib_per_agent"],
+        "list_ms": {
+            "idle_median": _ms(raw["idle_list"], 0.5),
+            "idle_p95": _ms(raw["idle_list"], 0.95),
+            "load_median": _ms(raw["list"], 0.5),
+            "load_p95": _ms(raw["list"], 0.95),
+            "load_samples": len(raw["list"]),
+            "server_cpu_ms_per_page": raw["list_cpu_ms"],
+        },
+        "floor_updates_per_s": floor,
+        "events_received": raw["events_received"],
+        "streams_connected": raw["streams_connected"],
+        "webhooks_received": raw["webhooks_received"],
+    }
+
+
+def _database_cpu(figures: dict[str, Any]) -> str:
+    if figures["database"] == "sqlite":
+        return "database CPU: inside the server process (SQLite)"
+    server, database = figures["server_cpu_ms_per_answer"], figures["database_cpu_ms_per_answer"]
+    return (
+        f"PostgreSQL CPU per answer: {database:.2f} ms (this database's backends); ratio "
+        f"{server / database if database else float('nan'):.1f}x"
+    )
+
+
+def report(figures: dict[str, Any]) -> str:
+    sizes, listed = figures["sizes"], figures["list_ms"]
+    server = figures["server_cpu_ms_per_answer"]
+    background = figures["background_cpu_ms_per_s"]
+    server_net = figures["server_cpu_ms_per_answer_net"]
+    database_net = figures["database_cpu_ms_per_answer_net"]
+    memory = ", ".join(f"{kib:.1f}" for kib in figures["memory_kib_per_agent"])
+    lines = [
+        f"{figures['database']}: {sizes['replicas']} replica(s), {sizes['agents']} parked "
+        f"agents (parked in {figures['parking_s']:.1f} s), {sizes['pending']} pending in the "
+        f"backlog, {figures['streams_connected']} event streams, offered {sizes['rate']:g}/s",
+        f"answers/s sustained: {figures['answers_per_s']:.1f} ({figures['answers']} answers, "
+        f"{len(figures['errors'])} errors)",
+        f"answer-to-wake: p50 {figures['wake_ms']['p50']:.1f} ms, p99 "
+        f"{figures['wake_ms']['p99']:.1f} ms (blocking agents); task agents to 'completed' "
+        f"p50 {figures['task_wake_ms']['p50']:.0f} ms (poll every {sizes['task_poll']:g} s)",
+        "  p50 by kind: "
+        + ", ".join(f"{k} {v:.0f} ms" for k, v in figures["wake_ms_p50_by_kind"].items()),
+        f"server CPU per answer: {server:.2f} ms (all replicas); " + _database_cpu(figures),
+        f"  less the parked fleet's background (server {background['server']:.0f} ms/s, "
+        f"database {background['database']:.0f} ms/s while nobody answers): server "
+        f"{server_net:.2f} ms, database {database_net:.2f} ms per answer",
+        f"memory per parked agent, per replica: {memory} KiB",
+        f"list page of 50: idle median {listed['idle_median']:.1f} ms (p95 "
+        f"{listed['idle_p95']:.1f}); under load median {listed['load_median']:.1f} ms (p95 "
+        f"{listed['load_p95']:.1f}, {listed['load_samples']} samples); ratio "
+        f"{listed['load_median'] / listed['idle_median']:.2f}x",
+        f"floor: {figures['floor_updates_per_s']:.0f} bare conditional UPDATEs/s (same database, "
+        f"same run)",
+        f"events received on the streams: {figures['events_received']}; webhooks received: "
+        f"{figures['webhooks_received']}",
+    ]
+    lines += [f"  error: {error}" for error in figures["errors"][:10]]
+    return "\n".join(lines)
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(kind.strip() for kind in text.split(",") if kind.strip())
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown or not kinds:
+        raise SystemExit(f"--kinds: unknown {unknown or text!r}; choose from {', '.join(KINDS)}")
+    return kinds
+
+
+def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--agents", type=int, default=1000, help="parked agents")
+    parser.add_argument("--pending", type=int, default=10_000, help="backlog bundles")
+    parser.add_argument("--streams", type=int, default=30, help="open event streams")
+    parser.add_argument("--rate", type=float, default=25.0, help="offered answers per second")
+    parser.add_argument("--list-every", type=float, default=0.5, help="list sample period (s)")
+    parser.add_argument("--task-poll", type=float, default=1.0, help="tasks/get period (s)")
+    parser.add_argument("--sqlite", action="store_true", help="SQLite FULL, one replica")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"agent kinds, round robin (default: all of {','.join(KINDS)})",
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--profile", type=Path, help="sample each replica's stacks into this folder"
+    )
+    parser.add_argument(
+        "--admin-url",
+        default=os.environ.get("CLARION_TEST_POSTGRES_URL", DEFAULT_URL),
+        help="a PostgreSQL URL allowed to create databases (env CLARION_TEST_POSTGRES_URL)",
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.replicas, args.agents, args.pending, args.streams, args.rate = 2, 10, 200, 4, 20.0
+    sizes = Sizes(
+        replicas=1 if args.sqlite else args.replicas,
+        agents=args.agents,
+        pending=max(50, args.pending),
+        streams=max(1, args.streams),
+        rate=args.rate,
+        list_every=args.list_every,
+        task_poll=args.task_poll,
+        kinds=_kinds(args.kinds),
+    )
+    if args.quick:
+        sizes = attrs.evolve(sizes, background_s=1.0, floor_updates=100, idle_lists=10)
+    return args, sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, sizes = _arguments(argv)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    logging.disable(logging.WARNING)
+    figures = run(args, sizes)
+    print(report(figures), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 1 if figures["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

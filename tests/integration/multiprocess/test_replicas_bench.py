@@ -1,0 +1,32 @@
+"""``benchmarks/replicas_bench.py --quick`` runs whole (issue #35): two replicas on a scratch
+PostgreSQL database, agents of every kind parked and each woken by its answer from another
+replica, with the event streams, the webhook and every figure the bench prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.replicas_bench import KINDS, main
+
+
+def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
+    postgres_server_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "figures.json"
+    assert main(["--quick", "--admin-url", postgres_server_url, "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    sizes = figures["sizes"]
+    assert figures["errors"] == []
+    assert figures["answers"] == sizes["agents"] >= len(KINDS)
+    assert figures["answers_per_s"] > 0
+    assert 0 < figures["wake_ms"]["p50"] <= figures["wake_ms"]["p99"]
+    assert figures["task_wake_ms"]["p50"] > 0
+    assert figures["server_cpu_ms_per_answer"] > 0
+    assert figures["database_cpu_ms_per_answer"] >= 0
+    assert len(figures["memory_kib_per_agent"]) == sizes["replicas"]
+    assert figures["list_ms"]["load_samples"] >= 1
+    assert figures["floor_updates_per_s"] > 0
+    assert figures["streams_connected"] == sizes["streams"]
+    assert figures["events_received"] > 0
+    assert figures["webhooks_received"] > 0
