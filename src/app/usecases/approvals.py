@@ -30,7 +30,13 @@ import attrs
 import structlog
 
 from clarion.app.usecases.access import Assignment, GroupsOf, authorize_bundle
-from clarion.app.usecases.ask import Asking, BundleExtras, ProgressCallback
+from clarion.app.usecases.ask import (
+    Alongside,
+    Asking,
+    BundleExtras,
+    OnBundle,
+    ProgressCallback,
+)
 from clarion.app.usecases.live import LiveRequests
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner, StoreFailure
@@ -206,23 +212,32 @@ class Approvals:
         session_id: str,
         terms: ApprovalTerms,
         candidates: Candidates = NO_CANDIDATES,
-        task_id: str | None = None,
         on_progress: ProgressCallback | None = None,
+        alongside: Alongside | None = None,
+        on_bundle: OnBundle | None = None,
     ) -> ApprovalView:
         """The agent's blocking request (MCP): a standing approval that matches decides at
-        once; otherwise the ask waits like ``ask_user_question`` until the request is decided.
+        once; otherwise the ask waits like ``ask_user_question`` until the request is decided
+        (``on_progress``, ``alongside`` and ``on_bundle`` as :meth:`Asking.ask` takes them).
 
         Raises:
             ValidationError: the terms or candidates do not fit (the field is named).
             NotFound, NotActive, LimitExceeded, ClaimError: as :meth:`Asking.ask`.
             WaitEnded: the wait ended undecided; the request stays open (resume path).
         """
-        hit = await self._standing_hit(identity, session_id, terms, candidates, task_id)
+        hit = await self._standing_hit(identity, session_id, terms, candidates, None)
         if hit is not None:
             return hit
         extras = BundleExtras(approval=terms, candidates=candidates)
         result = await self._asking.ask(
-            identity, session_id, (), "", on_progress=on_progress, extras=extras
+            identity,
+            session_id,
+            (),
+            "",
+            on_progress=on_progress,
+            alongside=alongside,
+            on_bundle=on_bundle,
+            extras=extras,
         )
         return await self._read_view(result.pending_id)
 
