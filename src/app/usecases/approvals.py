@@ -29,8 +29,14 @@ import anyio
 import attrs
 import structlog
 
-from clarion.app.usecases.access import Assignment, GroupsOf, authorize_bundle
+from clarion.app.usecases.access import (
+    Assignment,
+    GroupsOf,
+    authorize_bundle,
+    load_authorized_session,
+)
 from clarion.app.usecases.ask import (
+    PROGRESS_INTERVAL_S,
     Alongside,
     Asking,
     BundleExtras,
@@ -61,6 +67,7 @@ from clarion.domain.approvals import (
 )
 from clarion.domain.errors import (
     NOT_FOUND_MESSAGE,
+    InvalidArgument,
     NotFound,
     Resource,
     ValidationError,
@@ -212,20 +219,25 @@ class Approvals:
         session_id: str,
         terms: ApprovalTerms,
         candidates: Candidates = NO_CANDIDATES,
+        task_id: str | None = None,
         on_progress: ProgressCallback | None = None,
+        progress_interval: float = PROGRESS_INTERVAL_S,
         alongside: Alongside | None = None,
         on_bundle: OnBundle | None = None,
     ) -> ApprovalView:
         """The agent's blocking request (MCP): a standing approval that matches decides at
         once; otherwise the ask waits like ``ask_user_question`` until the request is decided
-        (``on_progress``, ``alongside`` and ``on_bundle`` as :meth:`Asking.ask` takes them).
+        (``on_progress`` every ``progress_interval`` seconds, ``alongside`` and ``on_bundle``
+        as :meth:`Asking.ask` takes them; ``task_id``, when given, must be the session's).
 
         Raises:
             ValidationError: the terms or candidates do not fit (the field is named).
             NotFound, NotActive, LimitExceeded, ClaimError: as :meth:`Asking.ask`.
             WaitEnded: the wait ended undecided; the request stays open (resume path).
         """
-        hit = await self._standing_hit(identity, session_id, terms, candidates, None)
+        if task_id:
+            await self._check_task(identity, session_id, task_id)
+        hit = await self._standing_hit(identity, session_id, terms, candidates, task_id)
         if hit is not None:
             return hit
         extras = BundleExtras(approval=terms, candidates=candidates)
@@ -235,11 +247,26 @@ class Approvals:
             (),
             "",
             on_progress=on_progress,
+            progress_interval=progress_interval,
             alongside=alongside,
             on_bundle=on_bundle,
             extras=extras,
         )
         return await self._read_view(result.pending_id)
+
+    async def _check_task(self, identity: Identity, session_id: str, task_id: str) -> None:
+        """The blocking ask takes no task id of its own: check it against the (authorized)
+        session as a create does."""
+        session = await self._run.guarded(
+            APPROVALS_FAILED,
+            load_authorized_session,
+            self._host,
+            self._authorizer,
+            identity,
+            session_id,
+        )
+        if session.task_id != task_id:
+            raise InvalidArgument("task_id does not match the session's task", field="task_id")
 
     async def create(
         self,

@@ -341,3 +341,13 @@ async def test_an_agent_token_never_decides_an_approval(world: AppWorld) -> None
             agent, view.pending_id, _vote("approve"), surface=Surface.MCP
         )
     assert (await world.services.approvals.view(OWNER, view.pending_id)).votes == ()
+
+
+async def test_the_blocking_request_refuses_another_task_id(world: AppWorld) -> None:
+    session = world.session("")
+    with pytest.raises(ValidationError) as refused:
+        await world.services.approvals.request(
+            OWNER, session_id=session.id, terms=_terms(), task_id="another-task"
+        )
+    assert refused.value.field == "task_id"
+    assert world.store.bundle_extras == {}
