@@ -82,7 +82,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, VoteResult
 from clarion.ports.host import HostRepository
 from clarion.ports.system import Clock, IdGenerator
-from clarion.ports.waiters import WaitEnded
+from clarion.ports.waiters import WaitEnd, WaitEnded
 
 log = structlog.get_logger(__name__)
 
@@ -367,10 +367,15 @@ class Approvals:
             return current
         asker = bundle.asker
         if asker is not None and asker.user_id == (identity.user_id or ""):
-            # Timed out, cancelled, or nobody waits here: report what the rows say.
-            with contextlib.suppress(WaitEnded):
+            started = anyio.current_time()
+            try:
                 await self._requests.wait(identity, pending_id, timeout)
-            return await self._read_view(pending_id)
+                return await self._read_view(pending_id)
+            except WaitEnded as exc:
+                if exc.reason is not WaitEnd.NOT_FOUND:  # timed out, cancelled, failed
+                    return await self._read_view(pending_id)
+            # No live entry here (another process created it, or a restart): watch the rows.
+            timeout -= anyio.current_time() - started
         with anyio.move_on_after(timeout):
             while current.status == "pending":
                 await anyio.sleep(self._wait_interval)

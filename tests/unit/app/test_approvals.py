@@ -351,3 +351,26 @@ async def test_the_blocking_request_refuses_another_task_id(world: AppWorld) -> 
         )
     assert refused.value.field == "task_id"
     assert world.store.bundle_extras == {}
+
+
+async def test_the_askers_wait_without_a_live_entry_watches_until_decided(
+    world: AppWorld,
+) -> None:
+    """After a restart nobody holds the request's live entry: the asker's wait re-reads the
+    rows until the decision instead of returning at once."""
+    session = world.session("")
+    view = await _create(world, session.id)
+    later = world.restarted()
+    waited: list[ApprovalView] = []
+
+    async def asker() -> None:
+        waited.append(await later.services.approvals.wait(OWNER, view.pending_id, 5.0))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(asker)
+        await anyio.sleep(0.05)
+        assert waited == []
+        await later.services.approvals.decide(
+            ALICE, view.pending_id, Decision.APPROVE, surface=Surface.REST
+        )
+    assert waited[0].status == "approved"
