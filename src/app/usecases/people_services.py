@@ -16,6 +16,7 @@ from datetime import timedelta
 
 import attrs
 
+from clarion.app.usecases.access import GroupsOf
 from clarion.app.usecases.answer_links import DEFAULT_TTL, AnswerLinks
 from clarion.app.usecases.auth import Authentication, LoginThrottle
 from clarion.app.usecases.lifecycle import Lifecycle
@@ -66,6 +67,9 @@ class NotificationPorts:
     policy: DeliveryPolicy
     # The inbox's public base URL, for the links notifications carry.
     public_url: str
+    # A user's groups, so an assigned bundle notifies its candidates only (issue #33; None:
+    # no groups are kept).
+    groups_of: GroupsOf | None = None
 
 
 @attrs.frozen
@@ -210,4 +214,5 @@ def _worker(
         metrics=core.metrics,
         public_url=ports.public_url,
         policy=ports.policy,
+        groups_of=ports.groups_of,
     )

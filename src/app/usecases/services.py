@@ -13,6 +13,7 @@ import attrs
 
 from clarion.app.usecases.agent_asks import AgentAsks
 from clarion.app.usecases.agents import AgentSessions
+from clarion.app.usecases.approvals import Approvals, Groups, UserRoster
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
@@ -28,6 +29,7 @@ from clarion.app.usecases.receipts import Receipts
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
+from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -62,6 +64,9 @@ class Services:
     clock: Clock
     runner: Runner
     limits: Limits
+    # Issue #33: approval requests, standing approvals and the groups assignments name.
+    approvals: Approvals
+    groups: Groups
     metrics: Metrics = attrs.field(factory=NoMetrics)
     tracer: Tracer = attrs.field(factory=NoTracer)
     # Agents' asks as durable records (issue #28): exact retries, MCP tasks and late answers
@@ -104,6 +109,9 @@ def build_services(
     agent_workspace: str = "",
     people: PeoplePorts | None = None,
     receipt_signer: ReceiptSigner | None = None,
+    groups: GroupDirectory | None = None,
+    standing: StandingApprovals | None = None,
+    roster: UserRoster | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -122,6 +130,9 @@ def build_services(
     ``people`` are the ports of sign-in, answer links, notifications and Slack
     (:mod:`~clarion.app.usecases.people_services`; without them ``Services.people`` is None).
     ``receipt_signer`` signs receipts (:class:`Receipts`; without it none are made).
+    ``groups``, ``standing`` and ``roster`` (the token store) are the approvals' groups,
+    standing approvals and users (issue #33; without them: no groups, no standing approvals,
+    candidates named by id only).
 
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
@@ -143,9 +154,12 @@ def build_services(
         if receipt_signer is not None
         else None
     )
-    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout, receipts)
-    requests = _live_requests(ports, ask_timeout, watch_interval)
+    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout, receipts, groups)
+    requests = _live_requests(ports, ask_timeout, watch_interval, groups)
     asking = _asking(ports, ask_timeout)
+    approval_stores = _ApprovalStores(
+        groups=groups, standing=standing, roster=roster, wait_interval=watch_interval
+    )
     agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
     lifecycle = _lifecycle(ports)
     operations = _host_operations(ports, users)
@@ -164,8 +178,42 @@ def build_services(
         tracer=ports.tracer,
         agent_asks=agent_asks,
         receipts=receipts,
+        approvals=_approvals(ports, asking, requests, resolver, approval_stores),
+        groups=Groups(groups=groups, users=roster, runner=runner),
     )
     return _with_people(services, ports, people)
+
+
+@attrs.frozen
+class _ApprovalStores:
+    groups: GroupDirectory | None
+    standing: StandingApprovals | None
+    roster: UserRoster | None
+    wait_interval: float
+
+
+def _approvals(
+    ports: _Ports,
+    asking: Asking,
+    requests: LiveRequests,
+    resolver: Resolver,
+    stores: _ApprovalStores,
+) -> Approvals:
+    return Approvals(
+        claims=ports.bundles["claims"],
+        host=ports.host,
+        authorizer=ports.bundles["authorizer"],
+        runner=ports.bundles["runner"],
+        asking=asking,
+        requests=requests,
+        resolver=resolver,
+        clock=ports.clock,
+        ids=ports.ids,
+        groups=stores.groups,
+        standing=stores.standing,
+        users=stores.roster,
+        wait_interval=stores.wait_interval,
+    )
 
 
 def _one_runner(runner: Runner | None, limiter: anyio.CapacityLimiter | None) -> Runner:
@@ -204,9 +252,11 @@ def _resolver(
     delivery_timeout: float,
     resume_timeout: float,
     receipts: Receipts | None,
+    groups: GroupDirectory | None,
 ) -> Resolver:
     return Resolver(
         **ports.bundles,
+        groups_of=groups.groups_of if groups is not None else None,
         dispatcher=dispatcher,
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,
@@ -216,8 +266,15 @@ def _resolver(
     )
 
 
-def _live_requests(ports: _Ports, ask_timeout: float, watch_interval: float) -> LiveRequests:
-    return LiveRequests(**ports.bundles, ask_timeout=ask_timeout, watch_interval=watch_interval)
+def _live_requests(
+    ports: _Ports, ask_timeout: float, watch_interval: float, groups: GroupDirectory | None
+) -> LiveRequests:
+    return LiveRequests(
+        **ports.bundles,
+        ask_timeout=ask_timeout,
+        watch_interval=watch_interval,
+        groups_of=groups.groups_of if groups is not None else None,
+    )
 
 
 def _asking(ports: _Ports, ask_timeout: float) -> Asking:

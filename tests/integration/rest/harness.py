@@ -23,7 +23,9 @@ from clarion.adapters.events.fanout import InProcessEventBus
 from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.memory import (
     InMemoryClaimRepository,
+    InMemoryGroupDirectory,
     InMemoryHostRepository,
+    InMemoryStandingApprovals,
     InMemoryStore,
     InMemoryTokenStore,
 )
@@ -37,6 +39,7 @@ from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.limits import Limits
 from clarion.domain.model import Resolution
+from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
@@ -77,6 +80,9 @@ class Ports:
     claims: ClaimRepository
     host: HostRepository
     tokens: TokenStore
+    # Issue #33: the approvals' groups and standing approvals (None: none kept).
+    groups: GroupDirectory | None = None
+    standing: StandingApprovals | None = None
 
 
 def memory_ports() -> Ports:
@@ -85,6 +91,8 @@ def memory_ports() -> Ports:
         claims=InMemoryClaimRepository(store, clock, ids),
         host=InMemoryHostRepository(store, clock, ids),
         tokens=InMemoryTokenStore(store, clock, ids),
+        groups=InMemoryGroupDirectory(store, clock, ids),
+        standing=InMemoryStandingApprovals(store),
     )
 
 
@@ -142,6 +150,9 @@ class RestWorld:
             delivery_timeout=5.0,
             resume_timeout=5.0,
             receipt_signer=receipt_signer,
+            groups=ports.groups,
+            standing=ports.standing,
+            roster=ports.tokens,
         )
         authentication = Authentication(ports.tokens, clock, ids)
         app = create_rest_app(

@@ -54,6 +54,9 @@ def core_services(
         ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
         people=people_ports(settings, storage, wired, notifiers),
         receipt_signer=receipt_keys(settings, storage.lock_file),
+        groups=storage.groups,
+        standing=storage.standing,
+        roster=storage.tokens,
     )
 
 

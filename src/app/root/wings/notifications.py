@@ -57,6 +57,7 @@ def notification_ports(
         notifiers=channels,
         destinations=RouteDestinations(outbound_policy(settings)),
         channel_settings=CHANNEL_SETTINGS,
+        groups_of=storage.groups.groups_of if storage.groups is not None else None,
         policy=DeliveryPolicy(
             max_attempts=settings.notify_max_attempts,
             poll_interval_s=settings.notify_poll_s,
