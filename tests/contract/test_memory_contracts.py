@@ -11,7 +11,9 @@ from clarion.adapters.memory import (
     InMemoryAnswerLinkStore,
     InMemoryAskRecords,
     InMemoryClaimRepository,
+    InMemoryGroupDirectory,
     InMemoryHostRepository,
+    InMemoryStandingApprovals,
     InMemoryStore,
     InMemoryTokenStore,
     InProcessLeases,
@@ -21,6 +23,8 @@ from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.ports import AnswerLinkStore, AskRecords, TaskAuthorizer
 from clarion.ports.testing import (
     AnswerLinkStoreContract,
+    ApprovalsContract,
+    ApprovalWorld,
     AskRecordsContract,
     ClaimRepositoryContract,
     ContractWorld,
@@ -32,8 +36,8 @@ from clarion.ports.testing import (
 )
 
 
-def memory_world() -> ContractWorld:
-    store, clock, ids = InMemoryStore(), ManualClock(), UuidIds()
+def memory_world(store: InMemoryStore | None = None) -> ContractWorld:
+    store, clock, ids = store or InMemoryStore(), ManualClock(), UuidIds()
     leases = InProcessLeases()
 
     def replica() -> Replica:
@@ -55,6 +59,18 @@ class TestInMemoryClaimRepository(ClaimRepositoryContract):
     @pytest.fixture(name="world")
     def fixture_world(self) -> ContractWorld:
         return memory_world()
+
+
+class TestInMemoryApprovals(ApprovalsContract):
+    @pytest.fixture(name="approvals")
+    def fixture_approvals(self) -> ApprovalWorld:
+        store = InMemoryStore()
+        world = memory_world(store)
+        return ApprovalWorld(
+            world=world,
+            groups=InMemoryGroupDirectory(store, world.clock, UuidIds()),
+            standing=InMemoryStandingApprovals(store),
+        )
 
 
 class TestInMemoryHostRepository(HostRepositoryContract):

@@ -48,6 +48,7 @@ Suites seed data only through the ports (:class:`ContractWorld` helpers, includi
 """
 
 from clarion.ports.testing.answer_links import AnswerLinkStoreContract
+from clarion.ports.testing.approvals import ApprovalsContract, ApprovalWorld
 from clarion.ports.testing.asks import AskRecordsContract
 from clarion.ports.testing.authorizer import TaskAuthorizerContract
 from clarion.ports.testing.claims import ClaimRepositoryContract, ClaimTransitionsContract
@@ -71,6 +72,8 @@ from clarion.ports.testing.world import (
 
 __all__ = [
     "AnswerLinkStoreContract",
+    "ApprovalWorld",
+    "ApprovalsContract",
     "AskRecordsContract",
     "ClaimLifecycleContract",
     "ClaimRepositoryContract",
