@@ -122,6 +122,19 @@ def _check_json(value: object, field: str, depth: int) -> None:
     )
 
 
+def _printable_name(name: object, field: str, limit: int) -> str:
+    """A name as given: a non-blank string of at most ``limit`` printable code points."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(f"{field} must be a non-empty string", field=field)
+    if len(name) > limit:
+        raise ValidationError(
+            f"{field} is too long: {len(name)} characters, the limit is {limit}", field=field
+        )
+    if not storable(name) or not name.isprintable():
+        raise ValidationError(f"{field} may contain printable characters only", field=field)
+    return name
+
+
 def parse_action(name: object, arguments: object) -> Action:
     """Validate an action as submitted.
 
@@ -130,17 +143,7 @@ def parse_action(name: object, arguments: object) -> Action:
             most :data:`MAX_ACTION_NAME` code points) or ``action.arguments`` (not a JSON
             object, too deep, or more than :data:`MAX_ACTION_ARGUMENTS_BYTES` bytes).
     """
-    if not isinstance(name, str) or not name.strip():
-        raise ValidationError("action.name must be a non-empty string", field="action.name")
-    if len(name) > MAX_ACTION_NAME:
-        raise ValidationError(
-            f"action.name is too long: {len(name)} characters, the limit is {MAX_ACTION_NAME}",
-            field="action.name",
-        )
-    if not storable(name) or not name.isprintable():
-        raise ValidationError(
-            "action.name may contain printable characters only", field="action.name"
-        )
+    name = _printable_name(name, "action.name", MAX_ACTION_NAME)
     if not isinstance(arguments, Mapping):
         raise ValidationError("action.arguments must be a JSON object", field="action.arguments")
     _check_json(arguments, "action.arguments", 1)
@@ -502,16 +505,7 @@ def check_group_name(name: object) -> str:
     Raises:
         ValidationError: ``field="name"`` unless 1..100 printable code points (not blank).
     """
-    if not isinstance(name, str) or not name.strip():
-        raise ValidationError("name must be a non-empty string", field="name")
-    if len(name) > MAX_GROUP_NAME:
-        raise ValidationError(
-            f"name is too long: {len(name)} characters, the limit is {MAX_GROUP_NAME}",
-            field="name",
-        )
-    if not storable(name) or not name.isprintable():
-        raise ValidationError("name may contain printable characters only", field="name")
-    return name
+    return _printable_name(name, "name", MAX_GROUP_NAME)
 
 
 __all__ = [

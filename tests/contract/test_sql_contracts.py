@@ -8,11 +8,19 @@ from contextlib import ExitStack
 import pytest
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql import SqlAnswerLinkStore, SqlAskRecords
+from clarion.adapters.sql import (
+    SqlAnswerLinkStore,
+    SqlAskRecords,
+    SqlGroupDirectory,
+    SqlStandingApprovals,
+)
+from clarion.adapters.system import UuidIds
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.ports import AnswerLinkStore, AskRecords, TaskAuthorizer
 from clarion.ports.testing import (
     AnswerLinkStoreContract,
+    ApprovalsContract,
+    ApprovalWorld,
     AskRecordsContract,
     ClaimRepositoryContract,
     ContractWorld,
@@ -29,6 +37,28 @@ class TestSqliteClaimRepository(ClaimRepositoryContract):
     @pytest.fixture(name="world")
     def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
         return sql_world(sqlite_engine)
+
+
+def sql_approvals(engine: Engine) -> ApprovalWorld:
+    world = sql_world(engine)
+    return ApprovalWorld(
+        world=world,
+        groups=SqlGroupDirectory(engine, world.clock, UuidIds()),
+        standing=SqlStandingApprovals(engine),
+    )
+
+
+class TestSqliteApprovals(ApprovalsContract):
+    @pytest.fixture(name="approvals")
+    def fixture_approvals(self, sqlite_engine: Engine) -> ApprovalWorld:
+        return sql_approvals(sqlite_engine)
+
+
+@pytest.mark.postgres
+class TestPostgresApprovals(ApprovalsContract):
+    @pytest.fixture(name="approvals")
+    def fixture_approvals(self, postgres_engine: Engine) -> ApprovalWorld:
+        return sql_approvals(postgres_engine)
 
 
 class TestSqliteHostRepository(HostRepositoryContract):

@@ -7,6 +7,7 @@ PostgreSQL, with Alembic migrations shipped in the package.
 """
 
 from clarion.adapters.sql.answer_links import SqlAnswerLinkStore
+from clarion.adapters.sql.approvals import SqlGroupDirectory, SqlStandingApprovals
 from clarion.adapters.sql.asks import SqlAskRecords
 from clarion.adapters.sql.claims import SqlClaimRepository
 from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
@@ -29,8 +30,10 @@ __all__ = [
     "SqlAnswerLinkStore",
     "SqlAskRecords",
     "SqlClaimRepository",
+    "SqlGroupDirectory",
     "SqlHostRepository",
     "SqlNotificationStore",
+    "SqlStandingApprovals",
     "SqlTokenStore",
     "create_engine",
     "database_probe",

@@ -21,10 +21,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import attrs
 import structlog
 from sqlalchemy.engine import Connection, Engine
 
-from clarion.adapters.sql import changes, statements
+from clarion.adapters.sql import approvals, changes, statements
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
@@ -50,15 +51,22 @@ from clarion.adapters.sql.visibility import Seen, task_visibility
 from clarion.domain import transitions
 from clarion.domain.approvals import (
     NO_CANDIDATES,
+    ApprovalRecord,
     ApprovalTerms,
     Candidates,
+    Decision,
     StandingApproval,
     Vote,
+    approvals_count,
+    decision_responses,
+    earlier_vote,
+    tally,
 )
 from clarion.domain.errors import ClaimError, NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
 from clarion.domain.model import (
+    ANSWERED,
     CANCELLED,
     EXPIRED,
     TERMINAL_OUTCOMES,
@@ -93,6 +101,10 @@ from clarion.ports.claims import (
 from clarion.ports.system import Clock, IdGenerator
 
 logger = structlog.get_logger(__name__)
+
+
+class _VoteLate(Exception):
+    """A deciding vote's claim was lost to another path: roll the vote back (issue #33)."""
 
 
 class _GuardLost(Exception):
@@ -323,8 +335,6 @@ class SqlClaimRepository:
         approval: ApprovalTerms | None = None,
         candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
-        if approval is not None or candidates.assigned:
-            raise NotImplementedError("issue #33: SQL approvals are not written yet")
         with self._writes.begin() as connection:
             lock_sessions(connection, [session_id])
             session = load_session(connection, session_id)
@@ -346,18 +356,87 @@ class SqlClaimRepository:
                 now=self._clock.now,
             )
             insert_messages(connection, records, unannounced=self._bits(ANSWERABLE))
-        return make_bundle(pending_id, (parse_row(r) for r in records), session.task_id)
+            if records:  # issue #33: the extras join the rows' transaction
+                approvals.insert_extras(
+                    connection, pending_id, approval, candidates, records[0].created_at
+                )
+        return make_bundle(
+            pending_id,
+            (parse_row(r) for r in records),
+            session.task_id,
+            approval=ApprovalRecord(approval, approval.action.digest) if approval else None,
+            candidates=candidates,
+        )
 
     # -- approvals (issue #33) ------------------------------------------------------------
 
     def cast_vote(self, pending_id: str, vote: Vote, *, resolved_by: ResolvedBy) -> VoteResult:
-        raise NotImplementedError("issue #33: SQL approvals are not written yet")
+        """One write transaction: the extras row locked first (votes on one request queue
+        there), then the bundle, its activeness and the votes read, the vote inserted and —
+        when the tally decides — the claim, all or nothing. A claim lost to another path (a
+        deadline's default, a generic answer) rolls the vote back: it landed after the
+        decision."""
+        if not vote.voter_id:
+            raise ValueError("a vote needs a voter id")
+        try:
+            with self._writes.begin() as connection:
+                approvals.lock_extras(connection, pending_id)
+                result = self._vote_on(connection, pending_id, vote, resolved_by)
+                if result.claim is not None and not result.claim.claimed:
+                    raise _VoteLate
+        except _VoteLate:
+            bundle = self.load_bundle(pending_id)
+            votes = self.approval_votes(pending_id)
+            required = bundle.approval.terms.required_approvals if bundle and bundle.approval else 0
+            decision = bundle.decision if bundle is not None else None
+            return VoteResult(None, False, approvals_count(votes), required, None, decision)
+        if result.claim is not None:
+            logger.info("clarification.claimed", pending_id=pending_id, status=ANSWERED)
+        return result
+
+    def _vote_on(
+        self, connection: Connection, pending_id: str, vote: Vote, resolved_by: ResolvedBy
+    ) -> VoteResult:
+        bundle = _load_visible(connection, pending_id, _EVERYTHING) if pending_id else None
+        if bundle is None or bundle.approval is None:
+            decision = bundle.decision if bundle is not None else None
+            return VoteResult(None, False, 0, 0, None, decision)
+        required = bundle.approval.terms.required_approvals
+        votes = approvals.read_votes(connection, pending_id)
+        earlier = earlier_vote(votes, vote.voter_id)
+        active = bool(_select(connection, "claimable", {"pending_id": pending_id}))
+        if earlier is not None or not active:
+            count = approvals_count(votes)
+            return VoteResult(earlier, earlier is not None, count, required, None, bundle.decision)
+        stored = attrs.evolve(vote, at=self._clock.now())
+        approvals.insert_vote(connection, pending_id, stored, len(votes) + 1)
+        votes.append(stored)
+        decision = tally(required, votes)
+        result = None
+        if decision is not None:
+            responses = decision_responses(decision, stored.comment)
+            result = self._claim_on(connection, pending_id, ANSWERED, responses, resolved_by)
+        return VoteResult(stored, False, approvals_count(votes), required, result, decision)
 
     def approval_votes(self, pending_id: str) -> tuple[Vote, ...]:
-        raise NotImplementedError("issue #33: SQL approvals are not written yet")
+        with read_transaction(self._engine) as connection:
+            return tuple(approvals.read_votes(connection, pending_id))
 
     def approve_by_standing(self, pending_id: str, standing: StandingApproval) -> ClaimResult:
-        raise NotImplementedError("issue #33: SQL approvals are not written yet")
+        """The claim and the record's ``standing_id`` in one transaction, the extras row
+        locked first as a vote does (so the two never take their locks in opposite orders)."""
+        responses = decision_responses(Decision.APPROVE, "")
+        with self._writes.begin() as connection:
+            if not approvals.lock_extras(connection, pending_id):
+                return ClaimResult(claimed=False)
+            result = self._claim_on(
+                connection, pending_id, ANSWERED, responses, standing.resolver()
+            )
+            if result.claimed:
+                approvals.mark_standing(connection, pending_id, standing.id)
+        if result.claimed:
+            logger.info("clarification.claimed", pending_id=pending_id, status=ANSWERED)
+        return result
 
     # -- the claim and its follow-ups ------------------------------------------------------
 
@@ -373,23 +452,37 @@ class SqlClaimRepository:
             raise ValueError(f"invalid clarification terminal status {terminal!r}")
         if not pending_id:
             return ClaimResult(claimed=False)
+        with self._writes.begin() as connection:
+            result = self._claim_on(connection, pending_id, terminal, responses, resolved_by)
+        if result.claimed:
+            logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
+        return result
+
+    def _claim_on(
+        self,
+        connection: Connection,
+        pending_id: str,
+        terminal: str,
+        responses: Mapping[str, Answer] | None,
+        resolved_by: ResolvedBy | None,
+    ) -> ClaimResult:
+        """The claim in the caller's write transaction (:meth:`complete_active_bundle`'s, or
+        a deciding vote's, issue #33)."""
         answers, params = changes.claim_parameters(terminal, responses)
         params.update(resolver_values(resolved_by), event_bits=self._bits(RESOLVED))
         # The claim records, in its own UPDATE, under whose lease it delivers (issue #28).
         params["delivery_process"] = self._lease.process_id if self._lease is not None else None
-        with self._writes.begin() as connection:
-            lock_bundle(connection, pending_id)
-            # Read inside the serialized section, so stamps follow commit order.
-            now = self._clock.now()
-            params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
-            returned = connection.execute(statements.claim(terminal, answers), params)
-            rows = [parse_row(message_record_at(row)) for row in returned]
-            if not rows:
-                return ClaimResult(claimed=False)
-            # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
-            for row in rows:
-                transitions.claimed_answer(row.id, row.question_id, terminal, responses)
-        logger.info("clarification.claimed", pending_id=pending_id, status=terminal)
+        lock_bundle(connection, pending_id)
+        # Read inside the serialized section, so stamps follow commit order.
+        now = self._clock.now()
+        params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
+        returned = connection.execute(statements.claim(terminal, answers), params)
+        rows = [parse_row(message_record_at(row)) for row in returned]
+        if not rows:
+            return ClaimResult(claimed=False)
+        # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
+        for row in rows:
+            transitions.claimed_answer(row.id, row.question_id, terminal, responses)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
     def finalize_delivery(
@@ -618,7 +711,9 @@ def _load_visible(connection: Connection, pending_id: str, visibility: Visibilit
     found = connection.execute(statements.visible_bundle_with_sessions(seen), params).mappings()
     session_tasks = {}
     records = []
+    extras: Any = None
     for row in found:
+        extras = row
         record = message_record(row)
         records.append(record)
         session_tasks[record.session_id] = row["session_task_id"]
@@ -626,6 +721,12 @@ def _load_visible(connection: Connection, pending_id: str, visibility: Visibilit
     if not rows:
         return None
     bundle = make_bundle(pending_id, rows, session_tasks[rows[0].session_id])
+    if extras is not None and extras["extras_kind"] is not None:  # issue #33
+        bundle = attrs.evolve(
+            bundle,
+            approval=approvals.approval_record(extras),
+            candidates=approvals.read_candidates(connection, pending_id),
+        )
     if seen.scoped and len(session_tasks) > 1 and not any(r.task_id for r in rows):
         params = {"task_id": bundle.task_id, **Seen.parameters(visibility)}
         verdict = connection.execute(task_visibility(seen), params).scalar()

@@ -415,4 +415,79 @@ agent_asks = sa.Table(
     sa.Index("ix_agent_asks_owner_scope", "owner", "scope", "state", "created_at"),
 )
 
+# Approvals (issue #33, migration 0018_approvals): what is kept beside a bundle's rows, keyed
+# by its pending id — an approval's terms or a plain question's assignment (``kind``
+# 'approval' | 'assigned'), its candidates, and the votes — and the groups and standing
+# approvals. A plain question without candidates has no row here, and its claim reads none.
+bundle_extras = sa.Table(
+    "bundle_extras",
+    metadata,
+    sa.Column("pending_id", Key, primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("action_name", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("action_json", sa.Text, nullable=False, server_default=EMPTY),  # the arguments
+    sa.Column("action_digest", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("reason", sa.Text, nullable=False, server_default=EMPTY),
+    sa.Column("required_approvals", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("standing_id", Key, nullable=True),  # the standing approval that decided it
+    sa.Column("created_at", UtcDateTime, nullable=False),
+)
+
+bundle_candidates = sa.Table(
+    "bundle_candidates",
+    metadata,
+    sa.Column("pending_id", Key, primary_key=True),
+    sa.Column("subject_kind", sa.Text, primary_key=True),  # 'user' | 'group'
+    sa.Column("subject_id", Key, primary_key=True),
+    sa.Index("ix_bundle_candidates_subject", "subject_kind", "subject_id"),
+)
+
+approval_votes = sa.Table(
+    "approval_votes",
+    metadata,
+    sa.Column("pending_id", Key, primary_key=True),
+    sa.Column("voter_id", Key, primary_key=True),
+    sa.Column("display_name", sa.Text, nullable=False),
+    sa.Column("decision", sa.Text, nullable=False),
+    sa.Column("comment", sa.Text, nullable=False),
+    sa.Column("surface", sa.Text, nullable=False),
+    sa.Column("voted_at", UtcDateTime, nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),  # voting order within the request
+)
+
+groups = sa.Table(
+    "groups",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("name_key", sa.Text, nullable=False),  # casefolded: names are case-insensitive
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index("ux_groups_name_key", "name_key", unique=True),
+)
+
+group_members = sa.Table(
+    "group_members",
+    metadata,
+    sa.Column("group_id", Key, primary_key=True),
+    sa.Column("user_id", Key, primary_key=True),
+    sa.Index("ix_group_members_user_id", "user_id"),
+)
+
+standing_approvals = sa.Table(
+    "standing_approvals",
+    metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("workspace_id", Key, nullable=False),
+    sa.Column("action_name", sa.Text, nullable=False),
+    sa.Column("constraints_json", sa.Text, nullable=False),
+    sa.Column("granted_by_id", Key, nullable=False),
+    sa.Column("granted_by_name", sa.Text, nullable=False),
+    sa.Column("granted_at", UtcDateTime, nullable=False),
+    sa.Column("expires_at", UtcDateTime, nullable=False),
+    sa.Column("source_pending_id", Key, nullable=False),
+    sa.Column("revoked_at", UtcDateTime, nullable=True),
+    sa.Column("revoked_by_id", Key, nullable=False, server_default=EMPTY),
+    sa.Index("ix_standing_approvals_match", "workspace_id", "action_name", "expires_at"),
+)
+
 TABLE_NAMES = tuple(metadata.tables)

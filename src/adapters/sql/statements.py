@@ -17,6 +17,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from clarion.adapters.sql.approvals import EXTRAS_COLUMNS
 from clarion.adapters.sql.metadata_sql import (
     AsJson,
     Inline,
@@ -40,8 +41,8 @@ from clarion.adapters.sql.predicates import (
     pending_id_of,
 )
 from clarion.adapters.sql.records import MESSAGE_COLUMNS, RESOLVER_COLUMNS
+from clarion.adapters.sql.schema import bundle_extras, task_sessions
 from clarion.adapters.sql.schema import messages as m
-from clarion.adapters.sql.schema import task_sessions
 from clarion.adapters.sql.visibility import Seen, bundle_is_visible
 from clarion.domain.model import ANSWERED, RESUME
 from clarion.domain.notifications import RESOLVED
@@ -105,11 +106,15 @@ def guard(kind: Guard) -> ColumnElement[bool]:
 @cache
 def bundle_with_sessions() -> sa.Select[Any]:
     """A bundle's clarification rows, each with its session's ``task_id`` (NULL when the
-    session row is missing): ``load_bundle`` in one statement."""
+    session row is missing) and the bundle's extras (issue #33; NULL when it has none, one
+    primary-key probe): ``load_bundle`` in one statement."""
     session = task_sessions.alias("bundle_session")
+    joined = m.outerjoin(session, session.c.id == m.c.task_session_id).outerjoin(
+        bundle_extras, bundle_extras.c.pending_id == _param("pending_id")
+    )
     return (
-        sa.select(*MESSAGE_COLUMNS, session.c.task_id.label("session_task_id"))
-        .select_from(m.outerjoin(session, session.c.id == m.c.task_session_id))
+        sa.select(*MESSAGE_COLUMNS, session.c.task_id.label("session_task_id"), *EXTRAS_COLUMNS)
+        .select_from(joined)
         .where(guard("bundle"))
         .order_by(m.c.created_at, m.c.id)
     )
@@ -122,7 +127,7 @@ def visible_bundle_with_sessions(seen: Seen) -> sa.Select[Any]:
     predicate), none otherwise — so a hidden bundle reads exactly what an absent one does
     (issue #14)."""
     statement = bundle_with_sessions()
-    return statement.where(bundle_is_visible(seen)) if seen.scoped else statement
+    return statement.where(bundle_is_visible(seen)) if seen.filtered else statement
 
 
 @cache

@@ -29,7 +29,14 @@ from clarion.adapters.sql.metadata_sql import (
     is_clarification,
     pending_id_of,
 )
-from clarion.adapters.sql.schema import messages, task_sessions, tasks, workspaces
+from clarion.adapters.sql.schema import (
+    bundle_candidates,
+    group_members,
+    messages,
+    task_sessions,
+    tasks,
+    workspaces,
+)
 from clarion.domain.listing import Visibility
 
 _ONE = Inline(1, sa.Integer())
@@ -42,6 +49,7 @@ class Seen:
     scoped: bool  # L1c applies (the caller is not unscoped)
     by_owner: bool  # the visible set is the owner rule, evaluated in SQL
     with_ids: bool  # a non-empty set of ids (L1b: otherwise no IN term at all)
+    assigned: bool = False  # issue #33: the assignment filter applies (``assignee`` bound)
 
     @classmethod
     def of(cls, visibility: Visibility) -> Seen:
@@ -50,18 +58,27 @@ class Seen:
             scoped=not visibility.unscoped,
             by_owner=by_owner,
             with_ids=not visibility.unscoped and not by_owner and bool(visibility.workspace_ids),
+            assigned=visibility.assignee is not None,
         )
+
+    @property
+    def filtered(self) -> bool:
+        """Whether any visibility term applies (a scoped caller or an assignee)."""
+        return self.scoped or self.assigned
 
     @staticmethod
     def parameters(visibility: Visibility) -> dict[str, Any]:
         """The bound values of the terms :meth:`of` chose for ``visibility``."""
+        values: dict[str, Any] = {}
+        if visibility.assignee is not None:
+            values["assignee"] = visibility.assignee
         if visibility.unscoped:
-            return {}
+            return values
         if visibility.owner_id is not None:
-            return {"owner_id": visibility.owner_id}
-        if visibility.workspace_ids:
-            return {"visible_ids": sorted(visibility.workspace_ids)}
-        return {}
+            values["owner_id"] = visibility.owner_id
+        elif visibility.workspace_ids:
+            values["visible_ids"] = sorted(visibility.workspace_ids)
+        return values
 
 
 def visible(seen: Seen, task: sa.FromClause, workspace: sa.FromClause) -> ColumnElement[bool]:
@@ -83,6 +100,38 @@ def visible(seen: Seen, task: sa.FromClause, workspace: sa.FromClause) -> Column
     elif seen.with_ids:  # L1b: no IN () for an empty set
         terms.append(task.c.workspace_id.in_(sa.bindparam("visible_ids", expanding=True)))
     return sa.or_(*terms)
+
+
+def assignment_admits(
+    seen: Seen, key: Any, head: sa.FromClause | None = None
+) -> ColumnElement[bool]:
+    """Issue #33: the bundle ``key`` (its pending id, as a ``Key`` column or a bound value)
+    has no candidates, or the caller ``assignee`` (bound) is one — directly, or through a
+    group they belong to. True (no term at all) when the filter does not apply, so every
+    other statement keeps its exact shape. Two primary-key probes of ``bundle_candidates``
+    per bundle judged; ``group_members`` is probed by its user index."""
+    if not seen.assigned:
+        return sa.true()
+    assignee = sa.bindparam("assignee", type_=sa.Text())
+    anyone = bundle_candidates.alias("cand_any")
+    mine = bundle_candidates.alias("cand_mine")
+    member = group_members.alias("member")
+    my_groups = sa.select(member.c.group_id).where(member.c.user_id == assignee)
+    unassigned = sa.select(_ONE).where(anyone.c.pending_id == key).limit(1)
+    candidate = (
+        sa.select(_ONE)
+        .where(
+            mine.c.pending_id == key,
+            sa.or_(
+                sa.and_(mine.c.subject_kind == const("user"), mine.c.subject_id == assignee),
+                sa.and_(mine.c.subject_kind == const("group"), mine.c.subject_id.in_(my_groups)),
+            ),
+        )
+        .limit(1)
+    )
+    if head is not None:
+        unassigned, candidate = unassigned.correlate(head), candidate.correlate(head)
+    return sa.or_(unassigned.scalar_subquery().is_(None), candidate.scalar_subquery().is_not(None))
 
 
 def bundle_key(head: sa.FromClause) -> ColumnElement[str]:
@@ -143,10 +192,14 @@ def task_is_visible(
 ) -> Any:
     """M5a (the task exists), L1c and — with ``by_workspace`` — L7a for the head's bundle, as
     one scalar subquery that probes the task and its workspace by primary key (NULL when the
-    task does not exist)."""
+    task does not exist), and the assignment filter (issue #33) when it applies."""
     task = tasks.alias("task")
     workspace = workspaces.alias("workspace")
-    terms = [visible(seen, task, workspace)]
+    # Issue #33: the head's bundle (its keyed pending id) assigned to the caller, or to nobody.
+    terms = [
+        visible(seen, task, workspace),
+        assignment_admits(seen, head.c.bundle_pending_id, head),
+    ]
     if by_workspace:  # L7a: "" means "not supplied"; an AND term, never a disjunct
         terms.append(task.c.workspace_id == sa.bindparam("workspace_id"))
     return (
@@ -192,17 +245,20 @@ def bundle_is_visible(seen: Seen) -> ColumnElement[bool]:
     task is visible, and the reader confirms the D2-first row's (see ``load_visible_bundle``).
     """
     row = messages.alias("vrow")
+    pending_id = sa.bindparam("pending_id", type_=sa.Text())
     probe = (
         sa.select(_ONE)
         .select_from(row)
         .where(
-            pending_id_of(row) == sa.bindparam("pending_id", type_=sa.Text()),
+            pending_id_of(row) == pending_id,
             is_clarification(row),
             task_is_visible(seen, row, task_id(row)),
         )
         .limit(1)
         .scalar_subquery()
     )
+    if not seen.scoped:  # only the assignment filter (issue #33)
+        return assignment_admits(seen, pending_id)
     return probe.is_not(None)
 
 
@@ -222,6 +278,7 @@ def task_visibility(seen: Seen) -> sa.Select[Any]:
 __all__ = [
     "Seen",
     "absent",
+    "assignment_admits",
     "bundle_is_visible",
     "bundle_key",
     "keyed_task_id",
