@@ -48,6 +48,8 @@ class Resource(enum.Enum):
     USER = "user not found"
     NOTIFICATION_ROUTE = "notification route not found"
     NOTIFICATIONS = "notifications are not available with this storage"
+    GROUP = "group not found"  # issue #33
+    STANDING_APPROVAL = "standing approval not found"  # issue #33
 
 
 class ClarionError(Exception):

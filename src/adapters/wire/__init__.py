@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
+
+import attrs
 
 from clarion.adapters.wire import models
 from clarion.adapters.wire.convert import format_timestamp, structure, unstructure
@@ -168,9 +170,34 @@ def listed_bundle_json(bundle: ListedBundle, now: datetime) -> dict[str, Any]:
     return unstructure(listed_bundle_model(bundle, now))
 
 
-def list_json(page: ListPage, now: datetime) -> dict[str, Any]:
-    """L11: ``{"bundles", "count", "next_cursor"}``; ``count`` equals ``len(bundles)``."""
-    bundles = [listed_bundle_model(bundle, now) for bundle in page.bundles]
+Item = TypeVar("Item", models.ListedBundle, models.ResolvedBundle | models.ClosedBundle)
+
+
+def with_approvals(
+    items: list[Item], approvals: Mapping[str, models.ApprovalSummary] | None
+) -> list[Item]:
+    """``items`` with the ``approval`` object of those that are approval requests (issue #33);
+    every other item is left as it is, so its JSON is byte for byte what it was."""
+    if not approvals:
+        return items
+    return [
+        attrs.evolve(item, approval=approvals[item.pending_id])
+        if item.pending_id in approvals
+        else item
+        for item in items
+    ]
+
+
+def list_json(
+    page: ListPage,
+    now: datetime,
+    approvals: Mapping[str, models.ApprovalSummary] | None = None,
+) -> dict[str, Any]:
+    """L11: ``{"bundles", "count", "next_cursor"}``; ``count`` equals ``len(bundles)``. An
+    approval request's item gains its ``approvals`` summary (issue #33, by pending id)."""
+    bundles = with_approvals(
+        [listed_bundle_model(bundle, now) for bundle in page.bundles], approvals
+    )
     return unstructure(models.PendingPage(bundles, len(bundles), page.next_cursor))
 
 

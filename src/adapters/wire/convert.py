@@ -89,12 +89,27 @@ def _make_converter() -> cattrs.Converter:
 
     converter.register_structure_hook_factory(_is_list, list_hook)
     converter.register_unstructure_hook_factory(
-        attrs.has,
-        lambda kind: make_dict_unstructure_fn(
-            kind, converter, _cattrs_omit_if_default=kind in OMIT_EMPTY
-        ),
+        attrs.has, lambda kind: _unstructure_fn(kind, converter)
     )
     return converter
+
+
+def _unstructure_fn(kind: type[Any], converter: cattrs.Converter) -> Any:
+    """Every field written (the omitempty shapes aside), except that a field whose metadata
+    says ``omit_none`` is left out while None (issue #33's additive ``approval`` object)."""
+    write = make_dict_unstructure_fn(kind, converter, _cattrs_omit_if_default=kind in OMIT_EMPTY)
+    optional = [field.name for field in attrs.fields(kind) if field.metadata.get("omit_none")]
+    if not optional:
+        return write
+
+    def unstructure_without_none(value: Any) -> dict[str, Any]:
+        written: dict[str, Any] = write(value)
+        for name in optional:
+            if written.get(name, 0) is None:
+                del written[name]
+        return written
+
+    return unstructure_without_none
 
 
 _CONVERTER = _make_converter()

@@ -4,9 +4,16 @@ models."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from clarion.adapters.wire import models, option_models, response_model, unstructure
+from clarion.adapters.wire import (
+    models,
+    option_models,
+    response_model,
+    unstructure,
+    with_approvals,
+)
 from clarion.domain.history import ClosedBundle, HistoryEntry, ResolvedBundle, ResolvedPage
 from clarion.domain.listing import ListedQuestion
 from clarion.domain.resolved_by import ResolvedBy
@@ -77,8 +84,12 @@ def resolved_bundle_json(bundle: HistoryEntry) -> dict[str, Any]:
     return unstructure(history_model(bundle))
 
 
-def resolved_page_json(page: ResolvedPage) -> dict[str, Any]:
-    bundles = [history_model(bundle) for bundle in page.bundles]
+def resolved_page_json(
+    page: ResolvedPage, approvals: Mapping[str, models.ApprovalSummary] | None = None
+) -> dict[str, Any]:
+    """One page of the history; an approval request's entry gains its ``approval`` summary
+    (issue #33, by pending id)."""
+    bundles = with_approvals([history_model(bundle) for bundle in page.bundles], approvals)
     return unstructure(models.ResolvedPage(bundles, len(bundles), page.next_cursor))
 
 

@@ -2,7 +2,8 @@
 
 A field's type gives its schema (``str`` a string, ``datetime`` a ``date-time`` string, ``int``
 an integer, ``bool`` a boolean, ``list[X]`` an array of X,
-``dict[str, Any]`` any object, ``X | None`` a nullable X, ``A | B`` of models ``oneOf`` them, a
+``dict[str, Any]`` any object, ``X | None`` a nullable X (of a model or a ``Literal``: ``oneOf``
+it and null, or its ``enum`` with null), ``A | B`` of models ``oneOf`` them, a
 ``Literal`` an ``enum`` (``const`` for one value), a model a nested object); its
 ``metadata["schema"]`` adds keywords or replaces the whole (see :mod:`.models`): the keywords
 for every dialect (``"*"``) first, then the dialect's own over them. Keys come in one order
@@ -92,7 +93,11 @@ def _of_type(kind: Any, dialect: Dialect) -> Schema:
         if len(present) != 1 or len(arguments) != 2:
             raise TypeError(f"no JSON Schema for the union {kind!r}")
         inner = _of_type(present[0], dialect)
-        return {**inner, "type": [inner["type"], "null"]}
+        if "type" in inner:
+            return {**inner, "type": [inner["type"], "null"]}
+        if "enum" in inner or "const" in inner:  # an optional Literal
+            return {"enum": [*inner.get("enum", [inner.get("const")]), None]}
+        return {"oneOf": [inner, {"type": "null"}]}  # an optional model
     if attrs.has(kind):
         return object_schema(kind, dialect) if dialect.inline else ref(kind.__name__)
     if kind in _SIMPLE:

@@ -60,6 +60,14 @@ def described(text: str, **keywords: Any) -> dict[str, Any]:
 
 
 _COUNT: Final = schema(minimum=0)
+# Issue #33: the additive ``approval`` object of a listed or history item — left out (not
+# null) on plain questions, so their bytes stay as they were.
+# The MCP tools' pinned schemas do not carry it (the tools' output never holds it).
+_APPROVAL: Final = {
+    **replaced({"$ref": "#/components/schemas/ApprovalSummary"}),
+    "hidden": ("mcp",),
+    "omit_none": True,
+}
 # Not blank: a REST body's schema says so (minLength 1); the ask tool's, upstream's, does not.
 _NON_BLANK: Final = {"minLength": 1}
 _FROM_LISTING: Final = "from $list_pending"
@@ -174,6 +182,7 @@ class ListedBundle:
     age_seconds: int = attrs.field(metadata=_COUNT)
     context: str
     questions: list[ListedQuestion]
+    approval: ApprovalSummary | None = attrs.field(default=None, metadata=_APPROVAL)
 
 
 @attrs.frozen
@@ -229,6 +238,7 @@ class ResolvedBundle:
     response: Response
     resolved_by: Resolver
     resolved_at: datetime
+    approval: ApprovalSummary | None = attrs.field(default=None, metadata=_APPROVAL)
 
 
 ClosedReason = Literal["superseded", "session_ended", "expired", "cancelled"]
@@ -253,6 +263,7 @@ class ClosedBundle:
     response: None = attrs.field(metadata=_NULL)
     resolved_by: None = attrs.field(metadata=_NULL)
     resolved_at: datetime
+    approval: ApprovalSummary | None = attrs.field(default=None, metadata=_APPROVAL)
 
 
 @attrs.frozen
@@ -663,6 +674,200 @@ class NotificationRouteList:
     total: int = attrs.field(metadata=_COUNT)
 
 
+# --- approvals (issue #33) --------------------------------------------------------------------
+
+
+@attrs.frozen
+class ActionModel:
+    """The exact action an approval is for: a name and a JSON object of arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@attrs.frozen
+class CandidatesModel:
+    """Who may decide: user and group names (an id where a name is unknown); both empty
+    means anyone who may see the task."""
+
+    users: list[str]
+    groups: list[str]
+
+
+@attrs.frozen
+class VoteModel:
+    """One person's vote on an approval request."""
+
+    voter: str
+    display_name: str
+    decision: Literal["approve", "deny"]
+    comment: str
+    surface: str
+    at: datetime | None
+
+
+@attrs.frozen
+class DecidedBy:
+    """Who decided an approval request: the deciding voter, the system (a deadline's default)
+    or a standing approval (``kind`` standing_approval, ``identity_id`` its id)."""
+
+    identity_id: str
+    kind: ResolverKind
+    display_name: str
+    surface: ResolverSurface
+    at: datetime | None
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalView:
+    """An approval request as every surface returns it; every key always present."""
+
+    pending_id: str
+    status: Literal["pending", "approved", "denied", "closed"]
+    action: ActionModel
+    action_digest: str
+    reason: str
+    required_approvals: int = attrs.field(metadata=_COUNT)
+    approvals: int = attrs.field(metadata=_COUNT)
+    candidates: CandidatesModel
+    votes: list[VoteModel]
+    decision: Literal["approve", "deny"] | None
+    comment: str
+    decided_by: DecidedBy | None
+    decided_at: datetime | None
+    standing_approval_id: str | None
+    closed_reason: str
+    task_id: str
+    session_id: str
+    created_at: datetime
+
+
+@attrs.frozen
+class ApprovalSummary:
+    """The additive ``approval`` object of a pending-list or history item that is an approval
+    request (absent on plain questions)."""
+
+    action: ActionModel
+    action_digest: str
+    reason: str
+    required_approvals: int = attrs.field(metadata=_COUNT)
+    approvals: int = attrs.field(metadata=_COUNT)
+    candidates: CandidatesModel
+
+
+@attrs.frozen
+class ApprovalList:
+    """``GET /approvals``: one page of approval requests."""
+
+    approvals: list[ApprovalView]
+    count: int = attrs.field(metadata=_COUNT)
+    next_cursor: str = attrs.field(metadata=_NEXT_CURSOR)
+
+
+@attrs.frozen
+class StandingApprovalModel:
+    """A standing approval: later matching requests in its workspace are approved at once."""
+
+    id: str
+    workspace_id: str
+    action_name: str
+    constraints: dict[str, Any]
+    granted_by_id: str
+    granted_by_name: str
+    granted_at: datetime
+    expires_at: datetime
+    source_pending_id: str
+    revoked_at: datetime | None
+    revoked_by_id: str
+    active: bool
+
+
+@attrs.frozen
+class DecisionResult:
+    """``POST /approvals/{id}/decision``: the request as it now stands, the caller's vote as
+    stored (null when nothing was recorded), whether this call counted, and the standing
+    approval it granted (null when none)."""
+
+    approval: ApprovalView
+    vote: VoteModel | None
+    counted: bool
+    standing_approval: StandingApprovalModel | None
+
+
+@attrs.frozen
+class VotePending:
+    """The 202 of ``respond`` on an approval request: the vote was recorded (or was a repeat)
+    and the request still waits for ``required`` approvals."""
+
+    status: Literal["pending"]
+    approvals: int = attrs.field(metadata=_COUNT)
+    required: int = attrs.field(metadata=_COUNT)
+    counted: bool
+
+
+@attrs.frozen
+class StandingApprovalList:
+    standing_approvals: list[StandingApprovalModel]
+    total: int = attrs.field(metadata=_COUNT)
+
+
+@attrs.frozen
+class GroupModel:
+    id: str
+    name: str
+    created_at: datetime
+    members: list[str]
+
+
+@attrs.frozen
+class GroupList:
+    groups: list[GroupModel]
+    total: int = attrs.field(metadata=_COUNT)
+
+
+@attrs.frozen
+class ActionIn:
+    name: str = attrs.field(metadata=schema(minLength=1))
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class CandidatesIn:
+    """Candidates by user name (or id) and group name."""
+
+    users: list[str] = attrs.field(factory=list)
+    groups: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class ApprovalRequestIn:
+    """``POST /approvals/request``."""
+
+    session_id: str
+    action: ActionIn
+    task_id: str = ""
+    reason: str = ""
+    required_approvals: int = 1
+    candidates: CandidatesIn = attrs.field(factory=CandidatesIn)
+
+
+@attrs.frozen
+class DecisionIn:
+    """``POST /approvals/{id}/decision``; ``allow_for_minutes`` (approve only) also grants a
+    standing approval whose argument ``constraints`` are ``{"arg": {"equals": v} |
+    {"prefix": "s"} | {"any": true}}`` (unnamed arguments must equal this action's)."""
+
+    decision: Literal["approve", "deny"]
+    comment: str = ""
+    allow_for_minutes: int | None = None
+    constraints: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class GroupIn:
+    name: str = attrs.field(metadata=schema(minLength=1))
+
+
 # --- MCP tool arguments and the ask tool's result -----------------------------------------
 # Parsed by :mod:`clarion.adapters.mcp.arguments` (the nested answers and questions through
 # the shared converter, as REST does); these classes are the tools' published input schemas.
@@ -805,6 +1010,11 @@ REQUESTS: Final[tuple[type[Any], ...]] = (
     SessionPatch,
     LoginIn,
     NotificationRouteIn,
+    ActionIn,
+    CandidatesIn,
+    ApprovalRequestIn,
+    DecisionIn,
+    GroupIn,
 )
 """Every request body the REST routes read (and the MCP answer tool's arguments)."""
 
@@ -853,5 +1063,18 @@ SHAPES: Final[tuple[type[Any], ...]] = (
     Error,
     NotificationRoute,
     NotificationRouteList,
+    ActionModel,
+    CandidatesModel,
+    VoteModel,
+    DecidedBy,
+    ApprovalView,
+    ApprovalSummary,
+    ApprovalList,
+    StandingApprovalModel,
+    DecisionResult,
+    VotePending,
+    StandingApprovalList,
+    GroupModel,
+    GroupList,
 )
 """Every output shape, for the round-trip property test and the schema generator."""

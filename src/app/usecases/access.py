@@ -7,9 +7,14 @@ one answer, so a denial discloses nothing (A3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import attrs
+
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound, Resource
 from clarion.domain.host import Session
+from clarion.domain.listing import Visibility
 from clarion.domain.model import Identity
 from clarion.domain.rows import Bundle
 from clarion.ports.authorizer import TaskAuthorizer, VisibilityAuthorizer
@@ -21,6 +26,48 @@ AUTHORIZE_FAILED = "failed to authorize clarification request"
 # this id — so that refusing it does the same work as refusing a foreign one, and the two take
 # the same time (no timing oracle: issue #14).
 ABSENT_TASK_ID = "clarion:absent-task"
+
+GroupsOf = Callable[[str], frozenset[str]]
+"""The ids of the groups a user belongs to (:meth:`clarion.ports.approvals.GroupDirectory
+.groups_of`)."""
+
+
+@attrs.frozen
+class Assignment:
+    """Issue #33: who may decide a bundle with candidates. ``groups_of`` reads a user's groups
+    (None: no groups are kept, so only named users are candidates); with ``asker_sees`` the
+    identity that asked the bundle sees it too (it waits on its own request; it does not decide
+    it — the resolver checks with ``asker_sees`` False)."""
+
+    groups_of: GroupsOf | None = None
+    asker_sees: bool = False
+
+
+def check_assignment(bundle: Bundle, identity: Identity, assignment: Assignment) -> None:
+    """Raise :class:`NotFound` when ``bundle`` names candidates and the scoped ``identity`` is
+    none of them (directly or through a group): to anyone else an assigned request is
+    indistinguishable from one that does not exist (issue #33). Unscoped callers (auth
+    disabled, internal callers such as a deadline) pass."""
+    candidates = bundle.candidates
+    user_id = identity.user_id
+    if not candidates.assigned or not identity.is_scoped or user_id is None:
+        return
+    asker = bundle.asker
+    if assignment.asker_sees and asker is not None and asker.user_id == user_id:
+        return
+    groups: frozenset[str] = frozenset()
+    if candidates.group_ids and assignment.groups_of is not None:
+        groups = assignment.groups_of(user_id)
+    if not candidates.admits(user_id, groups):
+        raise NotFound(NOT_FOUND_MESSAGE)
+
+
+def assigned_visibility(visibility: Visibility, identity: Identity) -> Visibility:
+    """``visibility`` with the assignment filter for a scoped caller (issue #33): the stores
+    then list a bundle with candidates only to its candidates."""
+    if not identity.is_scoped or identity.user_id is None or visibility.unscoped:
+        return visibility
+    return attrs.evolve(visibility, assignee=identity.user_id)
 
 
 def authorize_task_id(authorizer: TaskAuthorizer, identity: Identity, task_id: str) -> None:
@@ -97,18 +144,21 @@ async def authorize_bundle(
     authorizer: TaskAuthorizer,
     identity: Identity,
     pending_id: str,
+    assignment: Assignment | None = None,
 ) -> Bundle:
-    """Steps 1–2 only (A7–A9), on a worker thread: the bundle, when ``identity`` may see it.
+    """Steps 1–2 only (A7–A9), on a worker thread: the bundle, when ``identity`` may see it —
+    and, with an ``assignment``, when it is one of the bundle's candidates (issue #33).
 
     Raises:
-        NotFound: no durable rows, a foreign bundle, or M5a for a scoped caller.
+        NotFound: no durable rows, a foreign bundle, M5a for a scoped caller, or a caller
+            who is not a candidate of an assigned bundle.
         ClaimError: the store failed (never reported as not-found).
     """
-    return await run.guarded(
-        StoreFailure(AUTHORIZE_FAILED, pending_id=pending_id),
-        load_authorized_bundle,
-        claims,
-        authorizer,
-        identity,
-        pending_id,
-    )
+
+    def load() -> Bundle:
+        bundle = load_authorized_bundle(claims, authorizer, identity, pending_id)
+        if assignment is not None:
+            check_assignment(bundle, identity, assignment)
+        return bundle
+
+    return await run.guarded(StoreFailure(AUTHORIZE_FAILED, pending_id=pending_id), load)

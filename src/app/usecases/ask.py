@@ -27,6 +27,12 @@ from clarion.app.usecases.publishing import (
     session_event,
 )
 from clarion.app.usecases.runner import Runner, StoreFailure
+from clarion.domain.approvals import (
+    NO_CANDIDATES,
+    ApprovalTerms,
+    Candidates,
+    approval_question,
+)
 from clarion.domain.errors import (
     NOT_FOUND_MESSAGE,
     ClarionError,
@@ -72,6 +78,17 @@ Alongside = Callable[[str, tuple[Question, ...]], Awaitable[Resolution | None]]
 # identical live one it reuses, §2.7), before anything is written for it: a caller recording
 # the ask (clarion.app.usecases.agent_asks) raises to stop it.
 OnBundle = Callable[[str, str], Awaitable[None]]
+
+
+@attrs.frozen
+class BundleExtras:
+    """What a bundle carries beside its rows (issue #33), written in the same transaction:
+    an approval request's terms — its one question is then
+    :func:`~clarion.domain.approvals.approval_question`, built here, and the drafts given are
+    ignored — and the candidates who may decide it (assignment, also for plain questions)."""
+
+    approval: ApprovalTerms | None = None
+    candidates: Candidates = NO_CANDIDATES
 
 
 @attrs.frozen
@@ -220,10 +237,18 @@ class Asking:
         await self._run.guarded(CREATE_FAILED, self._check_room, identity, None)
 
     def _validated(
-        self, drafts: Sequence[QuestionDraft], context: str, context_paragraphs: Sequence[str]
+        self,
+        drafts: Sequence[QuestionDraft],
+        context: str,
+        context_paragraphs: Sequence[str],
+        extras: BundleExtras | None = None,
     ) -> tuple[tuple[Question, ...], str]:
         try:
-            questions = validate_questions(drafts, self.limits)
+            if extras is not None and extras.approval is not None:
+                # Bounded by the approval's own limits (validate_terms), not a draft's.
+                questions: tuple[Question, ...] = (approval_question(extras.approval),)
+            else:
+                questions = validate_questions(drafts, self.limits)
             return questions, validate_context(context, self.limits, context_paragraphs)
         except ValidationError:
             self._metrics.validation_refused("ask")
@@ -235,10 +260,16 @@ class Asking:
         return len(self._asking)
 
     async def _make_durable(
-        self, prepared: _Prepared, questions: Sequence[Question], context: str, asker: Asker
+        self,
+        prepared: _Prepared,
+        questions: Sequence[Question],
+        context: str,
+        asker: Asker,
+        extras: BundleExtras | None,
     ) -> None:
         if not prepared.is_new:
             return
+        extras = extras if extras is not None else BundleExtras()
         bundle = await self._run.guarded(
             StoreFailure(CREATE_FAILED, pending_id=prepared.pending_id),
             self._claims.create_bundle,
@@ -248,6 +279,8 @@ class Asking:
             questions=questions,
             context=context,
             asker=asker,
+            approval=extras.approval,
+            candidates=extras.candidates,
         )
         log.info("clarification.created", pending_id=prepared.pending_id)
         self._metrics.bundle_created()
@@ -262,10 +295,12 @@ class Asking:
         task_id: str | None = None,
         *,
         context_paragraphs: Sequence[str] = (),
+        extras: BundleExtras | None = None,
     ) -> str:
         """``POST /request``: create (or reuse, §2.7) a bundle and return its ``pending_id``.
         Does not block and does not change the session's state (facts §2.4). Non-empty
-        ``context_paragraphs`` replace ``context`` (joined with blank lines).
+        ``context_paragraphs`` replace ``context`` (joined with blank lines); ``extras`` are
+        written with the rows (issue #33).
 
         Raises:
             InvalidQuestions: the question set is malformed, or a text is over its limit.
@@ -275,14 +310,14 @@ class Asking:
             NotActive: the session is COMPLETED, FAILED or CANCELLED.
             ClaimError: the store failed.
         """
-        questions, context = self._validated(drafts, context, context_paragraphs)
+        questions, context = self._validated(drafts, context, context_paragraphs, extras)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, task_id
         )
         self._waiters.register(prepared.pending_id, prepared.session.id)
         try:
             await self._make_durable(
-                prepared, questions, context, _asker(identity, ASKED_BY_REQUEST)
+                prepared, questions, context, _asker(identity, ASKED_BY_REQUEST), extras
             )
         except BaseException:
             self._waiters.cancel(prepared.pending_id)
@@ -303,6 +338,7 @@ class Asking:
         progress_interval: float = PROGRESS_INTERVAL_S,
         alongside: Alongside | None = None,
         on_bundle: OnBundle | None = None,
+        extras: BundleExtras | None = None,
     ) -> AskResult:
         """``ask_user_question``: create the bundle, mark the session WAITING_FOR_INPUT, wait
         until answered or rejected, mark it RUNNING again, return the answers. While waiting,
@@ -313,6 +349,7 @@ class Asking:
         offering the same bundle, whose answer goes through the resolver like any other and
         reaches this wait as a live delivery. ``on_bundle`` runs once the pending id is known,
         before anything is written (an exception from it ends the ask with nothing created).
+        ``extras`` are written with the rows (issue #33: an approval request's blocking ask).
 
         Raises:
             InvalidQuestions, LimitExceeded, InvalidArgument, NotFound, NotActive, ClaimError:
@@ -320,7 +357,7 @@ class Asking:
             WaitEnded: the wait ended without an answer (timeout, cancelled, turn completed,
                 delivery failed); the bundle stays answerable through the resume path.
         """
-        questions, context = self._validated(drafts, context, context_paragraphs)
+        questions, context = self._validated(drafts, context, context_paragraphs, extras)
         prepared = await self._run.guarded(
             CREATE_FAILED, self._prepare, identity, session_id, questions, None
         )
@@ -328,7 +365,8 @@ class Asking:
             await on_bundle(prepared.pending_id, prepared.session.id)
 
         async def make_visible() -> bool:
-            await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
+            asker = _asker(identity, ASKED_BY_ASK)
+            await self._make_durable(prepared, questions, context, asker, extras)
             await self._set_state(
                 prepared.session.id,
                 SessionState.WAITING_FOR_INPUT,
@@ -375,7 +413,7 @@ class Asking:
         )
         if on_bundle is not None:
             await on_bundle(prepared.pending_id, prepared.session.id)
-        await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK))
+        await self._make_durable(prepared, questions, context, _asker(identity, ASKED_BY_ASK), None)
         await self._set_state(
             prepared.session.id,
             SessionState.WAITING_FOR_INPUT,

@@ -11,6 +11,14 @@ dispatcher with a bounded wait and finalized on acceptance or restored to pendin
 (R7a), while a rejection is finalized without resuming anyone (R9). Everything from the claim
 on runs shielded from the caller's cancellation, so a caller that hangs up can never leave a
 bundle claimed but undelivered.
+
+Approvals (issue #33): a bundle with approval terms resolves through the store's
+:meth:`~clarion.ports.claims.ClaimRepository.cast_vote` whatever the surface — a person's
+answer is their vote (quorum, veto, idempotent per person); when a vote decides, the claim
+commits with it and delivery proceeds exactly as for a question. A vote that does not decide
+is reported as :class:`VoteRecorded`. An internal caller (a deadline's default decision) is no
+voter: it claims as for any question. Only candidates may resolve an assigned bundle; to anyone
+else it is not found.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import anyio
 import attrs
 import structlog
 
-from clarion.app.usecases.access import authorize_bundle
+from clarion.app.usecases.access import Assignment, GroupsOf, authorize_bundle
 from clarion.app.usecases.publishing import (
     BUNDLE_RESOLVED,
     BUNDLE_RESTORED,
@@ -32,21 +40,31 @@ from clarion.app.usecases.publishing import (
     session_event,
 )
 from clarion.app.usecases.runner import Runner, StoreFailure
+from clarion.domain.approvals import (
+    Decision,
+    StandingApproval,
+    Vote,
+    decision_of,
+    decision_outcome,
+)
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
+    NOT_FOUND_MESSAGE,
+    ClarionError,
     DeliveryError,
     NotActive,
+    NotFound,
     ValidationError,
     failure_fields,
 )
-from clarion.domain.model import REJECTED, Identity, Outcome, Resolution, ResolutionStatus
+from clarion.domain.model import ANSWERED, REJECTED, Identity, Outcome, Resolution, ResolutionStatus
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import ResolvedBy, Surface
 from clarion.domain.rows import Bundle
 from clarion.ports.authorizer import TaskAuthorizer
-from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery
+from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery, VoteResult
 from clarion.ports.events import EventPublisher
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 from clarion.ports.telemetry import Metrics, NoMetrics, NoTracer, Tracer
@@ -70,6 +88,34 @@ REJECTION_UNFINALIZED = (
     "clarification rejection was recorded, but delivery state could not be finalized"
 )
 CONFIRMATION_FAILED = "clarification delivery confirmation failed"
+VOTE_FAILED = "failed to record approval vote"
+
+
+class VoteRecorded(ClarionError):
+    """An approval vote was recorded (or was a repeat: ``counted`` False) and did not decide:
+    the request still waits for ``required`` approvals and has ``approvals`` (issue #33).
+    Surfaces that answer a bundle tell their caller so (REST respond: 202)."""
+
+    def __init__(self, pending_id: str, result: VoteResult) -> None:
+        super().__init__(
+            f"approval vote recorded: {result.approvals} of {result.required} approvals"
+        )
+        self.pending_id = pending_id
+        self.result = result
+
+    @property
+    def counted(self) -> bool:
+        return not self.result.repeated
+
+
+@attrs.frozen
+class VoteOutcome:
+    """A vote as :meth:`Resolver.vote` reports it: the store's result, and the request's
+    resolution when it is decided — delivered by this vote (``claimed``), or the earlier
+    decision replayed; None while the request still waits for votes."""
+
+    result: VoteResult
+    resolution: Resolution | None
 
 
 @attrs.define(kw_only=True)
@@ -86,16 +132,25 @@ class Resolver:
     _resume_timeout: float = attrs.field(default=RESUME_TIMEOUT_S, alias="resume_timeout")
     _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
     _tracer: Tracer = attrs.field(factory=NoTracer, alias="tracer")
+    # Issue #33: a user's groups, for assigned bundles (None: no groups are kept).
+    _groups_of: GroupsOf | None = attrs.field(default=None, alias="groups_of")
 
     async def authorize_bundle(self, identity: Identity, pending_id: str) -> Bundle:
-        """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it.
+        """Steps 1–2 only (A7–A9): the bundle, when ``identity`` may see it and — for a
+        bundle with candidates — is one of them (issue #33).
 
         Raises:
-            NotFound: no durable rows, a foreign bundle, or M5a for a scoped caller.
+            NotFound: no durable rows, a foreign bundle, M5a for a scoped caller, or a caller
+                who is not a candidate of an assigned bundle.
             ClaimError: the store failed (never reported as not-found).
         """
         return await authorize_bundle(
-            self._run, self._claims, self._authorizer, identity, pending_id
+            self._run,
+            self._claims,
+            self._authorizer,
+            identity,
+            pending_id,
+            Assignment(groups_of=self._groups_of),
         )
 
     async def resolve(
@@ -127,10 +182,119 @@ class Resolver:
                     raise
                 terminal, normalized = normalize_outcome(questions, outcome)
             resolved_by = ResolvedBy.of(identity, surface)
+            if bundle.approval is not None and identity.user_id is not None:
+                decision, comment = decision_of(normalized)
+                voted = await self._vote(bundle, identity, decision, comment, surface)
+                if voted.resolution is None:
+                    raise VoteRecorded(pending_id, voted.result)
+                return voted.resolution
             # From the claim on, the caller going away must not interrupt the work (§5.3).
             with anyio.CancelScope(shield=True):
                 resolution = await self._claim_and_deliver(
                     bundle, terminal, normalized, resolved_by
+                )
+        return resolution
+
+    async def vote(
+        self,
+        identity: Identity,
+        pending_id: str,
+        decision: Decision,
+        comment: str,
+        *,
+        surface: Surface,
+    ) -> VoteOutcome:
+        """Cast ``identity``'s vote on the approval ``pending_id`` (issue #33): recorded once
+        per person; the vote that reaches the quorum (or any deny) decides, and the decision
+        is delivered as an answer would be. A voter after the decision is told it.
+
+        Raises:
+            NotFound: unknown, foreign, or not an approval; or the caller is not a candidate.
+            ValidationError: ``identity`` is an internal caller (no person to record), or the
+                comment does not fit the question (N8).
+            NotActive: the request closed without a decision (superseded, expired, ...).
+            ClaimError, DeliveryError: as :meth:`resolve`.
+        """
+        if identity.user_id is None:
+            raise ValidationError("an internal caller cannot vote", field="decision")
+        bundle = await self.authorize_bundle(identity, pending_id)
+        if bundle.approval is None:
+            raise NotFound(NOT_FOUND_MESSAGE)
+        outcome = decision_outcome(decision, comment)
+        validate_outcome(bundle.questions, outcome)
+        return await self._vote(bundle, identity, decision, comment, surface)
+
+    async def _vote(
+        self,
+        bundle: Bundle,
+        identity: Identity,
+        decision: Decision,
+        comment: str,
+        surface: Surface,
+    ) -> VoteOutcome:
+        """The vote and — when it decides — the claim, in the store's one transaction; then
+        delivery (a winner) or the replay (decided before: the later voter is told)."""
+        pending_id = bundle.pending_id
+        resolved_by = ResolvedBy.of(identity, surface)
+        vote = Vote(
+            voter_id=identity.user_id or "",
+            display_name=identity.display_name,
+            decision=decision,
+            comment=comment,
+            surface=surface,
+        )
+        with anyio.CancelScope(shield=True):
+            with self._tracer.span("clarion.vote", pending_id=pending_id):
+                result = await self._run.guarded(
+                    StoreFailure(VOTE_FAILED, pending_id=pending_id),
+                    self._claims.cast_vote,
+                    pending_id,
+                    vote,
+                    resolved_by=resolved_by,
+                )
+            log.info(
+                "approval.vote",
+                pending_id=pending_id,
+                decision=decision.value,
+                repeated=result.repeated,
+                decided=result.decision.value if result.decision is not None else "",
+            )
+            if result.claim is not None and result.decision is not None:
+                normalized = decision_outcome(result.decision, comment)
+                resolution = await self._won(
+                    bundle, result.claim, ANSWERED, normalized, resolved_by
+                )
+                return VoteOutcome(result, resolution)
+            if result.decision is not None or (result.vote is None and not result.repeated):
+                # Decided before this vote, or closed without a decision (NotActive).
+                return VoteOutcome(result, await self._replay(pending_id))
+        return VoteOutcome(result, None)
+
+    async def decide_at_once(self, bundle: Bundle, standing: StandingApproval) -> Resolution:
+        """Issue #33: approve a request the moment it is made, by the ``standing`` approval
+        that matched it: the one claim, recorded as decided by the standing approval. An asker
+        already waiting live on the request is woken as by any answer; otherwise the delivery
+        is finalized at once and nobody is resumed — the asker receives the decision in its
+        own reply. A request someone decided first replays that decision.
+
+        Raises:
+            NotActive: the request closed without a decision.
+            ClaimError, DeliveryError: as :meth:`resolve`.
+        """
+        pending_id = bundle.pending_id
+        with anyio.CancelScope(shield=True):
+            result = await self._run.guarded(
+                StoreFailure(CLAIM_FAILED, pending_id=pending_id),
+                self._claims.approve_by_standing,
+                pending_id,
+                standing,
+            )
+            if not result.claimed:
+                resolution = await self._replay(pending_id)
+            else:
+                normalized = decision_outcome(Decision.APPROVE, "")
+                resolution = await self._won(
+                    bundle, result, ANSWERED, normalized, standing.resolver(), resume=False
                 )
         return resolution
 
@@ -154,6 +318,21 @@ class Resolver:
         if not result.claimed:
             self._metrics.claim_lost(resolved_by.surface.value)
             return await self._replay(pending_id)
+        return await self._won(bundle, result, terminal, normalized, resolved_by)
+
+    async def _won(
+        self,
+        bundle: Bundle,
+        result: ClaimResult,
+        terminal: ResolutionStatus,
+        normalized: Outcome,
+        resolved_by: ResolvedBy,
+        *,
+        resume: bool = True,
+    ) -> Resolution:
+        """The winner's part: deliver (live wake; else resume, or with ``resume`` False only
+        finalize) and count it."""
+        pending_id = bundle.pending_id
         resolution = Resolution(
             pending_id=pending_id,
             status=terminal,
@@ -165,7 +344,7 @@ class Resolver:
         )
         log.info("clarification.won", pending_id=pending_id, status=terminal)
         with self._tracer.span("clarion.deliver", pending_id=pending_id):
-            await self._deliver(bundle, result, resolution)
+            await self._deliver(bundle, result, resolution, resume=resume)
         waited = (resolution.responded_at - bundle.created_at).total_seconds()
         self._metrics.bundle_resolved(terminal, resolved_by.surface.value, max(0.0, waited))
         return resolution
@@ -187,7 +366,9 @@ class Resolver:
             raise NotActive(NOT_ACTIVE_MESSAGE, closed_reason=reason)
         return winner
 
-    async def _deliver(self, bundle: Bundle, result: ClaimResult, resolution: Resolution) -> None:
+    async def _deliver(
+        self, bundle: Bundle, result: ClaimResult, resolution: Resolution, *, resume: bool
+    ) -> None:
         pending_id, task_id = bundle.pending_id, bundle.task_id
         finalized: list[LiveDelivery] = []
 
@@ -216,8 +397,9 @@ class Resolver:
         if delivery.outcome is Delivery.FAILED:
             log.warning("clarification.live_delivery_failed", pending_id=pending_id)
             await self._restore_or_raise(bundle, result, resolution, LIVE_RETRYABLE, LIVE_STUCK)
-        if resolution.status == REJECTED:
-            # R9: a detached rejection is recorded and resumes nobody.
+        if resolution.status == REJECTED or not resume:
+            # R9: a detached rejection is recorded and resumes nobody (nor does a decision
+            # its asker receives in its own reply, issue #33).
             await self._finalize_or_raise(bundle, result, resolution, REJECTION_UNFINALIZED)
             return
         await self._resume(bundle, result, resolution)

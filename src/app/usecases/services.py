@@ -13,6 +13,7 @@ import attrs
 
 from clarion.app.usecases.agent_asks import AgentAsks
 from clarion.app.usecases.agents import AgentSessions
+from clarion.app.usecases.approvals import Approvals, Groups, UserRoster
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
@@ -21,6 +22,7 @@ from clarion.app.usecases.live import ASK_TIMEOUT_S, WATCH_INTERVAL_S, LiveReque
 from clarion.app.usecases.resolve import DELIVERY_TIMEOUT_S, RESUME_TIMEOUT_S, Resolver
 from clarion.app.usecases.runner import Runner
 from clarion.domain.limits import Limits
+from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.asks import AskRecords
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
@@ -54,6 +56,9 @@ class Services:
     clock: Clock
     runner: Runner
     limits: Limits
+    # Issue #33: approval requests, standing approvals and the groups assignments name.
+    approvals: Approvals
+    groups: Groups
     metrics: Metrics = attrs.field(factory=NoMetrics)
     tracer: Tracer = attrs.field(factory=NoTracer)
     # Agents' asks as durable records (issue #28): exact retries, MCP tasks and late answers
@@ -89,6 +94,9 @@ def build_services(
     tracer: Tracer | None = None,
     ask_records: AskRecords | None = None,
     agent_workspace: str = "",
+    groups: GroupDirectory | None = None,
+    standing: StandingApprovals | None = None,
+    roster: UserRoster | None = None,
 ) -> Services:
     """Build every use case once over the given ports.
 
@@ -103,7 +111,10 @@ def build_services(
     counts and times what happens (:class:`NoMetrics` when None); ``ask_records`` keeps
     agents' asks (:class:`AgentAsks`; without it no surface offers retries or tasks);
     ``agent_workspace`` is where agents that ask without a host get their tasks
-    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace).
+    (``CLARION_AGENT_WORKSPACE``; "" gives each caller its own "Agents" workspace);
+    ``groups``, ``standing`` and ``roster`` (the token store) are the approvals' groups,
+    standing approvals and users (issue #33; without them: no groups, no standing approvals,
+    candidates named by id only).
 
     Raises:
         ValueError: both a ``runner`` and a different ``limiter`` were given.
@@ -122,9 +133,12 @@ def build_services(
         metrics=metrics if metrics is not None else NoMetrics(),
         tracer=tracer if tracer is not None else NoTracer(),
     )
-    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout)
+    resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout, groups)
     requests = _live_requests(ports, ask_timeout, watch_interval)
     asking = _asking(ports, ask_timeout)
+    approval_stores = _ApprovalStores(
+        groups=groups, standing=standing, roster=roster, wait_interval=watch_interval
+    )
     agent_asks = _agent_asks(ports, asking, ask_records) if ask_records is not None else None
     lifecycle = _lifecycle(ports)
     operations = _host_operations(ports, users)
@@ -142,6 +156,40 @@ def build_services(
         metrics=ports.metrics,
         tracer=ports.tracer,
         agent_asks=agent_asks,
+        approvals=_approvals(ports, asking, requests, resolver, approval_stores),
+        groups=Groups(groups=groups, users=roster, runner=runner),
+    )
+
+
+@attrs.frozen
+class _ApprovalStores:
+    groups: GroupDirectory | None
+    standing: StandingApprovals | None
+    roster: UserRoster | None
+    wait_interval: float
+
+
+def _approvals(
+    ports: _Ports,
+    asking: Asking,
+    requests: LiveRequests,
+    resolver: Resolver,
+    stores: _ApprovalStores,
+) -> Approvals:
+    return Approvals(
+        claims=ports.bundles["claims"],
+        host=ports.host,
+        authorizer=ports.bundles["authorizer"],
+        runner=ports.bundles["runner"],
+        asking=asking,
+        requests=requests,
+        resolver=resolver,
+        clock=ports.clock,
+        ids=ports.ids,
+        groups=stores.groups,
+        standing=stores.standing,
+        users=stores.roster,
+        wait_interval=stores.wait_interval,
     )
 
 
@@ -170,10 +218,15 @@ class _Ports:
 
 
 def _resolver(
-    ports: _Ports, dispatcher: ResumeDispatcher, delivery_timeout: float, resume_timeout: float
+    ports: _Ports,
+    dispatcher: ResumeDispatcher,
+    delivery_timeout: float,
+    resume_timeout: float,
+    groups: GroupDirectory | None,
 ) -> Resolver:
     return Resolver(
         **ports.bundles,
+        groups_of=groups.groups_of if groups is not None else None,
         dispatcher=dispatcher,
         delivery_timeout=delivery_timeout,
         resume_timeout=resume_timeout,

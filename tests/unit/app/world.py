@@ -11,7 +11,14 @@ import anyio
 import attrs
 
 from clarion.adapters.events import InProcessEventBus
-from clarion.adapters.memory import InMemoryClaimRepository, InMemoryHostRepository, InMemoryStore
+from clarion.adapters.memory import (
+    InMemoryClaimRepository,
+    InMemoryGroupDirectory,
+    InMemoryHostRepository,
+    InMemoryStandingApprovals,
+    InMemoryStore,
+    InMemoryTokenStore,
+)
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
@@ -206,6 +213,9 @@ class AppWorld:
     events: RecordingEvents
     dispatcher: FakeDispatcher
     services: Services
+    groups: InMemoryGroupDirectory
+    standing: InMemoryStandingApprovals
+    users: InMemoryTokenStore
 
     def workspace(self, owner_id: str = "alice") -> Workspace:
         return self.host.create_workspace("ws", owner_id)
@@ -252,6 +262,9 @@ def make_world(
     dispatcher = FakeDispatcher()
     typed_claims: ClaimRepository = claims
     publisher: EventPublisher = events
+    groups = InMemoryGroupDirectory(store, clock, ids)
+    standing = InMemoryStandingApprovals(store)
+    users = InMemoryTokenStore(store, clock, ids)
     services = build_services(
         claims=typed_claims,
         host=host,
@@ -265,6 +278,9 @@ def make_world(
         resume_timeout=resume_timeout,
         delivery_timeout=delivery_timeout,
         watch_interval=0.01,
+        groups=groups,
+        standing=standing,
+        roster=users,
     )
     return AppWorld(
         store=store,
@@ -277,6 +293,9 @@ def make_world(
         events=events,
         dispatcher=dispatcher,
         services=services,
+        groups=groups,
+        standing=standing,
+        users=users,
     )
 
 

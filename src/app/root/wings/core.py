@@ -43,4 +43,5 @@ def core_services(
         tracer=telemetry.tracer,
         agent_workspace=settings.agent_workspace,
         ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
+        roster=storage.tokens,
     )
