@@ -30,7 +30,13 @@ import attrs
 import structlog
 
 from clarion.app.usecases.access import Assignment, GroupsOf, authorize_bundle
-from clarion.app.usecases.ask import Asking, BundleExtras, ProgressCallback
+from clarion.app.usecases.ask import (
+    PROGRESS_INTERVAL_S,
+    Alongside,
+    Asking,
+    BundleExtras,
+    ProgressCallback,
+)
 from clarion.app.usecases.live import LiveRequests
 from clarion.app.usecases.resolve import Resolver
 from clarion.app.usecases.runner import Runner, StoreFailure
@@ -204,9 +210,13 @@ class Approvals:
         candidates: Candidates = NO_CANDIDATES,
         task_id: str | None = None,
         on_progress: ProgressCallback | None = None,
+        progress_interval: float = PROGRESS_INTERVAL_S,
+        alongside: Alongside | None = None,
     ) -> ApprovalView:
         """The agent's blocking request (MCP): a standing approval that matches decides at
-        once; otherwise the ask waits like ``ask_user_question`` until the request is decided.
+        once; otherwise the ask waits like ``ask_user_question`` until the request is decided
+        (``on_progress`` every ``progress_interval`` seconds; ``alongside`` races the wait, e.g.
+        the elicitation offered in the agent's own client).
 
         Raises:
             ValidationError: the terms or candidates do not fit (the field is named).
@@ -218,7 +228,14 @@ class Approvals:
             return hit
         extras = BundleExtras(approval=terms, candidates=candidates)
         result = await self._asking.ask(
-            identity, session_id, (), "", on_progress=on_progress, extras=extras
+            identity,
+            session_id,
+            (),
+            "",
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            alongside=alongside,
+            extras=extras,
         )
         return await self._read_view(result.pending_id)
 
