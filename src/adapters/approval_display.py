@@ -61,3 +61,15 @@ def shown_approval(question: Question) -> ShownApproval | None:
 def approval_of(questions: Sequence[Question]) -> ShownApproval | None:
     """The approval a bundle of ``questions`` asks for: its only question's, else None."""
     return shown_approval(questions[0]) if len(questions) == 1 else None
+
+
+def vote_recorded_text(approvals: int, required: int, *, counted: bool) -> str:
+    """What a person whose vote did not decide an approval is told (issue #33, quorum):
+    ``counted`` False when they had voted already (their first vote stands)."""
+    tally = f"{approvals} of {required} approval{'' if required == 1 else 's'}"
+    if not counted:
+        return f"You have already voted on this request; your first vote counts ({tally} so far)."
+    return (
+        f"Your vote was recorded: {tally}. The request waits for more approvals before the "
+        "agent is told."
+    )

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from clarion.adapters.approval_display import ShownApproval, approval_of
+from clarion.adapters.approval_display import ShownApproval, approval_of, vote_recorded_text
 from clarion.app.usecases.answer_links import (
     ANSWER_PATH,
     NOT_RECORDED,
@@ -44,6 +44,7 @@ from clarion.app.usecases.answer_links import (
     LinkState,
 )
 from clarion.app.usecases.auth import current_identity
+from clarion.app.usecases.resolve import VoteRecorded
 from clarion.domain.answer_form import (
     FORM,
     REASON,
@@ -427,6 +428,22 @@ def render_outcome(page: LinkPage, *, submitted: bool) -> str:
     return _document(body)
 
 
+def render_vote(page: LinkPage, recorded: VoteRecorded) -> str:
+    """An approval vote that did not decide the request (issue #33): recorded, and how many
+    approvals it still waits for."""
+    result = recorded.result
+    title = vote_recorded_text(result.approvals, result.required, counted=recorded.counted)
+    approval = approval_of(page.questions)
+    action = _action(approval) if approval is not None else ""
+    body = (
+        '<article class="bundle closed" aria-labelledby="bundle-title">'
+        f"{_head(page)}{action}"
+        '<section class="result result-won" aria-label="Outcome">'
+        f'<p class="result-title" role="status">{_text(title)}</p></section></article>'
+    )
+    return _document(body)
+
+
 def _response(content: str, status: int = 200) -> Response:
     return HTMLResponse(content, status_code=status, headers=dict(PAGE_HEADERS))
 
@@ -476,6 +493,8 @@ def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
         except InvalidOutcome as exc:
             refused = form.error(exc)
             return _response(render_form(page, submitted, refused.errors), 400)
+        except VoteRecorded as recorded:
+            return _response(render_vote(page, recorded))
         except ClarionError as exc:
             log.warning("answer_link.answer_failed", **failure_fields(exc))
             return _store_failed()

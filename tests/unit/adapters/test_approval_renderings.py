@@ -8,13 +8,16 @@ from datetime import UTC, datetime
 
 from clarion.adapters.approval_display import approval_of, shown_approval
 from clarion.adapters.slack.blocks import as_dicts, final_blocks, question_blocks
-from clarion.adapters.web.answer import render_form, render_outcome
+from clarion.adapters.slack.interactions import vote_text
+from clarion.adapters.web.answer import render_form, render_outcome, render_vote
 from clarion.app.usecases.answer_links import LinkPage, LinkState
+from clarion.app.usecases.resolve import VoteRecorded
 from clarion.domain.answer_form import FORM
-from clarion.domain.approvals import Action, ApprovalTerms, approval_question
+from clarion.domain.approvals import Action, ApprovalTerms, Decision, Vote, approval_question
 from clarion.domain.model import Answer, Option, Question, Resolution
 from clarion.domain.notifications import RESOLVED
 from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
+from clarion.ports.claims import VoteResult
 
 ARGUMENTS = {"command": "rm -rf build/ && echo '<script>alert(1)</script>' & done", "n": 2}
 TERMS = ApprovalTerms(
@@ -186,3 +189,30 @@ def test_the_final_slack_message_of_an_approval_keeps_the_action_and_says_the_de
     assert "Deny" in rendered
     assert "not today" in rendered
     assert "actions" not in [block["type"] for block in blocks]
+
+
+# -- a vote that does not decide (quorum) -----------------------------------------------------
+
+
+def _recorded(*, repeated: bool) -> VoteRecorded:
+    vote = Vote("u1", "alice", Decision.APPROVE)
+    result = VoteResult(
+        vote=vote, repeated=repeated, approvals=1, required=2, claim=None, decision=None
+    )
+    return VoteRecorded("p1", result)
+
+
+def test_a_vote_short_of_the_quorum_is_told_the_tally_on_every_surface() -> None:
+    counted, repeat = _recorded(repeated=False), _recorded(repeated=True)
+    assert vote_text(counted) == (
+        "Your vote was recorded: 1 of 2 approvals. The request waits for more approvals "
+        "before the agent is told."
+    )
+    assert vote_text(repeat) == (
+        "You have already voted on this request; your first vote counts (1 of 2 approvals so far)."
+    )
+    page = LinkPage(state=LinkState.OPEN, pending_id="p1", questions=(QUESTION,))
+    html = render_vote(page, counted)
+    assert "Your vote was recorded: 1 of 2 approvals." in html
+    assert '<pre class="approval-action"' in html
+    assert "<form" not in html
