@@ -45,6 +45,7 @@ from slack_sdk.models.views import View
 
 from clarion.adapters.approval_display import ShownApproval, approval_of, shown_approval
 from clarion.domain.answer_form import REASON, SKIP, AnswerForm, FieldKind, FormField
+from clarion.domain.approvals import APPROVE, DENY
 from clarion.domain.model import MAX_TEXT_CODE_POINTS, REJECTED, Answer, Question, Resolution
 from clarion.domain.notifications import (
     CANCELLED_EVENT,
@@ -275,6 +276,8 @@ def final_blocks(
     """The message once the bundle ended: its final state, no buttons."""
     rejected = resolution is not None and (resolution.rejected or resolution.status == REJECTED)
     lead = "Skipped" if event == RESOLVED and rejected else _LEADS.get(event, event)
+    decided = _decided(questions, resolution) if event == RESOLVED else None
+    lead = decided or lead
     blocks: list[Block] = [HeaderBlock(text=PlainTextObject(text=cut(lead, _HEADER_LIMIT)))]
     blocks += _context(context)
     count = len(questions)
@@ -283,7 +286,8 @@ def final_blocks(
     blocks.append(DividerBlock())
     if event == RESOLVED and resolution is not None:
         blocks.append(SectionBlock(text=_markdown("\n".join(outcome_lines(questions, resolution)))))
-        by = f"{'Skipped' if rejected else 'Answered'} by {escape(who(resolved_by))}"
+        verb = decided or ("Skipped" if rejected else "Answered")
+        by = f"{verb} by {escape(who(resolved_by))}"
     elif event == EXPIRED_EVENT:
         by = "Nobody answered before the question expired."
     elif event == SUPERSEDED_EVENT:  # issue #30
@@ -294,6 +298,17 @@ def final_blocks(
         ContextBlock(elements=[_markdown(f"{by} · <{link}|Open in Clarion>")], block_id="final")
     )
     return blocks
+
+
+def _decided(questions: Sequence[Question], resolution: Resolution | None) -> str | None:
+    """ "Approved" or "Denied" for a decided approval request (issue #33; a skip denies),
+    else None."""
+    if resolution is None or approval_of(questions) is None:
+        return None
+    if resolution.rejected or resolution.status == REJECTED:
+        return "Denied"
+    chosen = {o for answer in resolution.answers for o in answer.selected_options}
+    return "Approved" if chosen == {APPROVE} else "Denied" if chosen == {DENY} else None
 
 
 def summary_text(

@@ -185,6 +185,8 @@ def test_the_final_slack_message_of_an_approval_keeps_the_action_and_says_the_de
         )
     )
     rendered = json.dumps(blocks)
+    assert blocks[0]["text"]["text"] == "Denied"
+    assert "Denied by bob via Slack" in rendered
     assert "```Action: shell" in blocks[1]["text"]["text"]
     assert "Deny" in rendered
     assert "not today" in rendered
