@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute
 from clarion.adapters import wire
 from clarion.adapters.body_deadline import DEFAULT_BODY_TIMEOUT_S, BodyDeadline
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard
+from clarion.adapters.rest.approvals import approval_routes
 from clarion.adapters.rest.auth import AuthMiddleware, auth_routes
 from clarion.adapters.rest.body_limit import BodyLimitMiddleware
 from clarion.adapters.rest.clarifications import clarification_routes
@@ -142,6 +143,13 @@ def build_rest(
             requests=services.requests,
             listing=services.listing,
             now=services.clock.now,
+            approvals=services.approvals,
+        ),
+        approvals=approval_routes(
+            approvals=services.approvals,
+            groups=services.groups,
+            listing=services.listing,
+            max_wait_s=services.asking.ask_timeout,
         ),
         host=host_routes(host=services.host, lifecycle=services.lifecycle),
         notifications=notification_routes(notification_routing),

@@ -18,7 +18,7 @@ foreign and a fabricated ``pending_id`` get the same bytes on all four ``{id}`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +34,10 @@ from clarion.adapters.rest.errors import failure
 from clarion.adapters.rest.query import include_closed, page_parameters, query_value
 from clarion.adapters.rest.routes import Endpoint
 from clarion.adapters.wire import models
+from clarion.adapters.wire.approvals import approval_summary_model
 from clarion.adapters.wire.history import resolved_page_json
+from clarion.adapters.wire.models import ApprovalSummary
+from clarion.app.usecases.approvals import Approvals, HasQuestions
 from clarion.app.usecases.ask import Asking
 from clarion.app.usecases.listing import Listing
 from clarion.app.usecases.live import LiveRequest, LiveRequests
@@ -70,9 +73,11 @@ def clarification_routes(
     requests: LiveRequests,
     listing: Listing,
     now: Callable[[], datetime],
+    approvals: Approvals | None = None,
 ) -> dict[str, Endpoint]:
-    """The clarification endpoints, by operation id (the route table orders their paths)."""
-    lists = _ListEndpoints(listing, now)
+    """The clarification endpoints, by operation id (the route table orders their paths).
+    With ``approvals`` an approval request's list item gains its ``approval`` object."""
+    lists = _ListEndpoints(listing, now, approvals)
     bundles = _BundleEndpoints(resolver, asking, requests)
     return {
         "createClarification": bundles.create,
@@ -91,6 +96,14 @@ class _ListEndpoints:
 
     listing: Listing
     now: Callable[[], datetime]
+    approvals: Approvals | None
+
+    async def _summaries(self, bundles: Sequence[HasQuestions]) -> dict[str, ApprovalSummary]:
+        """Issue #33: the ``approval`` objects of the approval requests among ``bundles``."""
+        if self.approvals is None:
+            return {}
+        views = await self.approvals.views_of(bundles)
+        return {pending_id: approval_summary_model(view) for pending_id, view in views.items()}
 
     async def pending(self, request: Request) -> Response:
         cursor, limit = page_parameters(request)
@@ -101,7 +114,8 @@ class _ListEndpoints:
             cursor=cursor,
             limit=limit,
         )
-        return JSONResponse(wire.list_json(page, self.now()))
+        summaries = await self._summaries(page.bundles)
+        return JSONResponse(wire.list_json(page, self.now(), summaries))
 
     async def resolved(self, request: Request) -> Response:
         cursor, limit = page_parameters(request)
@@ -111,7 +125,7 @@ class _ListEndpoints:
             limit=limit,
             include_closed=include_closed(request),
         )
-        return JSONResponse(resolved_page_json(page))
+        return JSONResponse(resolved_page_json(page, await self._summaries(page.bundles)))
 
 
 @attrs.frozen

@@ -17,6 +17,9 @@ an additive key, as R11 allows; the ``error`` text is unchanged). Routes raise;
                                (CLARION_MAX_BODY_BYTES)"
     LimitExceeded         429  its message, naming the limit's setting
     WaitEnded             504  why the wait ended, with the pending id (A7: authorized only)
+    VoteRecorded          202  not a failure: an approval request's vote that did not decide it
+                               (issue #33), ``{"status": "pending", "approvals", "required",
+                               "counted"}``
     ClaimError            500  its message: the use case's fixed text for the failed store
                                operation (the runner logged the cause; R4a)
     DeliveryError         500  its message — one of the resolver's fixed texts (facts §5.8),
@@ -41,6 +44,7 @@ from starlette.responses import JSONResponse, Response
 
 from clarion.adapters import wire
 from clarion.adapters.wire import models
+from clarion.app.usecases.resolve import VoteRecorded
 from clarion.domain.errors import (
     NOT_ACTIVE_MESSAGE,
     ClaimError,
@@ -109,6 +113,10 @@ async def clarion_error(request: Request, exc: Exception) -> Response:
         return failure(429, exc.message)
     if isinstance(exc, WaitEnded):
         return failure(504, _WAIT_TEXT[exc.reason].format(exc.pending_id))
+    if isinstance(exc, VoteRecorded):
+        result = exc.result
+        pending = models.VotePending("pending", result.approvals, result.required, exc.counted)
+        return JSONResponse(wire.unstructure(pending), status_code=202)
     if isinstance(exc, ClaimError):
         return failure(500, exc.message)  # a fixed text: the runner logged the cause
     if isinstance(exc, DeliveryError):

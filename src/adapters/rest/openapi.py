@@ -50,6 +50,8 @@ def _operation(spec: RouteSpec, *, auth_enabled: bool) -> Schema:
                 "content": {spec.ok_media: {"schema": STRING}},
             }
         }
+    for extra, name, text in spec.also:
+        responses[str(extra)] = _json(ref(name), text)
     codes = set(spec.errors)
     if spec.internal_errors:
         codes.add(500)

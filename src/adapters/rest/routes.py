@@ -22,6 +22,8 @@ API: Final = "/api/v1"
 CLARIFICATION: Final = f"{API}/clarification"
 SESSION: Final = f"{API}/sessions/{{session_id}}"
 NOTIFICATION_ROUTES: Final = f"{API}/notifications/routes"
+APPROVALS: Final = f"{API}/approvals"
+GROUPS: Final = f"{API}/groups"
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -77,6 +79,8 @@ class RouteSpec:
     internal_errors: bool = True
     ok_media: str = JSON
     ok_schema: Schema | None = None
+    # Further success answers: (status, component name, description), e.g. respond's 202.
+    also: tuple[tuple[int, str, str], ...] = ()
 
 
 TABLE: Final[tuple[RouteSpec, ...]] = (
@@ -154,6 +158,14 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "respondToClarification",
         "Answer or reject a bundle; a loser is told the winner's resolution",
         ok=(200, "RespondResult", "Won (claimed: true) or replayed (claimed: false)"),
+        also=(
+            (
+                202,
+                "VotePending",
+                "An approval request's vote was recorded (or was a repeat) and did not "
+                "decide it (issue #33)",
+            ),
+        ),
         errors=(404, 409),
         body="RespondRequest",
         parameters=(_PENDING_ID,),
@@ -312,6 +324,145 @@ TABLE: Final[tuple[RouteSpec, ...]] = (
         "me",
         "Who the caller is, and the CSRF token of a cookie session",
         ok=(200, "Me", "The caller"),
+    ),
+    *(  # issue #33, in matching order (/approvals/request before /approvals/{pending_id})
+        RouteSpec(
+            f"{APPROVALS}/request",
+            "POST",
+            "createApproval",
+            "Ask permission for one exact action (an approval request)",
+            ok=(201, "ApprovalView", "The new request (pending)"),
+            also=((200, "ApprovalView", "Approved at once by a standing approval"),),
+            errors=(404, 409, 429),
+            body="ApprovalRequestIn",
+            write=True,
+        ),
+        RouteSpec(
+            APPROVALS,
+            "GET",
+            "listApprovals",
+            "The approval requests the caller may decide or see, pending or decided",
+            ok=(200, "ApprovalList", "One page of approval requests"),
+            errors=(400,),
+            parameters=(
+                _query_parameter(
+                    "status",
+                    {"type": "string", "enum": ["pending", "decided"]},
+                    "pending (default: oldest first) or decided (newest first)",
+                ),
+                *_PAGE,
+            ),
+        ),
+        RouteSpec(
+            f"{APPROVALS}/{{pending_id}}",
+            "GET",
+            "getApproval",
+            "One approval request: its action, votes and decision",
+            ok=(200, "ApprovalView", "The request"),
+            errors=(404,),
+            parameters=(_PENDING_ID,),
+        ),
+        RouteSpec(
+            f"{APPROVALS}/{{pending_id}}/wait",
+            "GET",
+            "waitForApproval",
+            "The request once decided or closed, or as it stands after timeout seconds",
+            ok=(200, "ApprovalView", "The request (status pending when the wait timed out)"),
+            errors=(400, 404),
+            parameters=(
+                _PENDING_ID,
+                _query_parameter(
+                    "timeout",
+                    {"type": "number", "minimum": 0},
+                    "Seconds to wait (default 30, at most CLARION_ASK_TIMEOUT_S)",
+                ),
+            ),
+        ),
+        RouteSpec(
+            f"{APPROVALS}/{{pending_id}}/decision",
+            "POST",
+            "decideApproval",
+            "Vote approve or deny (quorum, veto, once per person); optionally allow the same "
+            "action for N minutes",
+            ok=(200, "DecisionResult", "The request as it now stands and the caller's vote"),
+            errors=(404, 409),
+            body="DecisionIn",
+            parameters=(_PENDING_ID,),
+            write=True,
+        ),
+        RouteSpec(
+            f"{API}/standing-approvals",
+            "GET",
+            "listStandingApprovals",
+            "Standing approvals of the workspaces the caller sees, newest first",
+            ok=(200, "StandingApprovalList", "The standing approvals"),
+            errors=(400,),
+            parameters=(
+                _query_parameter(
+                    "include",
+                    {"type": "string", "enum": ["inactive"]},
+                    "inactive: also the expired and revoked ones",
+                ),
+            ),
+        ),
+        RouteSpec(
+            f"{API}/standing-approvals/{{standing_id}}/revoke",
+            "POST",
+            "revokeStandingApproval",
+            "Revoke a standing approval (later requests are no longer approved by it)",
+            ok=(200, "StandingApprovalModel", "The revoked standing approval"),
+            errors=(404,),
+            parameters=(_path_parameter("standing_id"),),
+            write=True,
+        ),
+        RouteSpec(
+            GROUPS,
+            "GET",
+            "listGroups",
+            "Every group (administrators only)",
+            ok=(200, "GroupList", "The groups, by name"),
+            errors=(404,),
+        ),
+        RouteSpec(
+            GROUPS,
+            "POST",
+            "createGroup",
+            "Create a group (administrators only)",
+            ok=(201, "GroupModel", "The new group"),
+            errors=(404,),
+            body="GroupIn",
+            write=True,
+        ),
+        RouteSpec(
+            f"{GROUPS}/{{name}}",
+            "DELETE",
+            "deleteGroup",
+            "Delete a group and its memberships (administrators only)",
+            ok=(200, "Success", "Deleted"),
+            errors=(404,),
+            parameters=(_path_parameter("name"),),
+            write=True,
+        ),
+        RouteSpec(
+            f"{GROUPS}/{{name}}/members/{{user}}",
+            "PUT",
+            "addGroupMember",
+            "Add a user (by name or id) to a group (administrators only)",
+            ok=(200, "GroupModel", "The group"),
+            errors=(404,),
+            parameters=(_path_parameter("name"), _path_parameter("user")),
+            write=True,
+        ),
+        RouteSpec(
+            f"{GROUPS}/{{name}}/members/{{user}}",
+            "DELETE",
+            "removeGroupMember",
+            "Remove a user from a group (administrators only)",
+            ok=(200, "GroupModel", "The group"),
+            errors=(404,),
+            parameters=(_path_parameter("name"), _path_parameter("user")),
+            write=True,
+        ),
     ),
     RouteSpec(
         "/healthz",

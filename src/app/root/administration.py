@@ -11,6 +11,7 @@ from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.root.settings import Settings
 from clarion.app.root.storage import Storage, opened_storage
 from clarion.app.root.wings.notifications import configured_channels, route_management
+from clarion.app.usecases.approvals import Groups
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.notification_routes import NotificationRouting
 from clarion.app.usecases.runner import Runner
@@ -33,6 +34,14 @@ def route_administration(settings: Settings) -> Iterator[NotificationRouting]:
     with opened_storage(settings) as storage:
         store = _notification_store(storage)
         yield route_management(settings, storage, store, Runner(), configured_channels(settings))
+
+
+@contextmanager
+def group_administration(settings: Settings) -> Iterator[Groups]:
+    """The groups approvals are assigned to (``clarion groups``; the operator is unscoped: it
+    manages every group)."""
+    with opened_storage(settings) as storage:
+        yield Groups(groups=storage.groups, users=storage.tokens, runner=Runner())
 
 
 @contextmanager

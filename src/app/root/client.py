@@ -105,6 +105,49 @@ class ClarionClient:
         )
         return result
 
+    # -- approvals (issue #33) -----------------------------------------------------------------
+
+    def approvals(self, *, decided: bool) -> list[dict[str, Any]]:
+        """Every pending (or decided) approval request the caller may see, following
+        ``next_cursor`` to the end."""
+        views: list[dict[str, Any]] = []
+        cursor = ""
+        while True:
+            query = {"limit": "200", "status": "decided" if decided else "pending"}
+            if cursor:
+                query["cursor"] = cursor
+            page = self._request("GET", "/api/v1/approvals", params=query)
+            views.extend(page["approvals"])
+            cursor = page["next_cursor"]
+            if not cursor:
+                return views
+
+    def approval(self, pending_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._request("GET", f"/api/v1/approvals/{_quoted(pending_id)}")
+        return result
+
+    def decide(self, pending_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._request(
+            "POST", f"/api/v1/approvals/{_quoted(pending_id)}/decision", body
+        )
+        return result
+
+    def standing(self, *, include_inactive: bool) -> list[dict[str, Any]]:
+        query = {"include": "inactive"} if include_inactive else None
+        page = self._request("GET", "/api/v1/standing-approvals", params=query)
+        found: list[dict[str, Any]] = page["standing_approvals"]
+        return found
+
+    def revoke(self, standing_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._request(
+            "POST", f"/api/v1/standing-approvals/{_quoted(standing_id)}/revoke", {}
+        )
+        return result
+
+
+def _quoted(segment: str) -> str:
+    return urllib.parse.quote(segment, safe="")
+
 
 def _error_text(response: httpx2.Response) -> str:
     try:

@@ -21,8 +21,10 @@ from clarion.adapters.memory import (
     InMemoryAnswerLinkStore,
     InMemoryAskRecords,
     InMemoryClaimRepository,
+    InMemoryGroupDirectory,
     InMemoryHostRepository,
     InMemoryNotificationStore,
+    InMemoryStandingApprovals,
     InMemoryStore,
     InMemoryTokenStore,
 )
@@ -31,8 +33,10 @@ from clarion.adapters.sql import (
     SqlAnswerLinkStore,
     SqlAskRecords,
     SqlClaimRepository,
+    SqlGroupDirectory,
     SqlHostRepository,
     SqlNotificationStore,
+    SqlStandingApprovals,
     SqlTokenStore,
     create_engine,
     database_probe,
@@ -44,6 +48,7 @@ from clarion.adapters.sql import (
 from clarion.adapters.system import SystemClock, UuidIds
 from clarion.app.root.settings import Settings
 from clarion.ports.answer_links import AnswerLinkStore
+from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.asks import AskRecords
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
@@ -85,6 +90,10 @@ class Storage:
     # PostgreSQL: this process's liveness lease (issue #28), which ``claims`` records with each
     # claim; the lifespan takes it before serving and renews it with every recovery round.
     lease: PostgresLease | None = None
+    # Issue #33: the groups approvals are assigned to, and standing approvals (None: neither
+    # is kept — no groups, no standing approvals).
+    groups: GroupDirectory | None = None
+    standing: StandingApprovals | None = None
 
     @classmethod
     def in_memory(cls, clock: Clock, ids: IdGenerator) -> Storage:
@@ -98,6 +107,8 @@ class Storage:
             notifications=InMemoryNotificationStore(store, clock, ids),
             asks=InMemoryAskRecords(),
             label="in memory (nothing is kept)",
+            groups=InMemoryGroupDirectory(store, clock, ids),
+            standing=InMemoryStandingApprovals(store),
         )
 
     @classmethod
@@ -121,6 +132,8 @@ class Storage:
             lock_file=lock_file,
             close_probe=close_probe,
             lease=lease,
+            groups=SqlGroupDirectory(engine, clock, ids),
+            standing=SqlStandingApprovals(engine),
         )
 
     @property

@@ -67,7 +67,7 @@ def assigned_visibility(visibility: Visibility, identity: Identity) -> Visibilit
     then list a bundle with candidates only to its candidates."""
     if not identity.is_scoped or identity.user_id is None or visibility.unscoped:
         return visibility
-    return attrs.evolve(visibility, assignee=identity.user_id)
+    return visibility.assigned_to(identity.user_id)
 
 
 def authorize_task_id(authorizer: TaskAuthorizer, identity: Identity, task_id: str) -> None:

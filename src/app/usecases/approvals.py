@@ -199,6 +199,10 @@ class Approvals:
     _users: UserRoster | None = attrs.field(default=None, alias="users")
     _wait_interval: float = attrs.field(default=WAIT_INTERVAL_S, alias="wait_interval")
 
+    def now(self) -> datetime:
+        """The clock standing approvals are judged by (``active``)."""
+        return self._clock.now()
+
     # -- asking ------------------------------------------------------------------------------
 
     async def request(

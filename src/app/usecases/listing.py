@@ -7,7 +7,7 @@ from datetime import datetime
 import attrs
 import structlog
 
-from clarion.app.usecases.access import authorize_task_id
+from clarion.app.usecases.access import assigned_visibility, authorize_task_id
 from clarion.app.usecases.runner import Runner
 from clarion.domain.cursor import decode_cursor, parse_timestamp
 from clarion.domain.errors import NotFound
@@ -125,7 +125,7 @@ class Listing:
         resolved_since: datetime | None,
         include_closed: bool,
     ) -> ResolvedPage:
-        visibility = self._authorizer.visibility(identity)
+        visibility = assigned_visibility(self._authorizer.visibility(identity), identity)
 
         def read(count: int, last: HistoryEntry | None) -> tuple[tuple[HistoryEntry, ...], bool]:
             query = ResolvedQuery(
@@ -169,7 +169,7 @@ class Listing:
     ) -> ListPage:
         # L1a: the visible workspace set is resolved first and becomes a predicate of the
         # bundle query, so ``limit`` counts bundles returned, never rows examined.
-        visibility = self._authorizer.visibility(identity)
+        visibility = assigned_visibility(self._authorizer.visibility(identity), identity)
 
         def read(count: int, last: ListedBundle | None) -> tuple[tuple[ListedBundle, ...], bool]:
             query = ListQuery(

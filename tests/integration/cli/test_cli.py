@@ -32,6 +32,10 @@ COMMANDS = [
     ["questions"],
     ["questions", "list"],
     ["questions", "answer"],
+    ["groups", "create"],
+    ["groups", "add-member"],
+    ["approvals", "list"],
+    ["approvals", "decide"],
     ["demo"],
 ]
 

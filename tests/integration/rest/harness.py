@@ -23,7 +23,9 @@ from clarion.adapters.events.fanout import InProcessEventBus
 from clarion.adapters.http_guard import HostAllowlist
 from clarion.adapters.memory import (
     InMemoryClaimRepository,
+    InMemoryGroupDirectory,
     InMemoryHostRepository,
+    InMemoryStandingApprovals,
     InMemoryStore,
     InMemoryTokenStore,
 )
@@ -37,6 +39,7 @@ from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.services import Services, build_services
 from clarion.domain.limits import Limits
 from clarion.domain.model import Resolution
+from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.host import HostRepository
@@ -76,6 +79,9 @@ class Ports:
     claims: ClaimRepository
     host: HostRepository
     tokens: TokenStore
+    # Issue #33: the approvals' groups and standing approvals (None: none kept).
+    groups: GroupDirectory | None = None
+    standing: StandingApprovals | None = None
 
 
 def memory_ports() -> Ports:
@@ -84,6 +90,8 @@ def memory_ports() -> Ports:
         claims=InMemoryClaimRepository(store, clock, ids),
         host=InMemoryHostRepository(store, clock, ids),
         tokens=InMemoryTokenStore(store, clock, ids),
+        groups=InMemoryGroupDirectory(store, clock, ids),
+        standing=InMemoryStandingApprovals(store),
     )
 
 
@@ -139,6 +147,9 @@ class RestWorld:
             limits=limits,
             delivery_timeout=5.0,
             resume_timeout=5.0,
+            groups=ports.groups,
+            standing=ports.standing,
+            roster=ports.tokens,
         )
         authentication = Authentication(ports.tokens, clock, ids)
         app = create_rest_app(

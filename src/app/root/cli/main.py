@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from clarion.app.root.cli import admin, audit, notify, questions, serve
+from clarion.app.root.cli import admin, approvals, audit, notify, questions, serve
 from clarion.app.root.cli.common import CliError
 from clarion.app.root.client import ClientError
 from clarion.app.root.declared_settings import setting_of
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_commands(commands)
     notify.add_commands(commands)
     questions.add_commands(commands)
+    approvals.add_commands(commands)
     audit.add_commands(commands)
     demo = commands.add_parser(
         "demo", help="run the whole story in one process on a temporary database"

@@ -83,13 +83,14 @@ def _token(args: argparse.Namespace) -> str:
     return os.environ.get("CLARION_TOKEN") or ""
 
 
-def _client(args: argparse.Namespace) -> ClarionClient:
+def client_of(args: argparse.Namespace) -> ClarionClient:
+    """The REST client a server command's flags (``--url``, the token) name."""
     url = args.url or os.environ.get("CLARION_URL") or DEFAULT_URL
     return ClarionClient(url, token=_token(args))
 
 
 def _questions_list(args: argparse.Namespace) -> int:
-    bundles = _client(args).pending(workspace_id=args.workspace)
+    bundles = client_of(args).pending(workspace_id=args.workspace)
     if args.json:
         print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
         return 0
@@ -173,7 +174,7 @@ def _option_id(question: dict[str, Any] | None, question_id: str, wanted: str) -
 
 
 def _questions_answer(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = client_of(args)
     body, found = _answers_body(args, client)
     try:
         result = client.respond(args.pending_id, body)
@@ -213,7 +214,7 @@ def _questions_answer(args: argparse.Namespace) -> int:
 def _questions_history(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise CliError("--limit must be at least 1")
-    bundles = _client(args).resolved(at_most=args.limit, closed=not args.answered_only)
+    bundles = client_of(args).resolved(at_most=args.limit, closed=not args.answered_only)
     if args.json:
         print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
         return 0

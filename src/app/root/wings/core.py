@@ -43,5 +43,7 @@ def core_services(
         tracer=telemetry.tracer,
         agent_workspace=settings.agent_workspace,
         ask_records=storage.asks if storage.asks is not None else InMemoryAskRecords(),
+        groups=storage.groups,
+        standing=storage.standing,
         roster=storage.tokens,
     )
