@@ -178,7 +178,7 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "limits count per agent session instead (the session opened for an MCP session, or "
         "for one ask call): one agent's open asks never refuse another's.\n\n"
         "It also serves `decide_approval`, so an agent that acts for a person can vote on "
-        "approval requests it may see.",
+        "approval requests it may see ([approvals](approvals.md)).",
         agent_tools(names),
     )
     return "\n".join(lines).rstrip("\n") + "\n"
