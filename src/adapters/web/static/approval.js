@@ -3,7 +3,7 @@
 // same action for N minutes" (a standing approval). The decision goes to
 // POST /api/v1/approvals/{id}/decision: the one resolver, so quorum and veto apply.
 
-import { api, errorText, paths } from "./api.js";
+import { errorText, paths } from "./api.js";
 import { BundleCard } from "./card.js";
 import { closedWhy } from "./closed.js";
 import { h } from "./dom.js";
@@ -85,39 +85,14 @@ export class ApprovalCard extends BundleCard {
         this.dirty = true;
       });
     }
-    this.staleNote = h(
-      "div",
-      { class: "stale-note", hidden: true },
-      h(
-        "p",
-        {},
-        "This request left the inbox while you were working on it: it may have been decided " +
-          "already. Deciding shows you what was recorded.",
-      ),
-      h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
+    this.staleNote = this.buildStaleNote(
+      "This request left the inbox while you were working on it: it may have been decided " +
+        "already. Deciding shows you what was recorded.",
     );
-    const el = h(
-      "article",
-      {
-        class: "bundle approval",
-        id: this.id,
-        "aria-labelledby": `${this.id}-title`,
-        dataset: { pendingId: b.pending_id },
-      },
-      h(
-        "header",
-        { class: "bundle-head" },
-        h("h5", { id: `${this.id}-title` }, `Approve ${approval.action.name}?`),
-        h("p", { class: "meta" }, this.ageEl, " · approval request"),
-      ),
-      b.context
-        ? h(
-            "div",
-            { class: "context" },
-            h("p", { class: "context-label" }, "Context from the agent"),
-            h("p", { class: "context-text" }, b.context),
-          )
-        : null,
+    const el = this.buildArticle(
+      "bundle approval",
+      `Approve ${approval.action.name}?`,
+      " · approval request",
       approval.reason ? h("p", { class: "approval-reason" }, approval.reason) : null,
       h("pre", { class: "approval-action", "aria-label": "The action" }, actionText(approval.action)),
       h(
@@ -248,11 +223,7 @@ export class ApprovalCard extends BundleCard {
     }
     const body = { decision, comment: this.comment.textarea.value };
     if (minutes !== undefined) body.allow_for_minutes = minutes;
-    this.clearServerErrors();
-    this.setBusy(true);
-    const result = await api("POST", paths.decision(this.pendingId), body);
-    this.setBusy(false);
-    this.handleDecision(result, decision);
+    this.handleDecision(await this.post(paths.decision(this.pendingId), body), decision);
   }
 
   handleDecision(result, decision) {
