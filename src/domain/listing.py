@@ -9,7 +9,6 @@ from typing import Any
 
 import attrs
 
-from clarion.domain.approvals import Candidates
 from clarion.domain.cursor import encode_cursor
 from clarion.domain.model import Identity, Option, Question
 from clarion.domain.rows import (
@@ -70,11 +69,6 @@ class Visibility:
     def assigned_to(self, user_id: str | None) -> Visibility:
         """This visibility with the assignment filter for ``user_id`` (None: no filter)."""
         return attrs.evolve(self, assignee=user_id)
-
-    def admits_candidates(self, candidates: Candidates, group_ids: Collection[str]) -> bool:
-        """Whether the assignment filter lets the caller (a member of ``group_ids``) see a
-        bundle assigned to ``candidates``."""
-        return self.assignee is None or candidates.admits(self.assignee, group_ids)
 
     def sees(self, workspace_id: str, owner_id: str) -> bool:
         """Whether the existing workspace ``workspace_id`` (owned by ``owner_id``) is in the

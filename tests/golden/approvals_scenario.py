@@ -125,7 +125,10 @@ async def _quorum(w: Any, session: str, root: Any, erin: Any, frank: Any, gina: 
         json=request,
         headers=root,
     )
-    pending_id = created.json()["pending_id"]
+    await _votes(w, created.json()["pending_id"], root, erin, frank, gina)
+
+
+async def _votes(w: Any, pending_id: str, root: Any, erin: Any, frank: Any, gina: Any) -> None:
     one = f"{API}/approvals/{pending_id}"
     await w.call("get: a non-candidate is 404", "GET", one, headers=frank)
     await w.call("get: a missing request is 404", "GET", f"{API}/approvals/nope", headers=frank)
@@ -207,6 +210,17 @@ async def _standing(w: Any, session: str, root: Any, erin: Any) -> None:
         },
         headers=root,
     )
+    await _revoke(w, standing_id, root, erin)
+    await w.call(
+        "request: after the revocation, pending again",
+        "POST",
+        f"{API}/approvals/request",
+        json=request,
+        headers=root,
+    )
+
+
+async def _revoke(w: Any, standing_id: str, root: Any, erin: Any) -> None:
     await w.call("standing: list", "GET", f"{API}/standing-approvals", headers=erin)
     await w.call(
         "standing: revoke",
@@ -226,12 +240,5 @@ async def _standing(w: Any, session: str, root: Any, erin: Any) -> None:
         "standing: list with inactive",
         "GET",
         f"{API}/standing-approvals?include=inactive",
-        headers=root,
-    )
-    await w.call(
-        "request: after the revocation, pending again",
-        "POST",
-        f"{API}/approvals/request",
-        json=request,
         headers=root,
     )

@@ -279,6 +279,8 @@ class InMemoryClaimRepository:
     def approve_by_standing(self, pending_id: str, standing: StandingApproval) -> ClaimResult:
         responses = decision_responses(Decision.APPROVE, "")
         with self._store.lock:
+            if self._store.extras_of(pending_id).approval is None:
+                return ClaimResult(claimed=False)  # only an approval request
             result = self.complete_active_bundle(
                 pending_id, ANSWERED, responses, resolved_by=standing.resolver()
             )

@@ -119,13 +119,14 @@ def read_candidates(connection: Connection, pending_id: str) -> Candidates:
     )
 
 
-def lock_extras(connection: Connection, pending_id: str) -> bool:
+def lock_extras(connection: Connection, pending_id: str) -> str | None:
     """Take the request's extras row (``FOR UPDATE`` on PostgreSQL): every vote on the request
-    waits here for the one before it to commit. False when the bundle has no extras."""
+    waits here for the one before it to commit. Returns its kind (None: no extras)."""
     statement = sa.select(bundle_extras.c.kind).where(bundle_extras.c.pending_id == pending_id)
     if connection.dialect.name == "postgresql":
         statement = statement.with_for_update()
-    return connection.execute(statement).first() is not None
+    kind: str | None = connection.execute(statement).scalar()
+    return kind
 
 
 def read_votes(connection: Connection, pending_id: str) -> list[Vote]:

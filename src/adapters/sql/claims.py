@@ -50,6 +50,7 @@ from clarion.adapters.sql.statements import Guard
 from clarion.adapters.sql.visibility import Seen, task_visibility
 from clarion.domain import transitions
 from clarion.domain.approvals import (
+    KIND_APPROVAL,
     NO_CANDIDATES,
     ApprovalRecord,
     ApprovalTerms,
@@ -427,8 +428,8 @@ class SqlClaimRepository:
         locked first as a vote does (so the two never take their locks in opposite orders)."""
         responses = decision_responses(Decision.APPROVE, "")
         with self._writes.begin() as connection:
-            if not approvals.lock_extras(connection, pending_id):
-                return ClaimResult(claimed=False)
+            if approvals.lock_extras(connection, pending_id) != KIND_APPROVAL:
+                return ClaimResult(claimed=False)  # only an approval request
             result = self._claim_on(
                 connection, pending_id, ANSWERED, responses, standing.resolver()
             )

@@ -29,12 +29,18 @@ import anyio
 import attrs
 import structlog
 
-from clarion.app.usecases.access import Assignment, GroupsOf, authorize_bundle
+from clarion.app.usecases.access import (
+    Assignment,
+    GroupsOf,
+    authorize_bundle,
+    load_authorized_session,
+)
 from clarion.app.usecases.ask import (
     PROGRESS_INTERVAL_S,
     Alongside,
     Asking,
     BundleExtras,
+    OnBundle,
     ProgressCallback,
 )
 from clarion.app.usecases.live import LiveRequests
@@ -61,6 +67,7 @@ from clarion.domain.approvals import (
 )
 from clarion.domain.errors import (
     NOT_FOUND_MESSAGE,
+    InvalidArgument,
     NotFound,
     Resource,
     ValidationError,
@@ -75,7 +82,7 @@ from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, VoteResult
 from clarion.ports.host import HostRepository
 from clarion.ports.system import Clock, IdGenerator
-from clarion.ports.waiters import WaitEnded
+from clarion.ports.waiters import WaitEnd, WaitEnded
 
 log = structlog.get_logger(__name__)
 
@@ -216,17 +223,20 @@ class Approvals:
         on_progress: ProgressCallback | None = None,
         progress_interval: float = PROGRESS_INTERVAL_S,
         alongside: Alongside | None = None,
+        on_bundle: OnBundle | None = None,
     ) -> ApprovalView:
         """The agent's blocking request (MCP): a standing approval that matches decides at
         once; otherwise the ask waits like ``ask_user_question`` until the request is decided
-        (``on_progress`` every ``progress_interval`` seconds; ``alongside`` races the wait, e.g.
-        the elicitation offered in the agent's own client).
+        (``on_progress`` every ``progress_interval`` seconds, ``alongside`` and ``on_bundle``
+        as :meth:`Asking.ask` takes them; ``task_id``, when given, must be the session's).
 
         Raises:
             ValidationError: the terms or candidates do not fit (the field is named).
             NotFound, NotActive, LimitExceeded, ClaimError: as :meth:`Asking.ask`.
             WaitEnded: the wait ended undecided; the request stays open (resume path).
         """
+        if task_id:
+            await self._check_task(identity, session_id, task_id)
         hit = await self._standing_hit(identity, session_id, terms, candidates, task_id)
         if hit is not None:
             return hit
@@ -239,9 +249,24 @@ class Approvals:
             on_progress=on_progress,
             progress_interval=progress_interval,
             alongside=alongside,
+            on_bundle=on_bundle,
             extras=extras,
         )
         return await self._read_view(result.pending_id)
+
+    async def _check_task(self, identity: Identity, session_id: str, task_id: str) -> None:
+        """The blocking ask takes no task id of its own: check it against the (authorized)
+        session as a create does."""
+        session = await self._run.guarded(
+            APPROVALS_FAILED,
+            load_authorized_session,
+            self._host,
+            self._authorizer,
+            identity,
+            session_id,
+        )
+        if session.task_id != task_id:
+            raise InvalidArgument("task_id does not match the session's task", field="task_id")
 
     async def create(
         self,
@@ -342,10 +367,15 @@ class Approvals:
             return current
         asker = bundle.asker
         if asker is not None and asker.user_id == (identity.user_id or ""):
-            # Timed out, cancelled, or nobody waits here: report what the rows say.
-            with contextlib.suppress(WaitEnded):
+            started = anyio.current_time()
+            try:
                 await self._requests.wait(identity, pending_id, timeout)
-            return await self._read_view(pending_id)
+                return await self._read_view(pending_id)
+            except WaitEnded as exc:
+                if exc.reason is not WaitEnd.NOT_FOUND:  # timed out, cancelled, failed
+                    return await self._read_view(pending_id)
+            # No live entry here (another process created it, or a restart): watch the rows.
+            timeout -= anyio.current_time() - started
         with anyio.move_on_after(timeout):
             while current.status == "pending":
                 await anyio.sleep(self._wait_interval)

@@ -10,13 +10,13 @@ import anyio
 import attrs
 import structlog
 
-from clarion.app.usecases.access import authorize_bundle
+from clarion.app.usecases.access import Assignment, GroupsOf, authorize_bundle
 from clarion.app.usecases.publishing import BUNDLE_CANCELLED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
 from clarion.domain.errors import NOT_ACTIVE_MESSAGE, NOT_FOUND_MESSAGE, NotActive, NotFound
 from clarion.domain.model import Identity, Question, Resolution
 from clarion.domain.replay import replay_winner
-from clarion.domain.rows import is_askers_wait
+from clarion.domain.rows import Bundle, is_askers_wait
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository
 from clarion.ports.events import EventPublisher
@@ -53,6 +53,14 @@ class LiveRequests:
     _run: Runner = attrs.field(alias="runner")
     ask_timeout: float = ASK_TIMEOUT_S
     _watch_interval: float = attrs.field(default=WATCH_INTERVAL_S, alias="watch_interval")
+    # Issue #33: a bundle assigned to candidates is theirs (and its asker's) to see.
+    _groups_of: GroupsOf | None = attrs.field(default=None, alias="groups_of")
+
+    async def _authorized(self, identity: Identity, pending_id: str) -> Bundle:
+        assignment = Assignment(groups_of=self._groups_of, asker_sees=True)
+        return await authorize_bundle(
+            self._run, self._claims, self._authorizer, identity, pending_id, assignment
+        )
 
     async def get_request(self, identity: Identity, pending_id: str) -> LiveRequest:
         """``GET /:id``: authorize first (A7), then the live entry.
@@ -61,9 +69,7 @@ class LiveRequests:
             NotFound: not visible to ``identity``, or nobody waits on it any more.
             ClaimError: the store failed.
         """
-        bundle = await authorize_bundle(
-            self._run, self._claims, self._authorizer, identity, pending_id
-        )
+        bundle = await self._authorized(identity, pending_id)
         if not self._waiters.has_entry(pending_id):
             raise NotFound(NOT_FOUND_MESSAGE)
         return LiveRequest(
@@ -93,9 +99,7 @@ class LiveRequests:
             ClaimError: the store failed.
             WaitEnded: no live entry (A7), cancelled, timed out or delivery failed (the 504).
         """
-        bundle = await authorize_bundle(
-            self._run, self._claims, self._authorizer, identity, pending_id
-        )
+        bundle = await self._authorized(identity, pending_id)
         seconds = self.ask_timeout if timeout is None else timeout
         if not self._waiters.has_entry(pending_id):
             raise WaitEnded(WaitEnd.NOT_FOUND, pending_id)
@@ -129,9 +133,7 @@ class LiveRequests:
             NotActive: the live entry was already resolved or cancelled.
             ClaimError: the store failed.
         """
-        bundle = await authorize_bundle(
-            self._run, self._claims, self._authorizer, identity, pending_id
-        )
+        bundle = await self._authorized(identity, pending_id)
         if not self._waiters.has_entry(pending_id):
             raise NotFound(NOT_FOUND_MESSAGE)
         if not self._waiters.cancel(pending_id):

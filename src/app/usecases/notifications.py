@@ -54,8 +54,9 @@ import anyio
 import attrs
 import structlog
 
+from clarion.app.usecases.access import Assignment, GroupsOf, check_assignment
 from clarion.app.usecases.runner import Runner
-from clarion.domain.errors import ClarionError, failure_fields
+from clarion.domain.errors import ClarionError, NotFound, failure_fields
 from clarion.domain.listing import task_visible
 from clarion.domain.model import CANCELLED, EXPIRED, Answer, Identity, Outcome, Resolution
 from clarion.domain.notifications import (
@@ -171,6 +172,9 @@ class NotificationWorker:
     _public_url: str = attrs.field(alias="public_url")
     _policy: DeliveryPolicy = attrs.field(factory=DeliveryPolicy, alias="policy")
     _metrics: Metrics = attrs.field(factory=NoMetrics, alias="metrics")
+    # Issue #33: a user's groups — a route acting for a user notifies them of a bundle
+    # assigned to candidates only when they are one (None: no groups are kept).
+    _groups_of: GroupsOf | None = attrs.field(default=None, alias="groups_of")
     # Issue #29 S2: delivery slots, one lane per route, each route's backoff (until, failures)
     # and the entries this process is handling (see the module docstring).
     _slots: anyio.CapacityLimiter = attrs.field(init=False)
@@ -437,6 +441,15 @@ class NotificationWorker:
             return None
         return Identity.user(user.id, is_admin=user.is_admin)
 
+    def _is_candidate(self, identity: Identity, bundle: Bundle) -> bool:
+        """Issue #33: whether the route's user may decide ``bundle`` (any user when it names
+        no candidates; a route acting for no user is the operator's and always notifies)."""
+        try:
+            check_assignment(bundle, identity, Assignment(groups_of=self._groups_of))
+        except NotFound:
+            return False
+        return True
+
     def _may_see(self, identity: Identity, facts: _TaskFacts) -> bool:
         """L1c, as the authorizer's visibility rule applies it to the task's facts (the one
         rule every listing and ``load_visible_bundle`` apply): a missing task is seen by no
@@ -477,6 +490,9 @@ class NotificationWorker:
             facts = await self._task_facts(bundle)
         if recipient is None or facts is None or not self._may_see(recipient, facts):
             await self._finish(entry, DROPPED, "the route's identity may not see this task")
+            return
+        if not await self._run.guarded(NOTIFY_FAILED, self._is_candidate, recipient, bundle):
+            await self._finish(entry, DROPPED, "the route's user is not a candidate")
             return
         notifier = self._notifiers.get(route.channel.kind)
         if notifier is None:

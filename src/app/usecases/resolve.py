@@ -61,7 +61,7 @@ from clarion.domain.model import ANSWERED, REJECTED, Identity, Outcome, Resoluti
 from clarion.domain.outcome import normalize_outcome, responses_by_question, validate_outcome
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
-from clarion.domain.resolved_by import ResolvedBy, Surface
+from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
 from clarion.domain.rows import Bundle
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery, VoteResult
@@ -233,7 +233,17 @@ class Resolver:
         surface: Surface,
     ) -> VoteOutcome:
         """The vote and — when it decides — the claim, in the store's one transaction; then
-        delivery (a winner) or the replay (decided before: the later voter is told)."""
+        delivery (a winner) or the replay (decided before: the later voter is told).
+
+        Raises:
+            ValidationError: ``identity`` is an agent's session token: an agent never decides
+                an approval (it would approve its own action).
+        """
+        if identity.kind == IdentityKind.AGENT:
+            raise ValidationError(
+                "an agent's session token cannot decide an approval request; a person does",
+                field="decision",
+            )
         pending_id = bundle.pending_id
         resolved_by = ResolvedBy.of(identity, surface)
         vote = Vote(

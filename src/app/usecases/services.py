@@ -134,7 +134,7 @@ def build_services(
         tracer=tracer if tracer is not None else NoTracer(),
     )
     resolver = _resolver(ports, dispatcher, delivery_timeout, resume_timeout, groups)
-    requests = _live_requests(ports, ask_timeout, watch_interval)
+    requests = _live_requests(ports, ask_timeout, watch_interval, groups)
     asking = _asking(ports, ask_timeout)
     approval_stores = _ApprovalStores(
         groups=groups, standing=standing, roster=roster, wait_interval=watch_interval
@@ -235,8 +235,15 @@ def _resolver(
     )
 
 
-def _live_requests(ports: _Ports, ask_timeout: float, watch_interval: float) -> LiveRequests:
-    return LiveRequests(**ports.bundles, ask_timeout=ask_timeout, watch_interval=watch_interval)
+def _live_requests(
+    ports: _Ports, ask_timeout: float, watch_interval: float, groups: GroupDirectory | None
+) -> LiveRequests:
+    return LiveRequests(
+        **ports.bundles,
+        ask_timeout=ask_timeout,
+        watch_interval=watch_interval,
+        groups_of=groups.groups_of if groups is not None else None,
+    )
 
 
 def _asking(ports: _Ports, ask_timeout: float) -> Asking:

@@ -296,6 +296,11 @@ class CastVoteContract:
         assert bundle.rows[0].resolved_by == standing.resolver().stamped(won.responded_at)
         assert not world.claims.approve_by_standing("p-1", standing).claimed
         assert vote(world, "p-1", voter("ann")).vote is None
+        session = world.session()
+        world.ask(session.id, "plain")
+        assert not world.claims.approve_by_standing("plain", standing).claimed
+        assert not world.claims.approve_by_standing("unknown", standing).claimed
+        assert claim(world, "plain").claimed
 
 
 def _standing(
@@ -405,8 +410,17 @@ class AssignmentVisibilityContract:
         approvals.groups.add_member("ops", "u-grp")
         ask_approval(world, "assigned", candidates=Candidates(("u-direct",), (ops.id,)))
         ask_approval(world, "open")
+        session = world.session()
+        world.claims.create_bundle(  # a plain question with an assignment
+            pending_id="question",
+            session_id=session.id,
+            task_id=session.task_id,
+            questions=sample_questions(1),
+            context="",
+            candidates=Candidates(user_ids=("u-direct",)),
+        )
         for user, expected in (
-            ("u-direct", ["assigned", "open"]),
+            ("u-direct", ["assigned", "open", "question"]),
             ("u-grp", ["assigned", "open"]),
             ("u-other", ["open"]),
         ):
@@ -416,10 +430,12 @@ class AssignmentVisibilityContract:
             seen = world.claims.load_visible_bundle("assigned", visibility)
             assert (seen is not None) == ("assigned" in expected)
             assert world.claims.load_visible_bundle("unknown", visibility) is None
+            hidden = world.claims.load_visible_bundle("question", visibility)
+            assert (hidden is not None) == ("question" in expected)
         unfiltered = world.claims.list_active_bundles(
             ListQuery(visibility=Visibility.owned_by("x"))
         )
-        assert len(unfiltered.bundles) == 2
+        assert len(unfiltered.bundles) == 3
 
     def test_the_resolved_list_applies_the_assignment(self, approvals: ApprovalWorld) -> None:
         world = approvals.world

@@ -92,3 +92,32 @@ async def test_an_expiring_deadline_closes_an_approval_undecided(world: NotifyWo
     assert bundle.decision is None
     view = world.clarion.services.approvals.read_view(pending_id)
     assert (view.status, view.closed_reason) == ("closed", "expired")
+
+
+async def test_a_route_acting_for_a_user_notifies_candidates_only(world: NotifyWorld) -> None:
+    """Issue #33: notifications go to candidates — a route acting for a user who is not one
+    is dropped, naming why; a candidate's route (through a group) delivers."""
+    auth = world.clarion.authentication
+    alice, bob = auth.create_user("alice"), auth.create_user("bob")
+    groups = world.clarion.storage.groups
+    assert groups is not None
+    group = groups.create_group("oncall")
+    groups.add_member("oncall", bob.id)
+    world.route("", "webhook:https://hooks.example/alice", user_id=alice.id, events=("answerable",))
+    world.route("", "webhook:https://hooks.example/bob", user_id=bob.id, events=("answerable",))
+    host = world.clarion.storage.host
+    task = host.create_task("task", "")
+    session, _ = host.create_session(task.id)
+    world.clarion.storage.claims.create_bundle(
+        pending_id="p-1",
+        session_id=session.id,
+        task_id=task.id,
+        questions=(approval_question(TERMS),),
+        context="",
+        approval=TERMS,
+        candidates=Candidates(group_ids=(group.id,)),
+    )
+    await world.drain()
+    assert world.channel.events() == [("answerable", "https://hooks.example/bob")]
+    dropped = [e.last_error for e in world.entries() if e.route_id and e.status == "dropped"]
+    assert dropped == ["the route's user is not a candidate"]

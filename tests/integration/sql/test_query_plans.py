@@ -16,11 +16,13 @@ from sqlalchemy.engine import Engine
 
 from clarion.adapters.sql import SqlNotificationStore
 from clarion.adapters.system import UuidIds
+from clarion.domain.approvals import Candidates
 from clarion.domain.history import ResolvedQuery
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
 from clarion.domain.notifications import ANSWERABLE, RESOLVED
 from clarion.ports.testing import ContractWorld
+from clarion.ports.testing.approvals import ask_approval, vote, voter
 from clarion.ports.testing.world import answers_for, sample_questions
 from tests.integration.sql.support import add_resolved_history, sql_world
 
@@ -191,6 +193,27 @@ def test_listing_reads_only_the_pending_rows_index(engine: Engine, world: Contra
     query = ListQuery(visibility=Visibility.only({owner.id}), limit=3)
     statements = _captured(engine, lambda: world.claims.list_active_bundles(query))
     assert len(statements) == 1
+    assert _full_scans(engine, statements) == []
+
+
+def test_assigned_reads_and_votes_never_scan_the_messages(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #33: the assignment filter probes the candidates by key inside the list and the
+    visible read, and a vote (with the claim it decides) reads one bundle by its pending id."""
+    owner = world.workspace("mine", owner_id="alice")
+    ask_approval(world, "a-1", candidates=Candidates(user_ids=("alice",)), workspace_id=owner.id)
+    assigned = Visibility.owned_by("alice").assigned_to("alice")
+    stranger = Visibility.owned_by("bob").assigned_to("bob")
+
+    def reads() -> None:
+        world.claims.list_active_bundles(ListQuery(visibility=assigned, limit=3))
+        world.claims.list_active_bundles(ListQuery(visibility=stranger, limit=3))
+        assert world.claims.load_visible_bundle("a-1", assigned) is not None
+        assert world.claims.load_visible_bundle("a-1", stranger) is None
+        assert vote(world, "a-1", voter("alice")).claim is not None
+
+    statements = _captured(engine, reads)
     assert _full_scans(engine, statements) == []
 
 

@@ -167,6 +167,13 @@ async def test_only_candidates_decide_and_see_it_others_get_not_found(world: App
             )
     with pytest.raises(NotFound):
         await approvals.view(BOB, view.pending_id)
+    # Nor may a non-candidate read, watch or cancel it as a live request.
+    requests = world.services.requests
+    with pytest.raises(NotFound):
+        await requests.get_request(BOB, view.pending_id)
+    with pytest.raises(NotFound):
+        await requests.cancel(BOB, view.pending_id)
+    assert (await requests.get_request(OWNER, view.pending_id)).pending_id == view.pending_id
     assert (await approvals.view(OWNER, view.pending_id)).status == "pending"
     reply = await approvals.decide(CAROL, view.pending_id, Decision.APPROVE, surface=Surface.SLACK)
     assert reply.approval.status == "approved"
@@ -316,3 +323,54 @@ async def test_groups_are_managed_by_admins_only(world: AppWorld) -> None:
     await groups.delete(admin, "oncall")
     with pytest.raises(NotFound):
         await groups.delete(admin, "oncall")
+
+
+async def test_an_agent_token_never_decides_an_approval(world: AppWorld) -> None:
+    """The asking agent's session token acts as the workspace owner; it must not approve its
+    own action, through the decision or through a plain answer."""
+    session = world.session("")
+    view = await _create(world, session.id)
+    agent = Identity.agent("owner", display_name="agent")
+    with pytest.raises(ValidationError) as refused:
+        await world.services.approvals.decide(
+            agent, view.pending_id, Decision.APPROVE, surface=Surface.MCP
+        )
+    assert refused.value.field == "decision"
+    with pytest.raises(ValidationError):
+        await world.services.resolver.resolve(
+            agent, view.pending_id, _vote("approve"), surface=Surface.MCP
+        )
+    assert (await world.services.approvals.view(OWNER, view.pending_id)).votes == ()
+
+
+async def test_the_blocking_request_refuses_another_task_id(world: AppWorld) -> None:
+    session = world.session("")
+    with pytest.raises(ValidationError) as refused:
+        await world.services.approvals.request(
+            OWNER, session_id=session.id, terms=_terms(), task_id="another-task"
+        )
+    assert refused.value.field == "task_id"
+    assert world.store.bundle_extras == {}
+
+
+async def test_the_askers_wait_without_a_live_entry_watches_until_decided(
+    world: AppWorld,
+) -> None:
+    """After a restart nobody holds the request's live entry: the asker's wait re-reads the
+    rows until the decision instead of returning at once."""
+    session = world.session("")
+    view = await _create(world, session.id)
+    later = world.restarted()
+    waited: list[ApprovalView] = []
+
+    async def asker() -> None:
+        waited.append(await later.services.approvals.wait(OWNER, view.pending_id, 5.0))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(asker)
+        await anyio.sleep(0.05)
+        assert waited == []
+        await later.services.approvals.decide(
+            ALICE, view.pending_id, Decision.APPROVE, surface=Surface.REST
+        )
+    assert waited[0].status == "approved"

@@ -319,3 +319,26 @@ def test_bundle_extras_default_and_decision() -> None:
     assert bundle.decision is None
     record = ApprovalRecord(ApprovalTerms(parse_action("a", {})), "sha256:x")
     assert Bundle("p", (), None, approval=record).decision is None
+
+
+@given(arguments.filter(bool), json_values, st.data())
+def test_constraints_properties(args: dict[str, Any], other: Any, data: st.DataObject) -> None:
+    """#33: a standing approval always covers the action it was granted on; the exact default
+    covers nothing else; ``any`` frees one argument and only that one; constraints survive
+    being stored."""
+    action = parse_action("op", args)
+    key = data.draw(st.sampled_from(sorted(args)))
+    changed = parse_action("op", {**args, key: other})
+    exact = _standing(action_name="op", constraints=exact_constraints(action))
+    assert exact.matches(action, NOW)
+    assert exact.matches(changed, NOW) == (changed == action)
+    loose = _standing(action_name="op", constraints=parse_constraints({key: {"any": True}}, action))
+    assert loose.matches(action, NOW)
+    assert loose.matches(changed, NOW)
+    assert not loose.matches(parse_action("op", {k: v for k, v in args.items() if k != key}), NOW)
+    assert not loose.matches(parse_action("other", args), NOW)
+    assert stored_constraints(constraints_json(loose.constraints)) == loose.constraints
+    if isinstance(args[key], str):
+        prefix = args[key][: data.draw(st.integers(0, len(args[key])))]
+        by_prefix = parse_constraints({key: {"prefix": prefix}}, action)
+        assert by_prefix[key].admits(args[key], True)

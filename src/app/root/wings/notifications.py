@@ -81,6 +81,7 @@ def notifications(
         runner=runner,
         metrics=services.metrics,
         public_url=settings.base_url,
+        groups_of=storage.groups.groups_of if storage.groups is not None else None,
         policy=DeliveryPolicy(
             max_attempts=settings.notify_max_attempts,
             poll_interval_s=settings.notify_poll_s,
