@@ -6,10 +6,11 @@ approval's view out (:mod:`clarion.adapters.mcp.approval_schemas` describes both
 endpoint's own; on ``/mcp/agent`` the MCP session's, or one made for the call) and, when the
 wait ends undecided, returns ``WAIT_ENDED`` naming the request's ``pending_id``: the same call
 with that ``pending_id`` waits on it again — never asking twice — and returns the decision once
-there is one. A client of the 2025-11-25 era that declared elicitation is also offered the
-request in its own window (:mod:`clarion.adapters.mcp.elicitation`: Approve/Deny and a
-comment), racing the wait like the ask tool's offer; a 2026-07-28 client gets the plain wait
-(no ``input_required`` round for approvals yet). A standing approval that matches decides
+there is one. On ``/mcp/agent`` (a person's token) a client of the 2025-11-25 era that
+declared elicitation is also offered the request in its own window
+(:mod:`clarion.adapters.mcp.elicitation`: Approve/Deny and a comment), racing the wait like
+the ask tool's offer; a 2026-07-28 client gets the plain wait (no ``input_required`` round
+for approvals yet). A standing approval that matches decides
 at once (``status: approved`` with ``standing_approval_id``). ``decide_approval`` is one
 person's vote (quorum, veto, once per person), through the same resolver as every other
 surface. Failures use the one error table (:func:`clarion.adapters.mcp.errors.tool_error`).
@@ -185,7 +186,11 @@ class RequestTool:
             await call.report_progress(float(count), WAITING_MESSAGE)
 
         candidates = await self.approvals.candidates_named(args.users, args.groups)
-        offer = self.elicitation.alongside(call, "") if self.elicitation is not None else None
+        # An agent's session token never decides an approval (it would approve its own
+        # action), so the in-session endpoint's client is offered no form; on /mcp/agent the
+        # caller is the person the token belongs to.
+        offers = self.elicitation is not None and not call.caller.agent
+        offer = self.elicitation.alongside(call, "") if offers and self.elicitation else None
         async with self.session_scope(call, approval_draft(args.terms)) as session_id:
             view = await self.approvals.request(
                 identity,

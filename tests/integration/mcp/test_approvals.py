@@ -218,9 +218,10 @@ async def test_waiting_again_on_another_action_is_not_found(world: McpWorld, ali
 async def test_a_legacy_client_is_offered_the_approval_form_and_its_decision_is_the_outcome(
     world: McpWorld, alice: Person
 ) -> None:
-    """Elicitation (2025-11-25): the agent's own client gets the Approve/Deny form with the
-    action in the message; the person's deny goes through the resolver and ends the wait."""
-    agent = await world.agent(alice)
+    """Elicitation (2025-11-25) on ``/mcp/agent``: the client of the person whose token the
+    agent uses gets the Approve/Deny form with the action in the message; their deny goes
+    through the resolver and ends the wait. (In-session, the caller is the agent's own token,
+    which never decides an approval: no form is offered there.)"""
     forms: list[ElicitRequestFormParams] = []
 
     async def decide_in_form(
@@ -230,12 +231,11 @@ async def test_a_legacy_client_is_offered_the_approval_form_and_its_decision_is_
         forms.append(params)
         return ElicitResult(action="accept", content={"decision": "deny", "comment": "in form"})
 
-    url = world.session_url(agent.session.id)
     callback: Any = decide_in_form  # the SDK's ElicitationFnT protocol
     async with (
-        http_client(agent.token) as http,
+        http_client(alice.token) as http,
         Client(
-            streamable_http_client(url, http_client=http),
+            streamable_http_client(world.agent_url, http_client=http),
             mode="legacy",
             elicitation_callback=callback,
         ) as client,
