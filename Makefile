@@ -83,7 +83,7 @@ quick: lint
 # directory otherwise).
 screenshots: $(TEST_STAMP) chromium
 	CLARION_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_screenshots.py tests/e2e/test_answered.py \
-		tests/e2e/test_app_card.py
+		tests/e2e/test_app_card.py tests/e2e/test_approval_card.py
 
 # Speed and memory figures (printed, never asserted); PostgreSQL parts use
 # CLARION_TEST_POSTGRES_URL. See docs/performance.md for the figures and quicker flags.

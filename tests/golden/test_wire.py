@@ -1078,7 +1078,108 @@ async def mcp_scenario(
             "agent ask: the answered result", tool_entry(ASK, agent_args, agent_result[0])
         )
         await t.call("agent list_tasks: the task created for the agent", on_agent, LIST_TASKS, {})
+    await approval_tools_scenario(served, w, t, carol_token, ws)
     return transcript, catalogs
+
+
+REQUEST_APPROVAL = "request_approval_kandev"
+DECIDE_APPROVAL = "decide_approval_kandev"
+
+
+async def approval_tools_scenario(
+    served: Served, w: Wire, t: Tools, token: str, workspace_id: str
+) -> None:
+    """#33: ``request_approval`` blocks on the in-session and agent surfaces until
+    ``decide_approval`` (on ``/mcp/agent``, then ``/mcp``) decides; both tools' refusals."""
+    carol = bearer(token)
+    task = _created(
+        await w.call(
+            "approvals setup: task",
+            "POST",
+            f"{API}/tasks",
+            json={"title": "Approvals", "workspace_id": workspace_id},
+            headers=carol,
+        )
+    )
+    created = await w.call(
+        "approvals setup: session",
+        "POST",
+        f"{API}/tasks/{task}/sessions",
+        json={"is_primary": True},
+        headers=carol,
+    )
+    session_url = served.url(f"/mcp/session/{_created(created)}")
+
+    async def one_pending() -> bool:
+        response = await w.call("", "GET", f"{CLAR}/pending", headers=carol, record=False)
+        return bool(response.json()["count"] == 1)
+
+    async def pending_id() -> str:
+        response = await w.call("", "GET", f"{CLAR}/pending", headers=carol, record=False)
+        [bundle] = response.json()["bundles"]
+        return str(bundle["pending_id"])
+
+    async def requested(
+        where: str,
+        client: Client,
+        arguments: dict[str, Any],
+        decide: Callable[[str], Awaitable[None]],
+    ) -> None:
+        results: list[CallToolResult] = []
+
+        async def request() -> None:
+            results.append(await client.call_tool(REQUEST_APPROVAL, arguments))
+
+        async with anyio.create_task_group() as tasks:
+            served.clock.advance()
+            tasks.start_soon(request)
+            await w.until(one_pending)
+            await decide(await pending_id())
+        t.transcript.add(
+            f"{REQUEST_APPROVAL} {where}: the decided result",
+            tool_entry(REQUEST_APPROVAL, arguments, results[0]),
+        )
+
+    in_session_args = {
+        "action": {"name": "shell", "arguments": {"command": "make clean"}},
+        "reason": "Clean before the release build.",
+    }
+    agent_args = {"action": {"name": "deploy", "arguments": {"to": "production"}}}
+    async with (
+        mcp_session(session_url, created.json()["agent_token"]) as in_session,
+        mcp_session(served.url("/mcp/agent"), token) as on_agent,
+        mcp_session(served.url("/mcp"), token) as external,
+    ):
+
+        async def approve_on_agent(pending: str) -> None:
+            decision = {"pending_id": pending, "decision": "approve", "comment": "go"}
+            await t.call("decide on /mcp/agent: approve", on_agent, DECIDE_APPROVAL, decision)
+
+        async def deny_on_external(pending: str) -> None:
+            decision = {"pending_id": pending, "decision": "deny", "comment": "not today"}
+            await t.call("decide on /mcp: deny", external, DECIDE_APPROVAL, decision)
+            await t.call("decide on /mcp: a late vote is told", external, DECIDE_APPROVAL, decision)
+
+        await requested("in-session", in_session, in_session_args, approve_on_agent)
+        await requested("on /mcp/agent", on_agent, agent_args, deny_on_external)
+        await t.call(
+            "request_approval: arguments that are not an object is a validation error",
+            on_agent,
+            REQUEST_APPROVAL,
+            {"action": {"name": "x", "arguments": [1]}},
+        )
+        await t.call(
+            "decide_approval: an unknown decision is a validation error",
+            external,
+            DECIDE_APPROVAL,
+            {"pending_id": "nope", "decision": "maybe"},
+        )
+        await t.call(
+            "decide_approval: an unknown request is not found",
+            on_agent,
+            DECIDE_APPROVAL,
+            {"pending_id": "nope", "decision": "approve"},
+        )
 
 
 # --- auth disabled: the synthetic caller ------------------------------------------------------

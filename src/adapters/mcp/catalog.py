@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp.types import Tool
 
-from clarion.adapters.mcp.schemas import ToolNames, external_tools, session_tools
+from clarion.adapters.mcp.schemas import ToolNames, agent_tools, external_tools, session_tools
 
 
 def _type_of(schema: Mapping[str, Any]) -> str:
@@ -118,7 +118,9 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "A failure is a tool error (`isError: true`) whose text is the message (for example",
         '"clarification request not found") and whose `_meta["clarion/error"]` carries a stable',
         "`code` (`NOT_FOUND`, `CONFLICT`, `VALIDATION_ERROR`, `LIMIT_EXCEEDED`, `UNAUTHORIZED`,",
-        "`WAIT_ENDED`, `CANCELLED`, `INTERNAL_ERROR`) and, for validation errors, the offending",
+        "`WAIT_ENDED`, `CANCELLED`, `INTERNAL_ERROR`, and `VOTE_RECORDED` when an answer to an",
+        "approval request was one vote that did not decide it, with `approvals`, `required` and",
+        "`counted`) and, for validation errors, the offending",
         "`field` (for `LIMIT_EXCEEDED`, the `limit`: its setting; for `CONFLICT` on a bundle",
         "that closed without an answer, its `closed_reason` — `superseded`, `session_ended`,",
         "`expired` or `cancelled`, the reason REST sends in `Clarion-Closed-Reason`). Text",
@@ -174,8 +176,10 @@ def render_catalog(names: ToolNames | None = None) -> str:
         "before any task is created, and legacy sessions against `CLARION_MAX_MCP_SESSIONS`. "
         "With authentication disabled every agent is the same identity, so the active-bundle "
         "limits count per agent session instead (the session opened for an MCP session, or "
-        "for one ask call): one agent's open asks never refuse another's.",
-        session_tools(names),
+        "for one ask call): one agent's open asks never refuse another's.\n\n"
+        "It also serves `decide_approval`, so an agent that acts for a person can vote on "
+        "approval requests it may see ([approvals](approvals.md)).",
+        agent_tools(names),
     )
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -30,6 +30,12 @@ The two protocol eras:
   expired, minted for another endpoint, identity, credential or argument set, or by another
   process — is refused exactly like a fabricated pending id (``NOT_FOUND``).
 
+**Approval requests** (issue #33) are offered as their own form
+(:func:`clarion.adapters.mcp.form.approval_schema`: a required Approve/Deny choice and an
+optional comment, the action shown verbatim in the message); the answer is the caller's vote
+through the same resolver, so quorum and veto apply — a vote that does not decide leaves the
+request (and the agent's wait) open for the other approvers.
+
 **Not shown** (issue #31 item 2). A decline or cancel that comes back faster than a person can
 act (``min_human_s``, ``CLARION_ELICITATION_MIN_HUMAN_MS``), an elicitation the client failed,
 an accepted form with nothing in it (a renderer that could not show the fields) and a
@@ -73,7 +79,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from clarion.adapters.mcp.form import form_message, form_outcome, form_schema, link_message
 from clarion.adapters.mcp.server import ToolCall
 from clarion.app.usecases.ask import Alongside
-from clarion.app.usecases.resolve import Resolver
+from clarion.app.usecases.resolve import Resolver, VoteRecorded
 from clarion.domain.errors import NOT_FOUND_MESSAGE, ClarionError, NotFound
 from clarion.domain.model import Identity, Outcome, Question, Resolution
 from clarion.domain.resolved_by import Surface
@@ -482,6 +488,18 @@ class Elicitation:
             resolution = await self._resolver.resolve(
                 call.caller.identity, pending_id, outcome, surface=Surface.AGENT_CLIENT
             )
+        except VoteRecorded as recorded:
+            # An approval's vote that did not decide (issue #33): recorded; the request
+            # waits for more approvals, and so does the agent.
+            _log.info(
+                "mcp_elicitation_vote_recorded",
+                pending_id=pending_id,
+                counted=recorded.counted,
+                approvals=recorded.result.approvals,
+                required=recorded.result.required,
+            )
+            self._metrics.elicitation_response(offer.value, verdict.value)
+            return None
         except ClarionError as exc:
             _log.info(
                 "mcp_elicitation_answer_refused",

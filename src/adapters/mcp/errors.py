@@ -16,6 +16,9 @@ errors and ``retryable`` for delivery failures) so programs can branch without r
   ``retryable`` (R7a).
 - ``WaitEnded`` → ``WAIT_ENDED``, :data:`WAIT_ENDED_MESSAGE` (an ask that ended unanswered),
   plus ``reason`` and ``pending_id``.
+- ``VoteRecorded`` → ``VOTE_RECORDED`` (issue #33: an answer to an approval request that is
+  a vote and did not decide it — REST answers 202), its message, plus ``pending_id``,
+  ``approvals``, ``required`` and ``counted`` (false: this person had voted already).
 - anything else, ``ClaimError`` included → ``INTERNAL_ERROR``, :data:`INTERNAL_MESSAGE`; the
   cause is logged with the pending id and never shown (R4a, fixes §9.3).
 
@@ -30,6 +33,7 @@ from typing import Any, Final
 import structlog
 from mcp.types import CallToolResult, TextContent
 
+from clarion.app.usecases.resolve import VoteRecorded
 from clarion.domain.errors import (
     DeliveryError,
     LimitExceeded,
@@ -71,6 +75,15 @@ def tool_error(exc: BaseException, *, tool: str, pending_id: str = "") -> CallTo
         _log.info("mcp_ask_wait_ended", pending_id=exc.pending_id, reason=exc.reason.value)
         return error_result(
             "WAIT_ENDED", WAIT_ENDED_MESSAGE, reason=exc.reason.value, pending_id=exc.pending_id
+        )
+    if isinstance(exc, VoteRecorded):
+        return error_result(
+            "VOTE_RECORDED",
+            exc.message,
+            pending_id=exc.pending_id,
+            approvals=exc.result.approvals,
+            required=exc.result.required,
+            counted=exc.counted,
         )
     if isinstance(exc, DeliveryError):
         _log.warning(

@@ -16,6 +16,11 @@ in the field); they are the medium's spelling of the one answer form's fields
 ``reason``), and a submitted form is read by that form's one parser (:func:`form_outcome`), its
 errors named by this schema's keys. The resolver validates the outcome again, like every other
 surface's (N6–N8b).
+
+An approval request (issue #33; :mod:`clarion.adapters.approval_display` recognises its one
+question) is offered as its own form instead: ``decision``, a required single-select enum with
+titles (``approve`` / ``deny``), and ``comment``, optional free text — one decision, not
+"choose any" (:func:`approval_schema`, :func:`approval_outcome`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from clarion.adapters.approval_display import ShownApproval, approval_of
 from clarion.domain.answer_form import (
     REASON,
     SKIP,
@@ -32,8 +38,9 @@ from clarion.domain.answer_form import (
     options_field,
     text_field,
 )
+from clarion.domain.approvals import APPROVAL_QUESTION_ID, APPROVE, DENY
 from clarion.domain.errors import InvalidOutcome
-from clarion.domain.model import MAX_TEXT_CODE_POINTS, Outcome, Question
+from clarion.domain.model import MAX_TEXT_CODE_POINTS, Answer, Outcome, Question
 
 _FORM_FIELD: Final = re.compile(r"q(\d+)_(options|text)")
 SKIP_REASON: Final = "skip_reason"
@@ -55,7 +62,11 @@ def text_key(position: int) -> str:
 
 
 def form_message(questions: Sequence[Question], context: str) -> str:
-    """What the client shows above the form: the shared context, then how answering works."""
+    """What the client shows above the form: the shared context, then how answering works
+    (for an approval request: the reason and the action verbatim, :func:`approval_message`)."""
+    approval = approval_of(questions)
+    if approval is not None:
+        return approval_message(approval, context)
     return "\n\n".join([*_opening(questions, context), FOOTER])
 
 
@@ -101,7 +112,11 @@ def _choice_description(question: Question) -> str:
 
 
 def form_schema(questions: Sequence[Question]) -> dict[str, Any]:
-    """The ``requestedSchema`` offering ``questions`` (see the module docstring)."""
+    """The ``requestedSchema`` offering ``questions`` (see the module docstring; an approval
+    request gets :func:`approval_schema`)."""
+    approval = approval_of(questions)
+    if approval is not None:
+        return approval_schema(questions[0], approval)
     properties: dict[str, Any] = {}
     for position, question in enumerate(questions, start=1):
         title = _question_title(position, question)
@@ -171,6 +186,8 @@ def form_outcome(questions: Sequence[Question], content: Mapping[str, object] | 
             limit, or the outcome breaks N6–N8b; ``field`` names this schema's property
             (``q1_choice``), or ``form`` for the form as a whole.
     """
+    if approval_of(questions) is not None:
+        return approval_outcome(content or {})
     try:
         return AnswerForm(tuple(questions)).parse(
             form_values(questions, content or {}), require_answer=False
@@ -178,3 +195,69 @@ def form_outcome(questions: Sequence[Question], content: Mapping[str, object] | 
     except FormError as exc:
         key = schema_key(exc.field)
         raise InvalidOutcome(f"{key}: {exc.message}", field=key) from exc
+
+
+# -- approval requests (issue #33) ---------------------------------------------------------
+
+DECISION_KEY: Final = "decision"
+COMMENT_KEY: Final = "comment"
+APPROVAL_FOOTER: Final = (
+    "Approve or deny here or anywhere else Clarion shows this request. When it needs several "
+    "approvals, yours is one of them; any deny decides at once. Declining the form denies; "
+    "closing it without a choice keeps the request open for others."
+)
+
+
+def approval_message(approval: ShownApproval, context: str) -> str:
+    """What the client shows above an approval form: the agent's context, the reason, the
+    action exactly as it will run, then how deciding works."""
+    parts = [f"The agent asks for your approval to run {approval.name}."]
+    parts += [part for part in (context.strip(), approval.reason.strip()) if part]
+    parts += [approval.action, APPROVAL_FOOTER]
+    return "\n\n".join(parts)
+
+
+def approval_schema(question: Question, approval: ShownApproval) -> dict[str, Any]:
+    """An approval's ``requestedSchema``: ``decision``, a titled single-select enum
+    (``approve`` / ``deny``), required; ``comment``, optional free text (≤ 2,000)."""
+    return {
+        "type": "object",
+        "properties": {
+            DECISION_KEY: {
+                "type": "string",
+                "title": question.title or f"Approve {approval.name}?",
+                "description": approval.action,
+                "oneOf": [
+                    {"const": option.option_id, "title": option.label or option.option_id}
+                    for option in question.options
+                ],
+            },
+            COMMENT_KEY: {
+                "type": "string",
+                "title": "Comment (optional)",
+                "description": "Told to the agent with your decision.",
+                "maxLength": MAX_TEXT_CODE_POINTS,
+            },
+        },
+        "required": [DECISION_KEY],
+    }
+
+
+def approval_outcome(content: Mapping[str, object]) -> Outcome:
+    """The decision a submitted approval form stands for: option ``decision`` chosen, the
+    comment as its text. The resolver turns it into a vote (quorum, veto).
+
+    Raises:
+        InvalidOutcome: ``decision`` is not one of the options, or ``comment`` is not a string
+            (``field`` names the property).
+    """
+    decision = content.get(DECISION_KEY)
+    if decision not in (APPROVE, DENY):
+        raise InvalidOutcome(f'{DECISION_KEY}: choose "{APPROVE}" or "{DENY}"', field=DECISION_KEY)
+    comment = content.get(COMMENT_KEY)
+    if comment is None:
+        comment = ""
+    if not isinstance(comment, str):
+        raise InvalidOutcome(f"{COMMENT_KEY}: must be text", field=COMMENT_KEY)
+    assert isinstance(decision, str)
+    return Outcome.answer(Answer(APPROVAL_QUESTION_ID, (decision,), comment))

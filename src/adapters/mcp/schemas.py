@@ -18,6 +18,7 @@ from typing import Any, Final
 import attrs
 from mcp.types import Tool, ToolAnnotations
 
+from clarion.adapters.mcp.approval_schemas import decide_approval_tool, request_approval_tool
 from clarion.adapters.wire import models
 from clarion.adapters.wire.jsonschema import Dialect, mcp_dialect, object_schema
 
@@ -52,6 +53,16 @@ class ToolNames:
     @property
     def ask(self) -> str:
         return f"ask_user_question{self.suffix}"
+
+    @property
+    def request_approval(self) -> str:
+        """Issue #33: the agent surfaces' approval request (additive)."""
+        return f"request_approval{self.suffix}"
+
+    @property
+    def decide_approval(self) -> str:
+        """Issue #33: a person's (or agent's) vote on an approval (additive)."""
+        return f"decide_approval{self.suffix}"
 
 
 def _dialect(names: ToolNames) -> Dialect:
@@ -152,10 +163,22 @@ def ask_tool(names: ToolNames) -> Tool:
 
 
 def external_tools(names: ToolNames) -> tuple[Tool, ...]:
-    """What ``/mcp`` registers (S1, S3): never the ask tool."""
-    return (list_pending_tool(names), answer_tool(names), list_tasks_tool(names))
+    """What ``/mcp`` registers (S1, S3): never the ask tool; deciding approvals (issue #33)."""
+    return (
+        list_pending_tool(names),
+        answer_tool(names),
+        list_tasks_tool(names),
+        decide_approval_tool(names),
+    )
 
 
 def session_tools(names: ToolNames) -> tuple[Tool, ...]:
-    """What ``/mcp/session/{session_id}`` registers (S2): never the two external question tools."""
-    return (ask_tool(names), list_tasks_tool(names))
+    """What ``/mcp/session/{session_id}`` registers (S2): never the two external question tools;
+    requesting approvals (issue #33)."""
+    return (ask_tool(names), list_tasks_tool(names), request_approval_tool(names))
+
+
+def agent_tools(names: ToolNames) -> tuple[Tool, ...]:
+    """What ``/mcp/agent`` registers: the in-session surface's tools and, as an agent may
+    also be asked to decide another's request (issue #33), ``decide_approval``."""
+    return (*session_tools(names), decide_approval_tool(names))

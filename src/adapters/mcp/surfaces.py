@@ -48,13 +48,20 @@ from clarion.adapters.http_guard import HostAllowlist, HttpGuard
 from clarion.adapters.mcp import tasks, tools
 from clarion.adapters.mcp.agent import AgentBinding
 from clarion.adapters.mcp.app_card import AppCard
+from clarion.adapters.mcp.approval_tools import RequestTool, decide_handler
 from clarion.adapters.mcp.elicitation import (
     DEFAULT_MIN_HUMAN_S,
     AgentLink,
     Elicitation,
     Setting,
 )
-from clarion.adapters.mcp.schemas import DEFAULT_SUFFIX, ToolNames, external_tools, session_tools
+from clarion.adapters.mcp.schemas import (
+    DEFAULT_SUFFIX,
+    ToolNames,
+    agent_tools,
+    external_tools,
+    session_tools,
+)
 from clarion.adapters.mcp.server import (
     Authenticator,
     AuthGate,
@@ -104,6 +111,7 @@ def external_server(services: Services, *, names: ToolNames | None = None) -> Se
         names.list_pending: tools.list_pending_handler(services.listing, services.clock),
         names.answer: tools.answer_handler(services.resolver, tool=names.answer),
         names.list_tasks: tools.list_tasks_handler(services.host),
+        names.decide_approval: _decide(services, names),
     }
     return build_server(
         "clarion-external",
@@ -112,6 +120,11 @@ def external_server(services: Services, *, names: ToolNames | None = None) -> Se
         metrics=services.metrics,
         tracer=services.tracer,
     )
+
+
+def _decide(services: Services, names: ToolNames) -> ToolHandler:
+    """``decide_approval`` (issue #33): a vote through the one resolver."""
+    return decide_handler(services.approvals, tool=names.decide_approval)
 
 
 def _asking_tools(
@@ -123,11 +136,13 @@ def _asking_tools(
     ask_scope: Callable[[ToolCall], str],
     elicitation: Elicitation | None = None,
     card: AppCard | None = None,
+    deciding: bool = False,
 ) -> list[RegisteredTool]:
     """The tools of an agent's surfaces: ask the user (in the session ``session_scope``
     picks, offering a form through ``elicitation`` when given; recorded under
     ``ask_scope(call)`` when the services keep agents' asks; an answered ask tells ``card``'s
-    clients its bundle id), list tasks."""
+    clients its bundle id), list tasks, request approval (issue #33) in the same session
+    and — with ``deciding``, the agent surface — decide approvals."""
     handlers = {
         names.ask: tools.ask_handler(
             services.asking,
@@ -141,7 +156,18 @@ def _asking_tools(
             receipt=services.receipts.for_answer if services.receipts is not None else None,
         ),
         names.list_tasks: tools.list_tasks_handler(services.host),
+        names.request_approval: RequestTool(
+            services.approvals,
+            tool=names.request_approval,
+            progress_interval=progress_interval,
+            session_scope=session_scope,
+            wait_timeout=services.asking.ask_timeout,
+            elicitation=elicitation,
+        ).handle,
     }
+    if deciding:
+        handlers[names.decide_approval] = _decide(services, names)
+        return _register(agent_tools(names), handlers)
     return _register(session_tools(names), handlers)
 
 
@@ -273,6 +299,7 @@ def agent_server(
         ask_scope=ask_scope,
         elicitation=elicitation,
         card=card,
+        deciding=True,
     )
     return _agent_server(
         "clarion-agent", services, registered, names, forms=elicitation is not None, card=card

@@ -43,7 +43,9 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
+from clarion.adapters.approval_display import ShownApproval, approval_of, shown_approval
 from clarion.domain.answer_form import REASON, SKIP, AnswerForm, FieldKind, FormField
+from clarion.domain.approvals import APPROVE, DENY
 from clarion.domain.model import MAX_TEXT_CODE_POINTS, REJECTED, Answer, Question, Resolution
 from clarion.domain.notifications import (
     CANCELLED_EVENT,
@@ -135,7 +137,26 @@ def _context(context: str) -> list[Block]:
     return [SectionBlock(text=_markdown(f"*Context from the agent*\n{quoted}"))]
 
 
+def _code(text: str, limit: int) -> str:
+    """``text`` verbatim in a code block of at most ``limit`` code points (an ellipsis marks
+    a cut); a ``` inside it cannot end the block early."""
+    return "```" + cut(escape(text).replace("```", "`\u200b``"), limit - 6) + "```"
+
+
+def _approval_section(question: Question, approval: ShownApproval) -> SectionBlock:
+    """An approval request (issue #33): the reason, then the action verbatim in a code block
+    (cut to the section's limit; the inbox link shows it whole)."""
+    lines = [f"*{escape(question.title)}*"]
+    if approval.reason:
+        lines.append(escape(approval.reason))
+    head = "\n".join(lines) + "\n"
+    return SectionBlock(text=_markdown(head + _code(approval.action, _SECTION_LIMIT - len(head))))
+
+
 def _question_section(question: Question, index: int, count: int) -> SectionBlock:
+    approval = shown_approval(question) if count == 1 else None
+    if approval is not None:
+        return _approval_section(question, approval)
     lines = [f"*{escape(_title(question, index, count))}*"]
     if question.prompt:
         lines.append(escape(question.prompt))
@@ -143,6 +164,15 @@ def _question_section(question: Question, index: int, count: int) -> SectionBloc
         detail = f" — {escape(option.description)}" if option.description else ""
         lines.append(f"• {escape(option.label or option.option_id)}{detail}")
     return SectionBlock(text=_markdown("\n".join(lines)))
+
+
+_APPROVAL_STYLES: Final[Mapping[str, str]] = {"approve": "primary", "deny": "danger"}
+
+
+def _more_label(*, buttons: bool, approval: bool) -> str:
+    if approval:
+        return "Decide with a comment…"
+    return "Answer in a form…" if buttons else "Answer…"
 
 
 def question_blocks(
@@ -157,6 +187,7 @@ def question_blocks(
     for index, question in enumerate(questions):
         blocks.append(_question_section(question, index, count))
     buttons = has_option_buttons(questions)
+    approval = approval_of(questions) is not None
     if buttons:
         question = questions[0]
         blocks.append(
@@ -169,6 +200,7 @@ def question_blocks(
                         ),
                         action_id=f"{OPTION_ACTION}_{j}",
                         value=option_value(pending_id, question.id, option.option_id),
+                        style=_APPROVAL_STYLES.get(option.option_id) if approval else None,
                     )
                     for j, option in enumerate(question.options)
                 ],
@@ -179,7 +211,7 @@ def question_blocks(
             block_id="clarion_more",
             elements=[
                 ButtonElement(
-                    text=PlainTextObject(text="Answer in a form…" if buttons else "Answer…"),
+                    text=PlainTextObject(text=_more_label(buttons=buttons, approval=approval)),
                     action_id=MODAL_ACTION,
                     value=pending_id,
                     style="primary" if not buttons else None,
@@ -244,6 +276,8 @@ def final_blocks(
     """The message once the bundle ended: its final state, no buttons."""
     rejected = resolution is not None and (resolution.rejected or resolution.status == REJECTED)
     lead = "Skipped" if event == RESOLVED and rejected else _LEADS.get(event, event)
+    decided = _decided(questions, resolution) if event == RESOLVED else None
+    lead = decided or lead
     blocks: list[Block] = [HeaderBlock(text=PlainTextObject(text=cut(lead, _HEADER_LIMIT)))]
     blocks += _context(context)
     count = len(questions)
@@ -252,7 +286,8 @@ def final_blocks(
     blocks.append(DividerBlock())
     if event == RESOLVED and resolution is not None:
         blocks.append(SectionBlock(text=_markdown("\n".join(outcome_lines(questions, resolution)))))
-        by = f"{'Skipped' if rejected else 'Answered'} by {escape(who(resolved_by))}"
+        verb = decided or ("Skipped" if rejected else "Answered")
+        by = f"{verb} by {escape(who(resolved_by))}"
     elif event == EXPIRED_EVENT:
         by = "Nobody answered before the question expired."
     elif event == SUPERSEDED_EVENT:  # issue #30
@@ -263,6 +298,17 @@ def final_blocks(
         ContextBlock(elements=[_markdown(f"{by} · <{link}|Open in Clarion>")], block_id="final")
     )
     return blocks
+
+
+def _decided(questions: Sequence[Question], resolution: Resolution | None) -> str | None:
+    """ "Approved" or "Denied" for a decided approval request (issue #33; a skip denies),
+    else None."""
+    if resolution is None or approval_of(questions) is None:
+        return None
+    if resolution.rejected or resolution.status == REJECTED:
+        return "Denied"
+    chosen = {o for answer in resolution.answers for o in answer.selected_options}
+    return "Approved" if chosen == {APPROVE} else "Denied" if chosen == {DENY} else None
 
 
 def summary_text(

@@ -42,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from clarion.adapters.approval_display import vote_recorded_text
 from clarion.adapters.slack.api import SlackApi, SlackFailure
 from clarion.adapters.slack.blocks import (
     LINK_ACTION,
@@ -55,6 +56,7 @@ from clarion.adapters.slack.blocks import (
     parse_option_value,
     who,
 )
+from clarion.app.usecases.resolve import VoteRecorded
 from clarion.app.usecases.slack import SlackAnswering, SlackResult, SlackState
 from clarion.domain.answer_form import (
     REASON,
@@ -140,6 +142,12 @@ def result_text(result: SlackResult, slack_user_id: str) -> str:
             "This question is no longer active (it expired or was cancelled). Nothing was recorded."
         )
     return "Clarion could not record your answer right now. Please try again."
+
+
+def vote_text(recorded: VoteRecorded) -> str:
+    """What a voter on an approval is told when their vote did not decide it (issue #33)."""
+    result = recorded.result
+    return vote_recorded_text(result.approvals, result.required, counted=recorded.counted)
 
 
 def modal_values(values: Mapping[str, Any], question_count: int) -> dict[str, object]:
@@ -269,6 +277,16 @@ class SlackInteractions:
         if channel and user:
             await self._api.post_ephemeral(channel, user, text)
 
+    async def _answer(self, user: str, pending_id: str, outcome: Outcome) -> str:
+        """Answer through the one resolver; what the clicker is told. On an approval a vote
+        that does not decide is reported as such (quorum, issue #33)."""
+        try:
+            result = await self._answering.answer(user, pending_id, outcome)
+        except VoteRecorded as recorded:
+            log.info("slack.vote_recorded", pending_id=pending_id, counted=recorded.counted)
+            return vote_text(recorded)
+        return result_text(result, user)
+
     async def _block_action(self, payload: dict[str, Any]) -> None:
         actions = payload.get("actions") or []
         action = actions[0] if actions and isinstance(actions[0], dict) else {}
@@ -283,8 +301,7 @@ class SlackInteractions:
                 return
             pending_id, question_id, option_id = parsed
             outcome = Outcome.answer(Answer(question_id=question_id, selected_options=(option_id,)))
-            result = await self._answering.answer(user, pending_id, outcome)
-            await self._reply(payload, result_text(result, user))
+            await self._reply(payload, await self._answer(user, pending_id, outcome))
         elif action_id == MODAL_ACTION:
             opened = await self._answering.open(user, value)
             if opened.state is not SlackState.OPEN or opened.bundle is None:
@@ -330,9 +347,9 @@ class SlackInteractions:
             return _errors({text_field(0): result_text(checked, user)})
 
         async def answer(_: dict[str, Any]) -> None:
-            result = await self._answering.answer(user, pending_id, outcome)
+            text = await self._answer(user, pending_id, outcome)
             if channel:
-                await self._api.post_ephemeral(channel, user, result_text(result, user))
+                await self._api.post_ephemeral(channel, user, text)
 
         response = self._ack(answer, payload)
         return JSONResponse({"response_action": "clear"}, background=response.background)

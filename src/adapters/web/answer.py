@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from clarion.adapters.approval_display import ShownApproval, approval_of, vote_recorded_text
 from clarion.app.usecases.answer_links import (
     ANSWER_PATH,
     NOT_RECORDED,
@@ -43,6 +44,7 @@ from clarion.app.usecases.answer_links import (
     LinkState,
 )
 from clarion.app.usecases.auth import current_identity
+from clarion.app.usecases.resolve import VoteRecorded
 from clarion.domain.answer_form import (
     FORM,
     REASON,
@@ -51,6 +53,8 @@ from clarion.domain.answer_form import (
     FieldKind,
     FormField,
     FormValues,
+    options_field,
+    text_field,
 )
 from clarion.domain.errors import ClarionError, InvalidOutcome, failure_fields
 from clarion.domain.model import REJECTED, Answer, Question
@@ -278,14 +282,51 @@ def _question(
     )
 
 
+def _action(approval: ShownApproval) -> str:
+    """The action verbatim: escaped, never reflowed."""
+    return (
+        f'<pre class="approval-action" aria-label="The action">{html.escape(approval.action)}</pre>'
+    )
+
+
+def _approval_form(
+    approval: ShownApproval, page: LinkPage, submitted: FormValues, errors: Mapping[str, str]
+) -> str:
+    """An approval request's form (issue #33): the reason, the action verbatim in ``<pre>``,
+    a comment and two submit buttons that post the option (``q0_options=approve|deny``) —
+    one decision, no "choose any"; the decision goes through the one resolver like any
+    answer, so quorum and veto apply."""
+    options, text = options_field(0), text_field(0)
+    error = next((errors[name] for name in (options, text, FORM) if errors.get(name)), "")
+    reason = f'<p class="approval-reason">{_text(approval.reason)}</p>' if approval.reason else ""
+    body = (
+        '<article class="bundle approval" aria-labelledby="bundle-title">'
+        f"{_head(page)}{reason}{_action(approval)}"
+        '<form class="answer-form" method="post" aria-describedby="form-error">'
+        '<div class="free-text"><label for="q0-text">Comment (optional)</label>'
+        f'<textarea id="q0-text" name="{text}" rows="2">'
+        f"{html.escape(submitted.text_at(0))}</textarea></div>"
+        f'<p class="form-error" id="form-error" role="alert">{_text(error) if error else ""}</p>'
+        f'<div class="actions"><button type="submit" name="{options}" value="approve" '
+        'class="primary">Approve</button>'
+        f'<button type="submit" name="{options}" value="deny" class="secondary">Deny</button>'
+        "</div></form></article>"
+    )
+    return _document(body)
+
+
 def render_form(
     page: LinkPage, submitted: FormValues | None = None, errors: Mapping[str, str] | None = None
 ) -> str:
     """The bundle and its answer form (``page.state`` is OPEN): the fields of its
     :class:`AnswerForm`, ``submitted`` filled in, each of ``errors`` (by field name,
-    :data:`FORM` for the whole form) next to its field."""
+    :data:`FORM` for the whole form) next to its field. An approval request gets its own
+    form (:func:`_approval_form`)."""
     submitted = submitted if submitted is not None else FormValues()
     errors = errors if errors is not None else {}
+    approval = approval_of(page.questions)
+    if approval is not None:
+        return _approval_form(approval, page, submitted, errors)
     fields = list(AnswerForm(page.questions).fields())
     questions = "".join(
         _question(i, question, [f for f in fields if f.index == i], submitted, errors)
@@ -374,12 +415,31 @@ def render_outcome(page: LinkPage, *, submitted: bool) -> str:
     title = outcome_title(page, submitted=submitted)
     result = "won" if page.state is LinkState.RECORDED else "lost"
     head = _head(page) if page.questions else ""
+    approval = approval_of(page.questions)
+    if approval is not None:
+        head += _action(approval)
     body = (
         '<article class="bundle closed" aria-labelledby="bundle-title">'
         f"{head}"
         f'<section class="result result-{result}" aria-label="Outcome">'
         f'<p class="result-title" role="status">{_text(title)}</p>{_recorded(page)}'
         "</section></article>"
+    )
+    return _document(body)
+
+
+def render_vote(page: LinkPage, recorded: VoteRecorded) -> str:
+    """An approval vote that did not decide the request (issue #33): recorded, and how many
+    approvals it still waits for."""
+    result = recorded.result
+    title = vote_recorded_text(result.approvals, result.required, counted=recorded.counted)
+    approval = approval_of(page.questions)
+    action = _action(approval) if approval is not None else ""
+    body = (
+        '<article class="bundle closed" aria-labelledby="bundle-title">'
+        f"{_head(page)}{action}"
+        '<section class="result result-won" aria-label="Outcome">'
+        f'<p class="result-title" role="status">{_text(title)}</p></section></article>'
     )
     return _document(body)
 
@@ -433,6 +493,8 @@ def answer_routes(links: AnswerLinks) -> list[BaseRoute]:
         except InvalidOutcome as exc:
             refused = form.error(exc)
             return _response(render_form(page, submitted, refused.errors), 400)
+        except VoteRecorded as recorded:
+            return _response(render_vote(page, recorded))
         except ClarionError as exc:
             log.warning("answer_link.answer_failed", **failure_fields(exc))
             return _store_failed()

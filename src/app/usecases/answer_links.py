@@ -430,7 +430,7 @@ class AnswerLinks:
         user = await self._run.guarded(LOAD_FAILED, self._users.get_user, claims.user_id)
         if user is None or not user.active:
             return None
-        return Identity.user(user.id, is_admin=user.is_admin)
+        return Identity.user(user.id, is_admin=user.is_admin, display_name=user.name)
 
     async def _current(self, target: _Target, *, link_used: bool) -> LinkPage:
         """The bundle's state as the page shows it: the winner, the form, or a message."""

@@ -30,7 +30,7 @@ from clarion.adapters.mcp.app_card import (
     STATUS_TOOL,
     card_html,
 )
-from clarion.adapters.mcp.schemas import ToolNames, session_tools
+from clarion.adapters.mcp.schemas import ToolNames, agent_tools, session_tools
 from clarion.domain.model import Identity
 from clarion.domain.resolved_by import IdentityKind, Surface
 from tests.integration.mcp.harness import (
@@ -67,7 +67,10 @@ def _dumped(tools: Any) -> list[dict[str, Any]]:
     return [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]
 
 
-PINNED = _dumped(session_tools(ToolNames()))
+PINNED = {
+    "session": _dumped(session_tools(ToolNames())),
+    "agent": _dumped(agent_tools(ToolNames())),  # with decide_approval (issue #33)
+}
 
 
 async def _endpoint(world: McpWorld, person: Person, surface: str) -> tuple[str, str]:
@@ -94,7 +97,7 @@ async def test_a_client_without_apps_sees_exactly_the_pinned_catalog(
     url, token = await _endpoint(world, alice, surface)
     async with mcp_client(url, token=token, mode=mode) as client:
         listed = await client.list_tools()
-        assert _dumped(listed.tools) == PINNED  # no _meta anywhere, no app-only tools
+        assert _dumped(listed.tools) == PINNED[surface]  # no _meta anywhere, no app-only tools
         assert (await client.list_resources()).resources == []
         with pytest.raises(MCPError, match=f"unknown tool: {STATUS_TOOL}"):
             await client.call_tool(STATUS_TOOL, {"pending_id": "x"})
@@ -114,8 +117,10 @@ async def test_a_client_with_apps_sees_the_card_on_the_ask_tool_and_the_app_only
         listed = {tool["name"]: tool for tool in _dumped((await client.list_tools()).tools)}
     ask = listed.pop(ASK)
     assert ask.pop("_meta") == {"ui": {"resourceUri": RESOURCE_URI}}
-    assert ask == PINNED[0]  # everything else about the ask tool is the pinned tool
-    assert listed.pop(PINNED[1]["name"]) == PINNED[1]
+    pinned = PINNED[surface]
+    assert ask == pinned[0]  # everything else about the ask tool is the pinned tool
+    for other in pinned[1:]:  # list_tasks and the approval tools (issue #33): as pinned
+        assert listed.pop(other["name"]) == other
     assert sorted(listed) == [ANSWER_TOOL, STATUS_TOOL]
     for tool in listed.values():
         assert tool["_meta"] == {"ui": {"resourceUri": RESOURCE_URI, "visibility": ["app"]}}

@@ -140,7 +140,7 @@ async def test_ask_from_claude_code_and_answer_from_the_inbox(
             world.agent_url, token=alice.token, mode=mode, client_info=CLAUDE
         ) as agent:
             tools = {tool.name for tool in (await agent.list_tools()).tools}
-            assert tools == {ASK, LIST_TASKS}
+            assert tools == {ASK, LIST_TASKS, "request_approval_kandev", "decide_approval_kandev"}
             async with watching(world) as events, anyio.create_task_group() as tasks:
 
                 async def ask() -> None:

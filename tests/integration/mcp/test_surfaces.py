@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 from clarion.adapters.mcp import ToolNames, build_mcp
 from clarion.adapters.mcp.catalog import HAND_WRITTEN, render_catalog, update_catalog
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE
-from clarion.adapters.mcp.schemas import external_tools, session_tools
+from clarion.adapters.mcp.schemas import agent_tools, external_tools, session_tools
 from clarion.adapters.mcp.server import AuthGate, Caller
 from clarion.app.usecases.auth import Authentication
 from clarion.domain.model import Identity
@@ -32,9 +32,16 @@ from tests.integration.mcp.harness import (
 
 pytestmark = pytest.mark.anyio
 
-EXTERNAL_TOOLS = ["list_pending_questions_kandev", "answer_question_kandev", "list_tasks_kandev"]
-SESSION_TOOLS = ["ask_user_question_kandev", "list_tasks_kandev"]
-AGENT_TOOLS = ["ask_user_question_kandev", "list_tasks_kandev"]
+# Issue #33 adds the approval tools after the pinned ones: deciding on /mcp and /mcp/agent,
+# requesting on both agent endpoints.
+EXTERNAL_TOOLS = [
+    "list_pending_questions_kandev",
+    "answer_question_kandev",
+    "list_tasks_kandev",
+    "decide_approval_kandev",
+]
+SESSION_TOOLS = ["ask_user_question_kandev", "list_tasks_kandev", "request_approval_kandev"]
+AGENT_TOOLS = [*SESSION_TOOLS, "decide_approval_kandev"]
 CATALOG = Path(__file__).resolve().parents[3] / "docs" / "mcp-tools.md"
 
 
@@ -42,8 +49,8 @@ async def test_each_surface_lists_exactly_its_pinned_tools_as_documented(
     world: McpWorld, alice: Person, mode: str
 ) -> None:
     """S1–S3: the ask tool never on ``/mcp``; the question tools never in-session, nor on
-    ``/mcp/agent``, which serves exactly the in-session tools. The tools served are exactly
-    the definitions the catalog is generated from."""
+    ``/mcp/agent``, which serves the in-session tools and ``decide_approval`` (issue #33).
+    The tools served are exactly the definitions the catalog is generated from."""
     agent = await world.agent(alice)
     async with mcp_client(world.external_url, token=alice.token, mode=mode) as external:
         listed_external = (await external.list_tools()).tools
@@ -62,7 +69,7 @@ async def test_each_surface_lists_exactly_its_pinned_tools_as_documented(
     assert [t.model_dump() for t in listed_session] == [
         t.model_dump() for t in session_tools(names)
     ]
-    assert [t.model_dump() for t in listed_agent] == [t.model_dump() for t in session_tools(names)]
+    assert [t.model_dump() for t in listed_agent] == [t.model_dump() for t in agent_tools(names)]
 
 
 def test_docs_mcp_tools_md_is_the_catalog_generated_from_the_registered_tools() -> None:

@@ -87,4 +87,6 @@ export const paths = {
   // With the questions closed without an answer (issue #30).
   resolved: (limit) => `api/v1/clarification/resolved?limit=${limit}&include=closed`,
   respond: (pendingId) => `api/v1/clarification/${encodeURIComponent(pendingId)}/respond`,
+  // Issue #33: an approval request's decision (quorum, veto, standing approvals).
+  decision: (pendingId) => `api/v1/approvals/${encodeURIComponent(pendingId)}/decision`,
 };

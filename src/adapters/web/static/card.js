@@ -120,22 +120,41 @@ export class BundleCard {
     });
 
     this.skipView = this.buildSkip();
-    this.staleNote = h(
-      "div",
-      { class: "stale-note", hidden: true },
-      h(
-        "p",
-        {},
-        "This question left the inbox while you were working on it: someone may have answered it " +
-          "already. Submitting shows you what was recorded; nothing you typed is lost.",
-      ),
-      h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
+    this.staleNote = this.buildStaleNote(
+      "This question left the inbox while you were working on it: someone may have answered it " +
+        "already. Submitting shows you what was recorded; nothing you typed is lost.",
     );
 
-    const el = h(
+    const el = this.buildArticle(
+      "bundle",
+      joined(titles, " · "),
+      b.questions.length > 1 ? ` · ${b.questions.length} questions` : "",
+      this.staleNote,
+      this.form,
+      this.skipView.el,
+    );
+    this.tick();
+    this.updateBlocked();
+    return el;
+  }
+
+  /** The note a card shows when its bundle left the listing while the person had a draft. */
+  buildStaleNote(text) {
+    return h(
+      "div",
+      { class: "stale-note", hidden: true },
+      h("p", {}, text),
+      h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
+    );
+  }
+
+  /** The card's article: its heading, age and `meta`, the agent's context, then `parts`. */
+  buildArticle(className, title, meta, ...parts) {
+    const b = this.bundle;
+    return h(
       "article",
       {
-        class: "bundle",
+        class: className,
         id: this.id,
         "aria-labelledby": `${this.id}-title`,
         dataset: { pendingId: b.pending_id },
@@ -143,13 +162,8 @@ export class BundleCard {
       h(
         "header",
         { class: "bundle-head" },
-        h("h5", { id: `${this.id}-title` }, joined(titles, " · ")),
-        h(
-          "p",
-          { class: "meta" },
-          this.ageEl,
-          b.questions.length > 1 ? ` · ${b.questions.length} questions` : "",
-        ),
+        h("h5", { id: `${this.id}-title` }, title),
+        h("p", { class: "meta" }, this.ageEl, meta),
       ),
       b.context
         ? h(
@@ -159,13 +173,8 @@ export class BundleCard {
             h("p", { class: "context-text" }, b.context),
           )
         : null,
-      this.staleNote,
-      this.form,
-      this.skipView.el,
+      ...parts,
     );
-    this.tick();
-    this.updateBlocked();
-    return el;
   }
 
   buildQuestion(question, index) {
@@ -352,11 +361,16 @@ export class BundleCard {
   }
 
   async send(body, sentAnswers) {
+    this.handleResult(await this.post(paths.respond(this.pendingId), body), sentAnswers);
+  }
+
+  /** POST `body` to `path` with the card busy meanwhile; the earlier server messages cleared. */
+  async post(path, body) {
     this.clearServerErrors();
     this.setBusy(true);
-    const result = await api("POST", paths.respond(this.pendingId), body);
+    const result = await api("POST", path, body);
     this.setBusy(false);
-    this.handleResult(result, sentAnswers);
+    return result;
   }
 
   handleResult(result, sentAnswers) {

@@ -2,6 +2,7 @@
 // with the server by re-reading the pending listing whenever something may have changed.
 
 import { api, paths } from "./api.js";
+import { ApprovalCard } from "./approval.js";
 import { BundleCard } from "./card.js";
 import { domId, h, setText } from "./dom.js";
 import { listing, Reloading } from "./reload.js";
@@ -134,9 +135,11 @@ export class Inbox extends Reloading {
       if (card) {
         card.update(bundle);
       } else {
+        // Issue #33: an approval request has its own card.
+        const Card = bundle.approval ? ApprovalCard : BundleCard;
         this.cards.set(
           bundle.pending_id,
-          new BundleCard(bundle, {
+          new Card(bundle, {
             announce: (text) => this.ui.announce(text),
             onUnauthorized: () => this.ui.onUnauthorized(),
             onClosed: () => this.layout(),
