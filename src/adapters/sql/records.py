@@ -331,8 +331,14 @@ def insert_messages(
                 "unannounced_events": unannounced if bundle is not None and unannounced else None,
             }
         )
-    connection.execute(sa.insert(messages), values)
+    connection.execute(_insert_messages(), values)
     _rewrite_keys(connection, stored, keys)
+
+
+@cache
+def _insert_messages() -> sa.Insert:
+    """The message insert, built once: its values travel as parameters (issue #35)."""
+    return sa.insert(messages)
 
 
 def refresh_bundle_keys(connection: Connection, pending_ids: Collection[str]) -> None:
@@ -427,15 +433,21 @@ def load_current_turn(connection: Connection, session_id: str) -> Turn | None:
 
 def insert_turn(connection: Connection, *, turn_id: str, session: Session, now: datetime) -> Turn:
     """A new turn of ``session`` starting at ``now`` (it becomes the current turn)."""
-    connection.execute(
-        sa.insert(task_session_turns).values(
-            id=turn_id,
-            task_session_id=session.id,
-            task_id=session.task_id,
-            started_at=now,
-            completed_at=None,
-            created_at=now,
-            updated_at=now,
-        )
-    )
+    values = {
+        "id": turn_id,
+        "task_session_id": session.id,
+        "task_id": session.task_id,
+        "started_at": now,
+        "completed_at": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    connection.execute(_insert_turn(), values)
     return Turn(id=turn_id, session_id=session.id, started_at=now, created_at=now)
+
+
+@cache
+def _insert_turn() -> sa.Insert:
+    """:func:`insert_turn`'s statement, built once with its values as parameters (issue #35:
+    building ``.values(...)`` and cache-keying it cost about 0.4 ms of CPU on every resume)."""
+    return sa.insert(task_session_turns)
