@@ -78,17 +78,17 @@ from clarion.domain.history import (
     EXPIRED_REASON,
     SESSION_ENDED,
     SUPERSEDED,
-    ClosedBundle,
     HistoryEntry,
     ResolvedPage,
     ResolvedQuery,
     SessionFacts,
     as_closed_reason,
+    closed_bundle_at,
     resolved_bundle,
 )
-from clarion.domain.listing import clamp_limit, listed_bundle
+from clarion.domain.listing import clamp_limit
 from clarion.domain.model import CANCELLED, is_terminal_state
-from clarion.domain.rows import ClarificationRow, order_rows, parse_row
+from clarion.domain.rows import ClarificationRow, parse_row
 
 
 @attrs.frozen
@@ -400,22 +400,6 @@ def resolved_statement(shape: Shape) -> sa.Select[Any]:
     )
 
 
-def _closed(
-    pending_id: str, task_id: str, rows: list[ClarificationRow], reason: str, at: datetime
-) -> ClosedBundle:
-    listed = listed_bundle(pending_id, task_id, order_rows(rows))
-    return ClosedBundle(
-        pending_id=pending_id,
-        task_id=task_id,
-        session_id=listed.session_id,
-        created_at=listed.created_at,
-        context=listed.context,
-        questions=listed.questions,
-        reason=as_closed_reason(reason),
-        closed_at=at,
-    )
-
-
 def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> ResolvedPage:
     """Run the resolved-list query and build the page."""
     limit = clamp_limit(query.limit)
@@ -431,7 +415,7 @@ def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> Resol
         if reason is None:
             found = resolved_bundle(pending_id, task_id, rows)
         else:
-            found = _closed(pending_id, task_id, rows, reason, at)
+            found = closed_bundle_at(pending_id, task_id, rows, as_closed_reason(reason), at)
         if found is not None:
             bundles.append(found)
     return ResolvedPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)
