@@ -37,6 +37,7 @@ the in-memory reference decides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -121,15 +122,16 @@ def _parameters(query: ResolvedQuery) -> dict[str, Any]:
     )
 
 
-def _newest_resolved_row(head: sa.FromClause) -> Any:
-    """No resolved row of the same bundle comes after ``head`` by (``updated_at``, ``id``)."""
+def _newest_row(head: sa.FromClause, status: Callable[[sa.FromClause], Any]) -> Any:
+    """No row of the same bundle with ``status`` (resolved, or ended) comes after ``head`` by
+    (``updated_at``, ``id``): the head is the bundle's newest such row."""
     later = messages.alias("later")
     return absent(
         head,
         later,
         later.c.bundle_pending_id == head.c.bundle_pending_id,  # only that bundle's rows
         is_clarification(later),
-        is_resolved(later),
+        status(later),
         sa.or_(
             later.c.updated_at > head.c.updated_at,
             sa.and_(later.c.updated_at == head.c.updated_at, later.c.id > head.c.id),
@@ -179,7 +181,7 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     pending_id = head.c.bundle_pending_id
     bundle_task_id = keyed_task_id(head)
     accepted = sa.and_(
-        _newest_resolved_row(head),
+        _newest_row(head, is_resolved),
         _settled(head),
         task_is_visible(shape.seen, head, bundle_task_id),
     )
@@ -216,21 +218,9 @@ def _unanswered(head: sa.FromClause, *, ended: bool) -> Any:
 def _ended_statement(shape: Shape) -> sa.Select[Any]:
     """Expired and cancelled bundles, at their ended rows' write."""
     head = messages.alias("head")
-    later = messages.alias("later")
     ended_at = head.c.updated_at
     pending_id = head.c.bundle_pending_id
     bundle_task_id = keyed_task_id(head)
-    newest = absent(
-        head,
-        later,
-        later.c.bundle_pending_id == head.c.bundle_pending_id,
-        is_clarification(later),
-        is_ended(later),
-        sa.or_(
-            later.c.updated_at > head.c.updated_at,
-            sa.and_(later.c.updated_at == head.c.updated_at, later.c.id > head.c.id),
-        ),
-    )
     session = task_sessions.alias("ended_session")
     ended_first = sa.exists().where(
         session.c.id == head.c.task_session_id,
@@ -243,7 +233,7 @@ def _ended_statement(shape: Shape) -> sa.Select[Any]:
         else_=const(EXPIRED_REASON),
     )
     accepted = sa.and_(
-        newest,
+        _newest_row(head, is_ended),
         _unanswered(head, ended=True),
         task_is_visible(shape.seen, head, bundle_task_id),
     )
