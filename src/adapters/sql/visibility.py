@@ -150,15 +150,24 @@ def _key(head: sa.FromClause, key: ColumnElement[str] | None) -> ColumnElement[s
     return pending_id_of(head) if key is None else key
 
 
-def _session_task_id(head: sa.FromClause) -> ColumnElement[str]:
-    """M5's fallback: the task of the head's session, probed by primary key."""
-    session = task_sessions.alias("tses")
+def head_session_value(
+    head: sa.FromClause, alias: str, value: Callable[[sa.FromClause], ColumnElement[Any]]
+) -> sa.ScalarSelect[Any]:
+    """``value`` of the head's session as a scalar probe by primary key (NULL when the
+    session is missing), which PostgreSQL keeps a per-row probe instead of hashing every
+    session; ``alias`` names the session in the statement."""
+    session = task_sessions.alias(alias)
     return (
-        sa.select(session.c.task_id)
+        sa.select(value(session))
         .where(session.c.id == head.c.task_session_id)
         .correlate(head)
         .scalar_subquery()
     )
+
+
+def _session_task_id(head: sa.FromClause) -> sa.ScalarSelect[Any]:
+    """M5's fallback: the task of the head's session."""
+    return head_session_value(head, "tses", lambda session: session.c.task_id)
 
 
 def task_id(head: sa.FromClause, key: ColumnElement[str] | None = None) -> ColumnElement[str]:
