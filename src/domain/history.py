@@ -162,6 +162,19 @@ def closed_bundle(
     closed = closed_reason(rows, facts)
     if closed is None:
         return None
+    return closed_bundle_at(pending_id, task_id, rows, *closed)
+
+
+def closed_bundle_at(
+    pending_id: str,
+    task_id: str,
+    rows: Sequence[ClarificationRow],
+    reason: ClosedReason,
+    closed_at: datetime,
+) -> ClosedBundle:
+    """The history view of a bundle known to have closed for ``reason`` at ``closed_at`` —
+    decided by :func:`closed_reason` here, or by a store's own query (SQL decides it in the
+    statement that pages the history)."""
     listed = listed_bundle(pending_id, task_id, order_rows(rows))
     return ClosedBundle(
         pending_id=pending_id,
@@ -170,8 +183,8 @@ def closed_bundle(
         created_at=listed.created_at,
         context=listed.context,
         questions=listed.questions,
-        reason=closed[0],
-        closed_at=closed[1],
+        reason=reason,
+        closed_at=closed_at,
     )
 
 
@@ -315,6 +328,7 @@ __all__ = [
     "as_closed_reason",
     "before_position",
     "closed_bundle",
+    "closed_bundle_at",
     "closed_reason",
     "is_settled",
     "resolution_key",

@@ -306,6 +306,17 @@ class InMemoryClaimRepository:
     def _delivery_rows(self, pending_id: str) -> list[tuple[MessageRecord, ClarificationRow]]:
         return [(rec, row) for rec, row in self._rows(pending_id) if row.delivery_pending]
 
+    def _claimed_delivery_rows(
+        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
+    ) -> list[tuple[MessageRecord, ClarificationRow]] | None:
+        """The bundle's rows in delivery when they are exactly the claim's (``claimed_ids``,
+        all ``terminal``), else None: what finalizing or resuming a delivery may write (the
+        store lock is held)."""
+        marked = self._delivery_rows(pending_id)
+        if not transitions.is_exact_claim(list(claimed_ids), [row for _, row in marked], terminal):
+            return None
+        return marked
+
     def finalize_delivery(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str]
     ) -> tuple[ClarificationRow, ...] | None:
@@ -320,10 +331,9 @@ class InMemoryClaimRepository:
     def _finalize(
         self, pending_id: str, terminal: str, claimed_ids: Collection[str], *, wake_session: bool
     ) -> LiveDelivery | None:
-        wanted = list(claimed_ids)
         with self._store.lock:
-            marked = self._delivery_rows(pending_id)
-            if not transitions.is_exact_claim(wanted, [row for _, row in marked], terminal):
+            marked = self._claimed_delivery_rows(pending_id, terminal, claimed_ids)
+            if marked is None:
                 return None
             # updated_at stays the claim's, so winner and loser report one responded_at.
             rows = order_rows(self._write(rec, transitions.delivered, None) for rec, _ in marked)
@@ -344,10 +354,9 @@ class InMemoryClaimRepository:
         claimed_ids: Collection[str],
         resume: ResumeRecord,
     ) -> tuple[ClarificationRow, ...] | None:
-        wanted = list(claimed_ids)
         with self._store.lock:
-            marked = self._delivery_rows(pending_id)
-            if not transitions.is_exact_claim(wanted, [row for _, row in marked], terminal):
+            marked = self._claimed_delivery_rows(pending_id, terminal, claimed_ids)
+            if marked is None:
                 return None
             session = self._store.sessions.get(resume.session_id)
             if session is None:

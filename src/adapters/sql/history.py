@@ -37,6 +37,7 @@ the in-memory reference decides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -78,17 +79,17 @@ from clarion.domain.history import (
     EXPIRED_REASON,
     SESSION_ENDED,
     SUPERSEDED,
-    ClosedBundle,
     HistoryEntry,
     ResolvedPage,
     ResolvedQuery,
     SessionFacts,
     as_closed_reason,
+    closed_bundle_at,
     resolved_bundle,
 )
-from clarion.domain.listing import clamp_limit, listed_bundle
+from clarion.domain.listing import clamp_limit
 from clarion.domain.model import CANCELLED, is_terminal_state
-from clarion.domain.rows import ClarificationRow, order_rows, parse_row
+from clarion.domain.rows import ClarificationRow, parse_row
 
 
 @attrs.frozen
@@ -121,15 +122,16 @@ def _parameters(query: ResolvedQuery) -> dict[str, Any]:
     )
 
 
-def _newest_resolved_row(head: sa.FromClause) -> Any:
-    """No resolved row of the same bundle comes after ``head`` by (``updated_at``, ``id``)."""
+def _newest_row(head: sa.FromClause, status: Callable[[sa.FromClause], Any]) -> Any:
+    """No row of the same bundle with ``status`` (resolved, or ended) comes after ``head`` by
+    (``updated_at``, ``id``): the head is the bundle's newest such row."""
     later = messages.alias("later")
     return absent(
         head,
         later,
         later.c.bundle_pending_id == head.c.bundle_pending_id,  # only that bundle's rows
         is_clarification(later),
-        is_resolved(later),
+        status(later),
         sa.or_(
             later.c.updated_at > head.c.updated_at,
             sa.and_(later.c.updated_at == head.c.updated_at, later.c.id > head.c.id),
@@ -179,7 +181,7 @@ def _page_statement(shape: Shape) -> sa.Select[Any]:
     pending_id = head.c.bundle_pending_id
     bundle_task_id = keyed_task_id(head)
     accepted = sa.and_(
-        _newest_resolved_row(head),
+        _newest_row(head, is_resolved),
         _settled(head),
         task_is_visible(shape.seen, head, bundle_task_id),
     )
@@ -216,21 +218,9 @@ def _unanswered(head: sa.FromClause, *, ended: bool) -> Any:
 def _ended_statement(shape: Shape) -> sa.Select[Any]:
     """Expired and cancelled bundles, at their ended rows' write."""
     head = messages.alias("head")
-    later = messages.alias("later")
     ended_at = head.c.updated_at
     pending_id = head.c.bundle_pending_id
     bundle_task_id = keyed_task_id(head)
-    newest = absent(
-        head,
-        later,
-        later.c.bundle_pending_id == head.c.bundle_pending_id,
-        is_clarification(later),
-        is_ended(later),
-        sa.or_(
-            later.c.updated_at > head.c.updated_at,
-            sa.and_(later.c.updated_at == head.c.updated_at, later.c.id > head.c.id),
-        ),
-    )
     session = task_sessions.alias("ended_session")
     ended_first = sa.exists().where(
         session.c.id == head.c.task_session_id,
@@ -243,7 +233,7 @@ def _ended_statement(shape: Shape) -> sa.Select[Any]:
         else_=const(EXPIRED_REASON),
     )
     accepted = sa.and_(
-        newest,
+        _newest_row(head, is_ended),
         _unanswered(head, ended=True),
         task_is_visible(shape.seen, head, bundle_task_id),
     )
@@ -400,22 +390,6 @@ def resolved_statement(shape: Shape) -> sa.Select[Any]:
     )
 
 
-def _closed(
-    pending_id: str, task_id: str, rows: list[ClarificationRow], reason: str, at: datetime
-) -> ClosedBundle:
-    listed = listed_bundle(pending_id, task_id, order_rows(rows))
-    return ClosedBundle(
-        pending_id=pending_id,
-        task_id=task_id,
-        session_id=listed.session_id,
-        created_at=listed.created_at,
-        context=listed.context,
-        questions=listed.questions,
-        reason=as_closed_reason(reason),
-        closed_at=at,
-    )
-
-
 def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> ResolvedPage:
     """Run the resolved-list query and build the page."""
     limit = clamp_limit(query.limit)
@@ -431,7 +405,7 @@ def list_resolved_bundles(connection: Connection, query: ResolvedQuery) -> Resol
         if reason is None:
             found = resolved_bundle(pending_id, task_id, rows)
         else:
-            found = _closed(pending_id, task_id, rows, reason, at)
+            found = closed_bundle_at(pending_id, task_id, rows, as_closed_reason(reason), at)
         if found is not None:
             bundles.append(found)
     return ResolvedPage(bundles=tuple(bundles[:limit]), has_more=len(bundles) > limit)

@@ -50,12 +50,13 @@ from clarion.adapters.sql.predicates import (
     session_is_live,
 )
 from clarion.adapters.sql.records import message_record_at
-from clarion.adapters.sql.schema import messages, task_sessions
+from clarion.adapters.sql.schema import messages
 from clarion.adapters.sql.types import UtcDateTime
 from clarion.adapters.sql.visibility import (
     Seen,
     absent,
     bundle_key,
+    head_session_value,
     keyed_task_id,
     task_is_visible,
 )
@@ -113,16 +114,9 @@ def parameters(query: ListQuery) -> dict[str, Any]:
 
 
 def _session_is_live(head: sa.FromClause) -> Any:
-    """:func:`session_is_live` of the head's session, probed by primary key (NULL when the
-    session is missing) — ``in_live_session`` as a scalar, which PostgreSQL keeps a per-row
-    probe instead of hashing every session."""
-    session = task_sessions.alias("live")
-    return (
-        sa.select(session_is_live(session))
-        .where(session.c.id == head.c.task_session_id)
-        .correlate(head)
-        .scalar_subquery()
-    )
+    """:func:`session_is_live` of the head's session — ``in_live_session`` as a scalar probe
+    by primary key (:func:`head_session_value`)."""
+    return head_session_value(head, "live", session_is_live)
 
 
 def _first_pending_row(head: sa.FromClause) -> Any:

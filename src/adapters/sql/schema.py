@@ -10,6 +10,8 @@ The migrations in ``migrations/`` create exactly this metadata; a test compares 
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -35,6 +37,19 @@ NAMING_CONVENTION = {
 metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 JsonDocument = sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+def partial_index(
+    name: str,
+    *columns: str | sa.ColumnElement[Any],
+    where: sa.ColumnElement[bool] | sa.TextClause,
+    **kw: Any,
+) -> sa.Index:
+    """An index over the rows ``where`` holds, on SQLite and PostgreSQL alike: each dialect
+    reads the predicate from its own keyword, and one left out makes that dialect's index
+    whole (larger, and a unique one then refuses rows the predicate leaves out)."""
+    return sa.Index(name, *columns, sqlite_where=where, postgresql_where=where, **kw)
+
 
 workspaces = sa.Table(
     "workspaces",
@@ -95,11 +110,10 @@ def session_has_ended(session: sa.FromClause) -> sa.ColumnElement[bool]:
     return session.c.state.in_([const(state) for state in sorted(SessionState.TERMINAL)])
 
 
-sa.Index(
+partial_index(
     "ix_task_sessions_ended",
     task_sessions.c.updated_at,
-    sqlite_where=session_has_ended(task_sessions),
-    postgresql_where=session_has_ended(task_sessions),
+    where=session_has_ended(task_sessions),
 )
 
 task_session_turns = sa.Table(
@@ -199,73 +213,66 @@ sa.Index("ix_task_session_messages_pending_id", pending_id_of(messages))
 # Only pending clarification rows: the per-session active reads scan this index (and create's
 # deduplication probes it down to the question-set digest), so their cost follows the pending
 # work, not the message history.
-sa.Index(
+partial_index(
     "ix_task_session_messages_pending_rows",
     messages.c.task_session_id,
     messages.c.turn_id,
     messages.c.bundle_digest,
-    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
 # The list walks this index in L6 order — (D1 created_at, pending id byte-wise) over pending
 # clarification rows — and stops after one page of bundles (docs/performance.md).
-sa.Index(
+partial_index(
     "ix_task_session_messages_pending_order",
     messages.c.bundle_created_at,
     messages.c.bundle_pending_id,
-    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
 # The per-identity active-bundle limit counts one asker's pending bundles on this index and
 # stops after the limit (ClaimRepository.count_active_asked).
-sa.Index(
+partial_index(
     "ix_task_session_messages_pending_asker",
     messages.c.asker_id,
     messages.c.bundle_pending_id,
-    sqlite_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_pendingish(messages)),
+    where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
 # The resolved list (newest first) and the audit export walk this index backwards in
 # (resolution time, pending id) order over resolved clarification rows and stop after a page;
 # a resolved row's ``updated_at`` is its claim's time (finalize keeps it; nothing else writes
 # a resolved row).
-sa.Index(
+partial_index(
     "ix_task_session_messages_resolved_order",
     messages.c.updated_at,
     messages.c.bundle_pending_id,
-    sqlite_where=sa.and_(is_clarification(messages), is_resolved(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_resolved(messages)),
+    where=sa.and_(is_clarification(messages), is_resolved(messages)),
 )
 
 # Issue #30: the history's closed bundles — expired and cancelled clarification rows walked
 # backwards by (closing time, pending id), as the resolved ones above; an ended row's
 # ``updated_at`` is its expiry's or cancellation's (nothing writes an ended row again).
-sa.Index(
+partial_index(
     "ix_task_session_messages_ended_order",
     messages.c.updated_at,
     messages.c.bundle_pending_id,
-    sqlite_where=sa.and_(is_clarification(messages), is_ended(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_ended(messages)),
+    where=sa.and_(is_clarification(messages), is_ended(messages)),
 )
 
 # The notification store finds the marked rows here, by bundle (adapters.sql.outbox).
-sa.Index(
+partial_index(
     "ix_task_session_messages_unannounced",
     messages.c.bundle_pending_id,
-    sqlite_where=messages.c.unannounced_events.is_not(None),
-    postgresql_where=messages.c.unannounced_events.is_not(None),
+    where=messages.c.unannounced_events.is_not(None),
 )
 
 # Recovery finds the rows still in delivery here, every few seconds on PostgreSQL (issue #28):
 # its cost follows the deliveries in flight, not the message history.
-sa.Index(
+partial_index(
     "ix_task_session_messages_in_delivery",
     messages.c.updated_at,
-    sqlite_where=sa.and_(is_clarification(messages), is_delivery_pending(messages)),
-    postgresql_where=sa.and_(is_clarification(messages), is_delivery_pending(messages)),
+    where=sa.and_(is_clarification(messages), is_delivery_pending(messages)),
 )
 
 users = sa.Table(
@@ -403,14 +410,13 @@ agent_asks = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("state", sa.Text, nullable=False),
     sa.Column("as_task", sa.Boolean, nullable=False),
-    sa.Index(
+    partial_index(
         "ux_agent_asks_open_key",
         "owner",
         "scope",
         "retry_key",
         unique=True,
-        sqlite_where=_OPEN_ASK,
-        postgresql_where=_OPEN_ASK,
+        where=_OPEN_ASK,
     ),
     sa.Index("ix_agent_asks_owner_scope", "owner", "scope", "state", "created_at"),
 )

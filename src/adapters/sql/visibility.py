@@ -150,26 +150,39 @@ def _key(head: sa.FromClause, key: ColumnElement[str] | None) -> ColumnElement[s
     return pending_id_of(head) if key is None else key
 
 
+def head_session_value(
+    head: sa.FromClause, alias: str, value: Callable[[sa.FromClause], ColumnElement[Any]]
+) -> sa.ScalarSelect[Any]:
+    """``value`` of the head's session as a scalar probe by primary key (NULL when the
+    session is missing), which PostgreSQL keeps a per-row probe instead of hashing every
+    session; ``alias`` names the session in the statement."""
+    session = task_sessions.alias(alias)
+    return (
+        sa.select(value(session))
+        .where(session.c.id == head.c.task_session_id)
+        .correlate(head)
+        .scalar_subquery()
+    )
+
+
+def _session_task_id(head: sa.FromClause) -> sa.ScalarSelect[Any]:
+    """M5's fallback: the task of the head's session."""
+    return head_session_value(head, "tses", lambda session: session.c.task_id)
+
+
 def task_id(head: sa.FromClause, key: ColumnElement[str] | None = None) -> ColumnElement[str]:
     """M5, the same rule as domain.rows.resolve_task_id: the smallest non-empty task id of
     the bundle's rows, else the head's session's task (the claim's guard puts every row of an
     answerable bundle on it). ``key`` is the head's pending id when the caller has it as a
     column (:func:`bundle_key`); by default it is read from the head's metadata."""
     row = messages.alias("trow")
-    session = task_sessions.alias("tses")
     from_rows = (
         sa.select(sa.func.min(sa.func.nullif(row.c.task_id, const(""))))
         .where(pending_id_of(row) == _key(head, key), is_clarification(row))
         .correlate(head)
         .scalar_subquery()
     )
-    from_session = (
-        sa.select(session.c.task_id)
-        .where(session.c.id == head.c.task_session_id)
-        .correlate(head)
-        .scalar_subquery()
-    )
-    return sa.func.coalesce(from_rows, from_session)
+    return sa.func.coalesce(from_rows, _session_task_id(head))
 
 
 def keyed_task_id(head: sa.FromClause) -> ColumnElement[str]:
@@ -177,14 +190,9 @@ def keyed_task_id(head: sa.FromClause) -> ColumnElement[str]:
     rows part is the head's own ``bundle_task_id`` (the smallest non-empty task id of its
     bundle's rows, kept with the other keys), so only the session's task, when no row
     carries one, is probed."""
-    session = task_sessions.alias("tses")
-    from_session = (
-        sa.select(session.c.task_id)
-        .where(session.c.id == head.c.task_session_id)
-        .correlate(head)
-        .scalar_subquery()
+    return sa.func.coalesce(
+        sa.func.nullif(head.c.bundle_task_id, const("")), _session_task_id(head)
     )
-    return sa.func.coalesce(sa.func.nullif(head.c.bundle_task_id, const("")), from_session)
 
 
 def task_is_visible(

@@ -199,6 +199,13 @@ def _questions_answer(args: argparse.Namespace) -> int:
     response = result["response"]
     who = "you answered it" if result["claimed"] else "it was already settled; this is the winner's"
     print(f"{args.pending_id}: {result['status']} ({who})")
+    _print_response(response)
+    return 0
+
+
+def _print_response(response: dict[str, Any], prompts: dict[str, str] | None = None) -> None:
+    """A response's rejection line and one line per answer (selected option ids, then the
+    free text as JSON), after its question's prompt when ``prompts`` gives them."""
     if response["rejected"]:
         print(
             "  rejected" + (f": {response['reject_reason']}" if response["reject_reason"] else "")
@@ -207,8 +214,12 @@ def _questions_answer(args: argparse.Namespace) -> int:
         parts = [*answer["selected_options"]]
         if answer["custom_text"]:
             parts.append(json.dumps(answer["custom_text"], ensure_ascii=False))
-        print(f"  {answer['question_id']}: {', '.join(parts) or '(no answer)'}")
-    return 0
+        given = ", ".join(parts) or "(no answer)"
+        if prompts is None:
+            print(f"  {answer['question_id']}: {given}")
+        else:
+            prompt = prompts.get(answer["question_id"], "")
+            print(f"  {answer['question_id']}: {prompt} → {given}")
 
 
 def _questions_history(args: argparse.Namespace) -> int:
@@ -234,17 +245,6 @@ def _questions_history(args: argparse.Namespace) -> int:
             f"{bundle['resolved_at']}  {bundle['pending_id']}  {bundle['status']}  "
             f"by {name} ({who['kind']}) via {who['surface']}"
         )
-        response = bundle["response"]
-        if response["rejected"]:
-            print(
-                "  rejected"
-                + (f": {response['reject_reason']}" if response["reject_reason"] else "")
-            )
         prompts = {q["question_id"]: q["prompt"] for q in bundle["questions"]}
-        for answer in response["answers"]:
-            parts = [*answer["selected_options"]]
-            if answer["custom_text"]:
-                parts.append(json.dumps(answer["custom_text"], ensure_ascii=False))
-            prompt = prompts.get(answer["question_id"], "")
-            print(f"  {answer['question_id']}: {prompt} → {', '.join(parts) or '(no answer)'}")
+        _print_response(bundle["response"], prompts)
     return 0
