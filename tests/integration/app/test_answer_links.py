@@ -436,7 +436,7 @@ async def test_no_log_line_carries_the_link_token(
     from clarion.adapters.rest import request_log
 
     capture = structlog.testing.LogCapture()
-    logger = structlog.wrap_logger(None, processors=[capture])
+    logger = structlog.wrap_logger(None, processors=[capture], wrapper_class=structlog.BoundLogger)
     monkeypatch.setattr(request_log, "log", logger)
     pending_id = await world.ask(world.shared_session)
     link = path_of(world.links.link_for(world.alice, pending_id))

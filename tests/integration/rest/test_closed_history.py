@@ -48,10 +48,10 @@ def fixture_published(world: RestWorld, monkeypatch: pytest.MonkeyPatch) -> list
 @pytest.fixture(name="logs")
 def fixture_logs(monkeypatch: pytest.MonkeyPatch) -> list[MutableMapping[str, Any]]:
     """What the publishing use case logs, captured at its own logger: the global structlog
-    configuration (which an in-process CLI test may have set, with cached loggers) is not this
-    test's to rely on."""
+    configuration (which an in-process CLI test may have set, with cached loggers and a level
+    filter that drops info lines) is not this test's to rely on, hence its own wrapper class."""
     capture = structlog.testing.LogCapture()
-    logger = structlog.wrap_logger(None, processors=[capture])
+    logger = structlog.wrap_logger(None, processors=[capture], wrapper_class=structlog.BoundLogger)
     monkeypatch.setattr(publishing, "log", logger)
     return capture.entries
 
