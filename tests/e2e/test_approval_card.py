@@ -115,6 +115,9 @@ def test_the_approval_card_shows_the_action_verbatim_and_a_quorum_vote_is_counte
     assert again["status"] == "approved"
     assert again["standing_approval_id"]
     assert again["decided_by"]["display_name"] == "standing approval by alice"
+    # Listed to its granter: the task has no workspace, so everyone sees it (L1c).
+    standing = alice.request("GET", "/api/v1/standing-approvals")
+    assert again["standing_approval_id"] in [item["id"] for item in standing["standing_approvals"]]
 
 
 def test_a_deny_decides_at_once_and_a_late_voter_is_told_the_outcome(

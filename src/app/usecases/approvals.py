@@ -21,7 +21,7 @@ What this module adds:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -73,6 +73,7 @@ from clarion.domain.errors import (
     ValidationError,
 )
 from clarion.domain.host import User
+from clarion.domain.listing import task_visible
 from clarion.domain.model import Answer, Identity, Option
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
@@ -553,13 +554,9 @@ class Approvals:
         """The standing approvals of the workspaces ``identity`` sees, newest grant first."""
         if self._standing is None:
             return ()
-        standing = self._standing
 
         def read() -> tuple[StandingApproval, ...]:
-            workspaces = self._visible_workspaces(identity)
-            return standing.list_standing(
-                workspaces, include_inactive=include_inactive, now=self._clock.now()
-            )
+            return self._visible_standing(identity, include_inactive, self._clock.now())
 
         return await self._run.guarded(APPROVALS_FAILED, read)
 
@@ -575,9 +572,8 @@ class Approvals:
         standing = self._standing
 
         def revoke() -> StandingApproval | None:
-            workspaces = self._visible_workspaces(identity)
             now = self._clock.now()
-            found = standing.list_standing(workspaces, include_inactive=True, now=now)
+            found = self._visible_standing(identity, True, now)
             if not any(item.id == standing_id for item in found):
                 return None
             return standing.revoke(standing_id, identity.user_id or "", now)
@@ -588,15 +584,26 @@ class Approvals:
         log.info("approval.standing_revoked", standing_id=standing_id)
         return revoked
 
-    def _visible_workspaces(self, identity: Identity) -> Collection[str] | None:
-        """None (every workspace) for an unscoped caller, else the ids it sees (L1a)."""
+    def _visible_standing(
+        self, identity: Identity, include_inactive: bool, now: datetime
+    ) -> tuple[StandingApproval, ...]:
+        """The standing approvals granted on tasks ``identity`` sees (L1c, the list's own rule:
+        a task without a workspace, or in one that no longer exists, is seen by everyone)."""
+        assert self._standing is not None
+        found = self._standing.list_standing(None, include_inactive=include_inactive, now=now)
         if not identity.is_scoped:
-            return None
+            return found
         visibility = self._authorizer.visibility(identity)
+        owners = {workspace.id: workspace.owner_id for workspace in self._host.list_workspaces()}
         return tuple(
-            workspace.id
-            for workspace in self._host.list_workspaces()
-            if visibility.sees(workspace.id, workspace.owner_id)
+            item
+            for item in found
+            if task_visible(
+                visibility,
+                item.workspace_id,
+                item.workspace_id in owners,
+                owners.get(item.workspace_id, ""),
+            )
         )
 
     # -- assignment by name ------------------------------------------------------------------

@@ -374,3 +374,35 @@ async def test_the_askers_wait_without_a_live_entry_watches_until_decided(
             ALICE, view.pending_id, Decision.APPROVE, surface=Surface.REST
         )
     assert waited[0].status == "approved"
+
+
+async def test_a_standing_approval_on_a_task_without_a_workspace_is_listed_to_its_granter(
+    world: AppWorld,
+) -> None:
+    """L1c: a task without a workspace is seen by every signed-in person, and so is what was
+    granted on it — listed to the granter and revocable by them (not only to unscoped
+    callers), while a task in someone else's workspace stays out of sight."""
+    task = world.host.create_task("task", "")
+    session, _ = world.host.create_session(task.id, is_primary=True)
+    first = await _create(world, session.id)
+    reply = await world.services.approvals.decide(
+        ALICE, first.pending_id, Decision.APPROVE, surface=Surface.INBOX, allow_for_minutes=10
+    )
+    assert reply.standing is not None
+    assert reply.standing.workspace_id == ""
+    assert [s.id for s in await world.services.approvals.list_standing(ALICE)] == [
+        reply.standing.id
+    ]
+    private = world.session("bob")
+    theirs = await world.services.approvals.create(BOB, session_id=private.id, terms=_terms())
+    bobs = await world.services.approvals.decide(
+        BOB, theirs.pending_id, Decision.APPROVE, surface=Surface.INBOX, allow_for_minutes=10
+    )
+    assert bobs.standing is not None
+    assert bobs.standing.id not in {
+        s.id for s in await world.services.approvals.list_standing(ALICE)
+    }
+    revoked = await world.services.approvals.revoke_standing(ALICE, reply.standing.id)
+    assert revoked.revoked_at is not None
+    with pytest.raises(NotFound):
+        await world.services.approvals.revoke_standing(ALICE, bobs.standing.id)
