@@ -171,12 +171,15 @@ def test_every_response_of_a_whole_session_conforms_to_the_document(
 def test_each_request_is_logged_once_with_its_id_and_never_with_question_text(
     client: TestClient, alice: Caller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The surface's own loggers, captured directly: the global structlog configuration (which
-    # the CLI may have set, with cached loggers) is not this test's to rely on.
+    # The surface's own loggers, captured directly, with their own wrapper class: the global
+    # structlog configuration (which the CLI may have set, with cached loggers) is not this
+    # test's to rely on.
     capture = structlog.testing.LogCapture()
     for module in (request_log, errors):
         logger = structlog.wrap_logger(
-            None, processors=[structlog.contextvars.merge_contextvars, capture]
+            None,
+            processors=[structlog.contextvars.merge_contextvars, capture],
+            wrapper_class=structlog.BoundLogger,
         )
         monkeypatch.setattr(module, "log", logger)
     secret = "What is the launch code?"
