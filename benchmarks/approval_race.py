@@ -5,9 +5,10 @@
 
     .venv/bin/python -m benchmarks.approval_race                       # SQLite, 50 trials
     .venv/bin/python -m benchmarks.approval_race --trials 200 \\
-        --postgres postgresql+psycopg://postgres@127.0.0.1:5432/race   # and PostgreSQL
+        --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test   # and PostgreSQL
 
-The PostgreSQL database must exist and be empty (or Clarion's); it is migrated first.
+``--postgres`` names a server (any database there the user may connect to): the race runs on
+a new database made there, migrated first and dropped afterwards.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from benchmarks.scratch import scratch_postgres
 from tests.integration.rest.approval_race import run_trials, served_race
 
 
@@ -48,7 +50,8 @@ def main() -> int:
         sqlite = f"sqlite:///{Path(folder) / 'race.db'}"
         anomalies += _run("sqlite", sqlite, args.trials, args.seed)
     if args.postgres:
-        anomalies += _run("postgresql", args.postgres, args.trials, args.seed)
+        with scratch_postgres(args.postgres) as database_url:
+            anomalies += _run("postgresql", database_url, args.trials, args.seed)
     return 1 if anomalies else 0
 
 
