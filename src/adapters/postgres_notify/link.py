@@ -177,9 +177,13 @@ class NotifyLink:
 
     def post(self, message: Message, to: str | None = None) -> None:
         """Queue ``message`` for the broadcast channel (or instance ``to``); never blocks.
-        Dropped when the link is not running."""
+        Dropped when the link is not running — also when it stops between that check and the
+        queue (a reply posted from the listen loop while the link closes)."""
         if self.running:
-            self._enqueue(message, to, None)
+            try:
+                self._enqueue(message, to, None)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                log.debug("live.post_dropped_closing", channel=to or self.channel)
 
     async def send(self, message: Message, to: str | None = None) -> None:
         """Send ``message`` and return once its transaction committed.
