@@ -13,8 +13,10 @@ next position is taken from the scope's one ``audit_heads`` row, which the appen
   to what it committed: no two records share a ``prev_hash``. Claims in other workspaces do
   not wait. The lock is the transaction's last, taken after the bundle's session locks, so
   it adds no lock-order cycle.
-- SQLite: ``BEGIN IMMEDIATE`` already serializes every writer, so the append reads the head,
-  hashes in Python and writes the record and the head (three in-process statements).
+- SQLite: ``BEGIN IMMEDIATE`` already serializes every writer, so ONE ``INSERT … SELECT``
+  links the record to the head it reads, hashing with the ``clarion_link_hash`` function
+  every connection registers (:func:`clarion.domain.audit_chain.link_hash`), and a trigger
+  (migration ``0020_audit_head_trigger``) moves the head to the inserted record.
 
 The scope is the workspace of the bundle's M5 task (the rows' task, else the session's),
 found inside the statement.
@@ -28,7 +30,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from clarion.adapters.sql.engine import check_engine, read_transaction
+from clarion.adapters.sql.engine import SQLITE_LINK_HASH, check_engine, read_transaction
 from clarion.adapters.sql.metadata_sql import is_clarification
 from clarion.adapters.sql.records import select_messages
 from clarion.adapters.sql.schema import audit_chain, audit_heads, messages
@@ -37,7 +39,6 @@ from clarion.domain.audit_chain import (
     ChainEntry,
     ChainHead,
     ChainRecord,
-    next_record,
 )
 from clarion.domain.rows import MessageRecord, parse_row
 
@@ -72,45 +73,29 @@ INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
 SELECT scope, seq, CAST(:pending_id AS text), prev_hash, hash, CAST(:body AS text) FROM head
 """)
 
-_SQLITE_HEAD: Final = sa.text(f"""
-SELECT target.scope, h.seq, h.hash
+_SQLITE_APPEND: Final = sa.text(f"""
+INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
+SELECT target.scope, coalesce(h.seq, 0) + 1, CAST(:pending_id AS text),
+       coalesce(h.hash, CAST(:genesis AS text)),
+       {SQLITE_LINK_HASH}(coalesce(h.hash, CAST(:genesis AS text)), CAST(:body AS text)),
+       CAST(:body AS text)
 FROM (SELECT {_SCOPE} AS scope) AS target
 LEFT JOIN audit_heads AS h ON h.scope = target.scope
 """)
 
-_INSERT_RECORD: Final = sa.insert(audit_chain)
-_SQLITE_MOVE_HEAD: Final = sa.text("""
-INSERT INTO audit_heads (scope, seq, prev_hash, hash) VALUES (:scope, :seq, :prev_hash, :hash)
-ON CONFLICT (scope) DO UPDATE
-SET seq = excluded.seq, prev_hash = excluded.prev_hash, hash = excluded.hash
-""")
-
 
 def append_record(connection: Connection, entry: ChainEntry) -> None:
-    """Append ``entry`` to its workspace's chain, in the caller's write transaction."""
-    pending_id, body = entry.pending_id, entry.body
-    params = {"pending_id": pending_id, "task_id": entry.task_id, "session_id": entry.session_id}
-    if connection.dialect.name == "postgresql":
-        connection.execute(_PG_APPEND, {**params, "body": body, "genesis": GENESIS_HASH})
-        return
-    found = connection.execute(_SQLITE_HEAD, params).one()
-    scope = str(found.scope)
-    head = ChainHead(scope, int(found.seq), str(found.hash)) if found.seq is not None else None
-    record = next_record(head, scope, pending_id, body)
-    values = _record_values(record)
-    connection.execute(_INSERT_RECORD, values)
-    connection.execute(_SQLITE_MOVE_HEAD, values)
-
-
-def _record_values(record: ChainRecord) -> dict[str, object]:
-    return {
-        "scope": record.scope,
-        "seq": record.seq,
-        "pending_id": record.pending_id,
-        "prev_hash": record.prev_hash,
-        "hash": record.hash,
-        "body": record.body,
+    """Append ``entry`` to its workspace's chain, in the caller's write transaction (one
+    statement on either database)."""
+    params = {
+        "pending_id": entry.pending_id,
+        "task_id": entry.task_id,
+        "session_id": entry.session_id,
+        "body": entry.body,
+        "genesis": GENESIS_HASH,
     }
+    postgresql = connection.dialect.name == "postgresql"
+    connection.execute(_PG_APPEND if postgresql else _SQLITE_APPEND, params)
 
 
 def _record(row: Any) -> ChainRecord:

@@ -28,10 +28,13 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
+from clarion.domain.audit_chain import link_hash
 from clarion.ports.system import Clock, IdGenerator
 
 DEFAULT_DATABASE_URL = "sqlite:///./clarion.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# The SQL function every SQLite connection gets: clarion.domain.audit_chain.link_hash.
+SQLITE_LINK_HASH = "clarion_link_hash"
 SqliteSynchronous = Literal["FULL", "NORMAL"]
 DEFAULT_SQLITE_SYNCHRONOUS: SqliteSynchronous = "FULL"
 
@@ -112,6 +115,9 @@ def _configure_sqlite(engine: Engine, synchronous: SqliteSynchronous, database: 
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
+        # The audit chain's link, so a claim appends its record in one statement
+        # (clarion.adapters.sql.audit); PostgreSQL computes the same hash with sha256().
+        dbapi_connection.create_function(SQLITE_LINK_HASH, 2, link_hash, deterministic=True)
 
     # Writers of this process queue on a lock instead of in SQLite's busy handler, whose
     # back-off sleeps (1, 2, 5 ... 100 ms) made the tail latency of a burst of answers grow

@@ -499,7 +499,8 @@ standing_approvals = sa.Table(
 # The tamper-evident audit chain (issue #34, migration 0019_audit_chain): one record per
 # resolution and per restore, hash-linked within its scope (a workspace id), appended in the
 # claim's transaction; ``audit_heads`` holds each scope's last position and hash, the one row
-# a claim locks to take the next one (see clarion.adapters.sql.audit).
+# a claim locks to take the next one (see clarion.adapters.sql.audit); on SQLite a trigger
+# (migration 0020_audit_head_trigger) moves it to each inserted record.
 audit_chain = sa.Table(
     "audit_chain",
     metadata,
