@@ -7,7 +7,7 @@ import { errorText, paths } from "./api.js";
 import { BundleCard } from "./card.js";
 import { closedWhy } from "./closed.js";
 import { h } from "./dom.js";
-import { limitedText } from "./text.js";
+import { limitedTextField } from "./text.js";
 
 const SEND_FAILED = "Your decision was not recorded";
 export const DEFAULT_STANDING_MINUTES = 30;
@@ -126,20 +126,15 @@ export class ApprovalCard extends BundleCard {
 
   buildComment() {
     const cid = `${this.id}-comment`;
-    const textarea = h("textarea", {
-      id: cid,
-      rows: "2",
-      "aria-describedby": `${cid}-count ${cid}-msg`,
-    });
-    const counter = h("span", { class: "counter", id: `${cid}-count` });
-    const message = h("p", { class: "field-error", id: `${cid}-msg`, "aria-live": "polite" });
-    const limit = limitedText(textarea, counter, message, () => this.updateBlocked());
+    const { textarea, message, limit, meta } = limitedTextField(cid, cid, () =>
+      this.updateBlocked(),
+    );
     const el = h(
       "div",
       { class: "free-text" },
       h("label", { for: cid }, "Comment (optional, told to the agent)"),
       textarea,
-      h("div", { class: "field-meta" }, message, counter),
+      meta,
     );
     return { el, textarea, message, limit };
   }

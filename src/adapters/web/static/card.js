@@ -3,7 +3,7 @@
 import { api, errorText, paths } from "./api.js";
 import { ago, domId, h, joined } from "./dom.js";
 import { closedWhy } from "./closed.js";
-import { limitedText } from "./text.js";
+import { limitedTextField } from "./text.js";
 
 const SEND_FAILED = "Your answer was not recorded";
 
@@ -217,14 +217,9 @@ export class BundleCard {
       );
       return { input, label };
     });
-    const textarea = h("textarea", {
-      id: `${qid}-text`,
-      rows: "2",
-      "aria-describedby": `${qid}-count ${qid}-msg`,
-    });
-    const counter = h("span", { class: "counter", id: `${qid}-count` });
-    const message = h("p", { class: "field-error", id: `${qid}-msg`, "aria-live": "polite" });
-    const limit = limitedText(textarea, counter, message, () => this.updateBlocked());
+    const { textarea, message, limit, meta } = limitedTextField(`${qid}-text`, qid, () =>
+      this.updateBlocked(),
+    );
     const el = h(
       "fieldset",
       { class: "question", dataset: { questionId: question.question_id } },
@@ -251,7 +246,7 @@ export class BundleCard {
           boxes.length ? "Your own answer (optional)" : "Your answer",
         ),
         textarea,
-        h("div", { class: "field-meta" }, message, counter),
+        meta,
       ),
     );
     return { el, question, boxes, textarea, message, limit };
@@ -259,19 +254,14 @@ export class BundleCard {
 
   buildSkip() {
     const rid = `${this.id}-skip`;
-    const textarea = h("textarea", {
-      id: `${rid}-reason`,
-      rows: "2",
-      "aria-describedby": `${rid}-count ${rid}-msg`,
-    });
-    const counter = h("span", { class: "counter", id: `${rid}-count` });
-    const message = h("p", { class: "field-error", id: `${rid}-msg`, "aria-live": "polite" });
+    const { textarea, message, limit, meta } = limitedTextField(`${rid}-reason`, rid, () =>
+      this.updateBlocked(),
+    );
     const button = h(
       "button",
       { type: "button", class: "secondary", onclick: () => this.submitSkip() },
       "Skip",
     );
-    const limit = limitedText(textarea, counter, message, () => this.updateBlocked());
     const details = h(
       "details",
       { class: "skip" },
@@ -292,7 +282,7 @@ export class BundleCard {
         ),
         h("label", { for: `${rid}-reason` }, "Reason for skipping (optional)"),
         textarea,
-        h("div", { class: "field-meta" }, message, counter),
+        meta,
         button,
       ),
     );
