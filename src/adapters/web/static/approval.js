@@ -3,7 +3,7 @@
 // same action for N minutes" (a standing approval). The decision goes to
 // POST /api/v1/approvals/{id}/decision: the one resolver, so quorum and veto apply.
 
-import { errorText, paths } from "./api.js";
+import { paths } from "./api.js";
 import { BundleCard } from "./card.js";
 import { closedWhy } from "./closed.js";
 import { h } from "./dom.js";
@@ -227,27 +227,17 @@ export class ApprovalCard extends BundleCard {
       this.closeWith(body.approval, body.counted === true, decision);
       return;
     }
-    switch (result.status) {
-      case 409:
+    this.handleFailure(result, SEND_FAILED, {
+      inactive: (closedReason) =>
         this.closeTitle(
-          result.closedReason
-            ? `This request was closed without a decision: ${closedWhy(result.closedReason)}. ` +
+          closedReason
+            ? `This request was closed without a decision: ${closedWhy(closedReason)}. ` +
                 "Nothing was recorded."
             : "This request is no longer active. Nothing was recorded.",
-        );
-        return;
-      case 404:
-        this.closeTitle("This request no longer exists or is no longer visible to you.");
-        return;
-      case 401:
-        this.ctx.onUnauthorized();
-        return;
-      case 400:
-        this.showRefusal(body);
-        return;
-      default:
-        this.showFormError(`${errorText(result, SEND_FAILED)} Try again.`);
-    }
+        ),
+      gone: () => this.closeTitle("This request no longer exists or is no longer visible to you."),
+      invalid: () => this.showRefusal(body),
+    });
   }
 
   /** A 400 names its field: the comment, the minutes (or constraints), or the whole form. */

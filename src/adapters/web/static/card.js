@@ -372,21 +372,35 @@ export class BundleCard {
       this.close(lost ? "lost" : "won", body.status, body.response);
       return;
     }
+    this.handleFailure(result, SEND_FAILED, {
+      inactive: (closedReason) => this.close("inactive", undefined, undefined, closedReason),
+      gone: () => this.close("gone"),
+      invalid: () => this.showValidationError(body, sentAnswers),
+    });
+  }
+
+  /**
+   * A submission that did not succeed, as every card answers it: a 409 calls `inactive` (with
+   * the closed reason, when the server gave one) and a 404 `gone`, both to close the card; a
+   * 401 hands over to sign-in; a 400 calls `invalid` (its body names the field); anything
+   * else is a form error, `notRecorded` and why, so the person can try again.
+   */
+  handleFailure(result, notRecorded, { inactive, gone, invalid }) {
     switch (result.status) {
       case 409:
-        this.close("inactive", undefined, undefined, result.closedReason);
+        inactive(result.closedReason);
         return;
       case 404:
-        this.close("gone");
+        gone();
         return;
       case 401:
         this.ctx.onUnauthorized();
         return;
       case 400:
-        this.showValidationError(body, sentAnswers);
+        invalid();
         return;
       default:
-        this.showFormError(`${errorText(result, SEND_FAILED)} Try again.`);
+        this.showFormError(`${errorText(result, notRecorded)} Try again.`);
     }
   }
 
