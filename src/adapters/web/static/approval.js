@@ -291,23 +291,6 @@ export class ApprovalCard extends BundleCard {
   closeTitle(title, list = null, won = false) {
     const hadFocus = this.el.contains(document.activeElement);
     this.state = "closed";
-    const result = h(
-      "section",
-      {
-        class: `result result-${won ? "won" : "lost"}`,
-        tabindex: "-1",
-        "aria-label": "Outcome",
-      },
-      h("p", { class: "result-title" }, title),
-      list,
-      h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
-    );
-    this.form.remove();
-    this.staleNote.remove();
-    this.el.classList.add("closed");
-    this.el.append(result);
-    this.ctx.announce(title);
-    this.ctx.onClosed(this);
-    if (hadFocus) result.focus();
+    this.showOutcome(won ? "won" : "lost", title, list, hadFocus);
   }
 }

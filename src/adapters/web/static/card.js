@@ -484,15 +484,23 @@ export class BundleCard {
     } else if (response && rejected && response.reject_reason) {
       list.append(h("dt", {}, "Reason"), h("dd", {}, response.reject_reason));
     }
+    this.skipView.el.remove();
+    this.showOutcome(outcome, title, list.childElementCount ? list : null, hadFocus);
+  }
+
+  /**
+   * Put the outcome (styled `result-${outcome}`) where the form was: `title`, the recorded
+   * `list` (or null) and a Dismiss button; announced, and focused when the card `hadFocus`.
+   */
+  showOutcome(outcome, title, list, hadFocus) {
     const result = h(
       "section",
       { class: `result result-${outcome}`, tabindex: "-1", "aria-label": "Outcome" },
       h("p", { class: "result-title" }, title),
-      list.childElementCount ? list : null,
+      list,
       h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
     );
     this.form.remove();
-    this.skipView.el.remove();
     this.staleNote.remove();
     this.el.classList.add("closed");
     this.el.append(result);
