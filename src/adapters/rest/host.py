@@ -5,6 +5,7 @@ A workspace, task or session the caller may not see is the same 404 as a missing
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -20,6 +21,7 @@ from clarion.adapters.wire import models
 from clarion.app.usecases.host import HostOperations
 from clarion.app.usecases.lifecycle import Lifecycle
 from clarion.domain.host import Session, Task, Turn, Workspace
+from clarion.domain.paging import Page
 from clarion.domain.rows import MessageRecord
 
 
@@ -183,17 +185,21 @@ class _SessionEndpoints:
         return _json(models.Detached(detached))
 
     async def messages(self, request: Request) -> Response:
-        cursor, limit = page_parameters(request)
-        page = await self.host.messages(
-            require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
-        )
-        items = [message_model(record) for record in page.items]
-        return _json(models.MessageList(items, page.next_cursor))
+        return await _message_page(request, self.host.messages, models.MessageList)
 
     async def resumes(self, request: Request) -> Response:
-        cursor, limit = page_parameters(request)
-        page = await self.host.resumes_for_session(
-            require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
-        )
-        items = [message_model(record) for record in page.items]
-        return _json(models.ResumeList(items, page.next_cursor))
+        return await _message_page(request, self.host.resumes_for_session, models.ResumeList)
+
+
+async def _message_page(
+    request: Request,
+    read: Callable[..., Awaitable[Page[MessageRecord]]],
+    shape: Callable[[list[models.Message], str], models.MessageList | models.ResumeList],
+) -> Response:
+    """One page of the session's messages as ``read`` (a :class:`HostOperations` method
+    taking the caller, session id, cursor and limit) returns it, in its wire ``shape``."""
+    cursor, limit = page_parameters(request)
+    page = await read(
+        require_identity(request), request.path_params["session_id"], cursor=cursor, limit=limit
+    )
+    return _json(shape([message_model(record) for record in page.items], page.next_cursor))

@@ -362,20 +362,15 @@ def _field_blocks(field: FormField, questions: Sequence[Question], *, many: bool
 
 
 def _options_input(block_id: str, question: Question) -> InputBlock:
-    return InputBlock(
-        block_id=block_id,
-        label=PlainTextObject(text="Choose any that apply"),
-        optional=True,
-        element=CheckboxesElement(
-            action_id="options",
-            options=[
-                Option(
-                    value=option.option_id,
-                    text=PlainTextObject(text=cut(option.label or option.option_id, _BUTTON_LIMIT)),
-                )
-                for option in question.options
-            ],
-        ),
+    options = [
+        Option(
+            value=option.option_id,
+            text=PlainTextObject(text=cut(option.label or option.option_id, _BUTTON_LIMIT)),
+        )
+        for option in question.options
+    ]
+    return _checkboxes_input(
+        block_id, "Choose any that apply", action_id="options", options=options
     )
 
 
@@ -390,14 +385,19 @@ def _text_input(block_id: str, label: str, *, action_id: str) -> InputBlock:
 
 def _skip_input(*, many: bool) -> InputBlock:
     what = "these questions" if many else "this question"
+    skip = Option(value="skip", text=PlainTextObject(text=f"Skip {what} instead"))
+    return _checkboxes_input(SKIP_BLOCK, "Or skip", action_id="skip", options=[skip])
+
+
+def _checkboxes_input(
+    block_id: str, label: str, *, action_id: str, options: list[Option]
+) -> InputBlock:
+    """An optional input of checkboxes (any number may be ticked, none included)."""
     return InputBlock(
-        block_id=SKIP_BLOCK,
-        label=PlainTextObject(text="Or skip"),
+        block_id=block_id,
+        label=PlainTextObject(text=label),
         optional=True,
-        element=CheckboxesElement(
-            action_id="skip",
-            options=[Option(value="skip", text=PlainTextObject(text=f"Skip {what} instead"))],
-        ),
+        element=CheckboxesElement(action_id=action_id, options=options),
     )
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import attrs
+
 from clarion.adapters.wire import models
 from clarion.adapters.wire.convert import unstructure
+from clarion.adapters.wire.history import resolver_model
 from clarion.app.usecases.approvals import ApprovalView, CandidateNames, DecisionReply
 from clarion.domain.approvals import Action, Decision, StandingApproval, Vote
 from clarion.domain.resolved_by import ResolvedBy
@@ -37,26 +40,15 @@ def vote_model(vote: Vote) -> models.VoteModel:
 
 
 def decided_by_model(by: ResolvedBy) -> models.DecidedBy:
-    return models.DecidedBy(
-        identity_id=by.identity_id,
-        kind=by.kind.value,
-        display_name=by.display_name,
-        surface=by.surface.value,
-        at=by.at,
-    )
+    """Who decided (as the history names a resolver) and when."""
+    return models.DecidedBy(**attrs.asdict(resolver_model(by), recurse=False), at=by.at)
 
 
 def approval_view_model(view: ApprovalView) -> models.ApprovalView:
-    terms = view.terms
     return models.ApprovalView(
         pending_id=view.pending_id,
         status=view.status,
-        action=action_model(terms.action),
-        action_digest=view.record.action_digest,
-        reason=terms.reason,
-        required_approvals=terms.required_approvals,
-        approvals=view.approvals,
-        candidates=candidates_model(view.candidates),
+        **attrs.asdict(approval_summary_model(view), recurse=False),
         votes=[vote_model(vote) for vote in view.votes],
         decision=decision_name(view.decision) if view.decision is not None else None,
         comment=view.comment,

@@ -27,14 +27,21 @@ def resolver_model(resolved_by: ResolvedBy) -> models.Resolver:
     )
 
 
+def _asked(bundle: HistoryEntry) -> dict[str, Any]:
+    """What was asked, where and when: the fields every history entry opens with."""
+    return {
+        "pending_id": bundle.pending_id,
+        "task_id": bundle.task_id,
+        "session_id": bundle.session_id,
+        "created_at": bundle.created_at,
+        "context": bundle.context,
+        "questions": listed_question_models(bundle.questions),
+    }
+
+
 def closed_bundle_model(bundle: ClosedBundle) -> models.ClosedBundle:
     return models.ClosedBundle(
-        pending_id=bundle.pending_id,
-        task_id=bundle.task_id,
-        session_id=bundle.session_id,
-        created_at=bundle.created_at,
-        context=bundle.context,
-        questions=listed_question_models(bundle.questions),
+        **_asked(bundle),
         status="closed",
         closed_reason=bundle.reason,
         closed_at=bundle.closed_at,
@@ -52,12 +59,7 @@ def history_model(bundle: HistoryEntry) -> models.ResolvedBundle | models.Closed
 
 def resolved_bundle_model(bundle: ResolvedBundle) -> models.ResolvedBundle:
     return models.ResolvedBundle(
-        pending_id=bundle.pending_id,
-        task_id=bundle.task_id,
-        session_id=bundle.session_id,
-        created_at=bundle.created_at,
-        context=bundle.context,
-        questions=listed_question_models(bundle.questions),
+        **_asked(bundle),
         status=bundle.resolution.status,
         response=response_model(bundle.resolution),
         resolved_by=resolver_model(bundle.resolved_by),

@@ -23,6 +23,7 @@ else it is not found.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -63,7 +64,7 @@ from clarion.domain.outcome import normalize_outcome, responses_by_question, val
 from clarion.domain.prompts import answer_summary, question_summary, resume_prompt
 from clarion.domain.replay import replay_winner
 from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
-from clarion.domain.rows import Bundle
+from clarion.domain.rows import Bundle, ClarificationRow
 from clarion.ports.authorizer import TaskAuthorizer
 from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery, VoteResult
 from clarion.ports.events import EventPublisher
@@ -507,21 +508,16 @@ class Resolver:
     async def _finalize_or_raise(
         self, bundle: Bundle, result: ClaimResult, resolution: Resolution, message: str
     ) -> None:
-        try:
-            rows = await self._run(
-                self._claims.finalize_delivery,
-                bundle.pending_id,
-                resolution.status,
-                result.claimed_ids,
-            )
-        except Exception as exc:  # noqa: BLE001 - reported below as the non-retryable delivery error
-            log.error(
-                "clarification.finalize_failed", pending_id=bundle.pending_id, **failure_fields(exc)
-            )
-            rows = None
-        if rows is None:
-            raise DeliveryError(message, retryable=False)
-        publish_bundles(self._events, BUNDLE_RESOLVED, rows, bundle.task_id)
+        """Mark the claimed rows delivered, or report the failure as ``message``."""
+        await self._settle_claim(
+            self._claims.finalize_delivery,
+            "clarification.finalize_failed",
+            BUNDLE_RESOLVED,
+            bundle,
+            result,
+            resolution,
+            message,
+        )
 
     async def _restore_or_raise(
         self,
@@ -532,22 +528,38 @@ class Resolver:
         stuck: str,
     ) -> NoReturn:
         """Roll the claim back so the bundle is answerable again, then report the failure."""
+        await self._settle_claim(
+            self._claims.restore_active_bundle,
+            "clarification.restore_failed",
+            BUNDLE_RESTORED,
+            bundle,
+            result,
+            resolution,
+            stuck,
+        )
+        raise DeliveryError(retryable, retryable=True)
+
+    async def _settle_claim(
+        self,
+        settle: Callable[[str, str, Collection[str]], tuple[ClarificationRow, ...] | None],
+        failed_event: str,
+        kind: str,
+        bundle: Bundle,
+        result: ClaimResult,
+        resolution: Resolution,
+        message: str,
+    ) -> None:
+        """Run ``settle`` (finalize or restore) on the claimed rows and publish a ``kind`` event
+        for them; a store failure (logged as ``failed_event``) or nothing written raises the
+        non-retryable ``message``."""
         try:
-            rows = await self._run(
-                self._claims.restore_active_bundle,
-                bundle.pending_id,
-                resolution.status,
-                result.claimed_ids,
-            )
+            rows = await self._run(settle, bundle.pending_id, resolution.status, result.claimed_ids)
         except Exception as exc:  # noqa: BLE001 - reported below as the non-retryable delivery error
-            log.error(
-                "clarification.restore_failed", pending_id=bundle.pending_id, **failure_fields(exc)
-            )
+            log.error(failed_event, pending_id=bundle.pending_id, **failure_fields(exc))
             rows = None
         if rows is None:
-            raise DeliveryError(stuck, retryable=False)
-        publish_bundles(self._events, BUNDLE_RESTORED, rows, bundle.task_id)
-        raise DeliveryError(retryable, retryable=True)
+            raise DeliveryError(message, retryable=False)
+        publish_bundles(self._events, kind, rows, bundle.task_id)
 
 
 def _responded_at(result: ClaimResult) -> datetime:

@@ -3,11 +3,11 @@
 // same action for N minutes" (a standing approval). The decision goes to
 // POST /api/v1/approvals/{id}/decision: the one resolver, so quorum and veto apply.
 
-import { errorText, paths } from "./api.js";
+import { paths } from "./api.js";
 import { BundleCard } from "./card.js";
 import { closedWhy } from "./closed.js";
 import { h } from "./dom.js";
-import { limitedText } from "./text.js";
+import { limitedTextField } from "./text.js";
 
 const SEND_FAILED = "Your decision was not recorded";
 export const DEFAULT_STANDING_MINUTES = 30;
@@ -126,20 +126,15 @@ export class ApprovalCard extends BundleCard {
 
   buildComment() {
     const cid = `${this.id}-comment`;
-    const textarea = h("textarea", {
-      id: cid,
-      rows: "2",
-      "aria-describedby": `${cid}-count ${cid}-msg`,
-    });
-    const counter = h("span", { class: "counter", id: `${cid}-count` });
-    const message = h("p", { class: "field-error", id: `${cid}-msg`, "aria-live": "polite" });
-    const limit = limitedText(textarea, counter, message, () => this.updateBlocked());
+    const { textarea, message, limit, meta } = limitedTextField(cid, cid, () =>
+      this.updateBlocked(),
+    );
     const el = h(
       "div",
       { class: "free-text" },
       h("label", { for: cid }, "Comment (optional, told to the agent)"),
       textarea,
-      h("div", { class: "field-meta" }, message, counter),
+      meta,
     );
     return { el, textarea, message, limit };
   }
@@ -232,27 +227,17 @@ export class ApprovalCard extends BundleCard {
       this.closeWith(body.approval, body.counted === true, decision);
       return;
     }
-    switch (result.status) {
-      case 409:
+    this.handleFailure(result, SEND_FAILED, {
+      inactive: (closedReason) =>
         this.closeTitle(
-          result.closedReason
-            ? `This request was closed without a decision: ${closedWhy(result.closedReason)}. ` +
+          closedReason
+            ? `This request was closed without a decision: ${closedWhy(closedReason)}. ` +
                 "Nothing was recorded."
             : "This request is no longer active. Nothing was recorded.",
-        );
-        return;
-      case 404:
-        this.closeTitle("This request no longer exists or is no longer visible to you.");
-        return;
-      case 401:
-        this.ctx.onUnauthorized();
-        return;
-      case 400:
-        this.showRefusal(body);
-        return;
-      default:
-        this.showFormError(`${errorText(result, SEND_FAILED)} Try again.`);
-    }
+        ),
+      gone: () => this.closeTitle("This request no longer exists or is no longer visible to you."),
+      invalid: () => this.showRefusal(body),
+    });
   }
 
   /** A 400 names its field: the comment, the minutes (or constraints), or the whole form. */
@@ -306,23 +291,6 @@ export class ApprovalCard extends BundleCard {
   closeTitle(title, list = null, won = false) {
     const hadFocus = this.el.contains(document.activeElement);
     this.state = "closed";
-    const result = h(
-      "section",
-      {
-        class: `result result-${won ? "won" : "lost"}`,
-        tabindex: "-1",
-        "aria-label": "Outcome",
-      },
-      h("p", { class: "result-title" }, title),
-      list,
-      h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
-    );
-    this.form.remove();
-    this.staleNote.remove();
-    this.el.classList.add("closed");
-    this.el.append(result);
-    this.ctx.announce(title);
-    this.ctx.onClosed(this);
-    if (hadFocus) result.focus();
+    this.showOutcome(won ? "won" : "lost", title, list, hadFocus);
   }
 }

@@ -3,7 +3,7 @@
 import { api, errorText, paths } from "./api.js";
 import { ago, domId, h, joined } from "./dom.js";
 import { closedWhy } from "./closed.js";
-import { limitedText } from "./text.js";
+import { limitedTextField } from "./text.js";
 
 const SEND_FAILED = "Your answer was not recorded";
 
@@ -217,14 +217,9 @@ export class BundleCard {
       );
       return { input, label };
     });
-    const textarea = h("textarea", {
-      id: `${qid}-text`,
-      rows: "2",
-      "aria-describedby": `${qid}-count ${qid}-msg`,
-    });
-    const counter = h("span", { class: "counter", id: `${qid}-count` });
-    const message = h("p", { class: "field-error", id: `${qid}-msg`, "aria-live": "polite" });
-    const limit = limitedText(textarea, counter, message, () => this.updateBlocked());
+    const { textarea, message, limit, meta } = limitedTextField(`${qid}-text`, qid, () =>
+      this.updateBlocked(),
+    );
     const el = h(
       "fieldset",
       { class: "question", dataset: { questionId: question.question_id } },
@@ -251,7 +246,7 @@ export class BundleCard {
           boxes.length ? "Your own answer (optional)" : "Your answer",
         ),
         textarea,
-        h("div", { class: "field-meta" }, message, counter),
+        meta,
       ),
     );
     return { el, question, boxes, textarea, message, limit };
@@ -259,19 +254,14 @@ export class BundleCard {
 
   buildSkip() {
     const rid = `${this.id}-skip`;
-    const textarea = h("textarea", {
-      id: `${rid}-reason`,
-      rows: "2",
-      "aria-describedby": `${rid}-count ${rid}-msg`,
-    });
-    const counter = h("span", { class: "counter", id: `${rid}-count` });
-    const message = h("p", { class: "field-error", id: `${rid}-msg`, "aria-live": "polite" });
+    const { textarea, message, limit, meta } = limitedTextField(`${rid}-reason`, rid, () =>
+      this.updateBlocked(),
+    );
     const button = h(
       "button",
       { type: "button", class: "secondary", onclick: () => this.submitSkip() },
       "Skip",
     );
-    const limit = limitedText(textarea, counter, message, () => this.updateBlocked());
     const details = h(
       "details",
       { class: "skip" },
@@ -292,7 +282,7 @@ export class BundleCard {
         ),
         h("label", { for: `${rid}-reason` }, "Reason for skipping (optional)"),
         textarea,
-        h("div", { class: "field-meta" }, message, counter),
+        meta,
         button,
       ),
     );
@@ -382,21 +372,35 @@ export class BundleCard {
       this.close(lost ? "lost" : "won", body.status, body.response);
       return;
     }
+    this.handleFailure(result, SEND_FAILED, {
+      inactive: (closedReason) => this.close("inactive", undefined, undefined, closedReason),
+      gone: () => this.close("gone"),
+      invalid: () => this.showValidationError(body, sentAnswers),
+    });
+  }
+
+  /**
+   * A submission that did not succeed, as every card answers it: a 409 calls `inactive` (with
+   * the closed reason, when the server gave one) and a 404 `gone`, both to close the card; a
+   * 401 hands over to sign-in; a 400 calls `invalid` (its body names the field); anything
+   * else is a form error, `notRecorded` and why, so the person can try again.
+   */
+  handleFailure(result, notRecorded, { inactive, gone, invalid }) {
     switch (result.status) {
       case 409:
-        this.close("inactive", undefined, undefined, result.closedReason);
+        inactive(result.closedReason);
         return;
       case 404:
-        this.close("gone");
+        gone();
         return;
       case 401:
         this.ctx.onUnauthorized();
         return;
       case 400:
-        this.showValidationError(body, sentAnswers);
+        invalid();
         return;
       default:
-        this.showFormError(`${errorText(result, SEND_FAILED)} Try again.`);
+        this.showFormError(`${errorText(result, notRecorded)} Try again.`);
     }
   }
 
@@ -480,15 +484,23 @@ export class BundleCard {
     } else if (response && rejected && response.reject_reason) {
       list.append(h("dt", {}, "Reason"), h("dd", {}, response.reject_reason));
     }
+    this.skipView.el.remove();
+    this.showOutcome(outcome, title, list.childElementCount ? list : null, hadFocus);
+  }
+
+  /**
+   * Put the outcome (styled `result-${outcome}`) where the form was: `title`, the recorded
+   * `list` (or null) and a Dismiss button; announced, and focused when the card `hadFocus`.
+   */
+  showOutcome(outcome, title, list, hadFocus) {
     const result = h(
       "section",
       { class: `result result-${outcome}`, tabindex: "-1", "aria-label": "Outcome" },
       h("p", { class: "result-title" }, title),
-      list.childElementCount ? list : null,
+      list,
       h("button", { type: "button", class: "secondary", onclick: () => this.dismiss() }, "Dismiss"),
     );
     this.form.remove();
-    this.skipView.el.remove();
     this.staleNote.remove();
     this.el.classList.add("closed");
     this.el.append(result);

@@ -1,5 +1,7 @@
 // W4/W4a: the free-text limit the server enforces (N8b), counted the way the server counts.
 
+import { h } from "./dom.js";
+
 /** N8b: at most 2000 code points in `custom_text` and in a skip reason. */
 export const TEXT_LIMIT = 2000;
 
@@ -48,4 +50,22 @@ export function limitedText(textarea, counter, message, onChange) {
     isOver: () => state.over,
     refresh: update,
   };
+}
+
+/**
+ * A limited textarea with its counter and message: the textarea gets `textareaId`, the
+ * counter and message `${baseId}-count` and `${baseId}-msg` (which describe the textarea),
+ * wired by `limitedText`. `meta` holds the message and counter, to show below the textarea.
+ */
+export function limitedTextField(textareaId, baseId, onChange) {
+  const textarea = h("textarea", {
+    id: textareaId,
+    rows: "2",
+    "aria-describedby": `${baseId}-count ${baseId}-msg`,
+  });
+  const counter = h("span", { class: "counter", id: `${baseId}-count` });
+  const message = h("p", { class: "field-error", id: `${baseId}-msg`, "aria-live": "polite" });
+  const limit = limitedText(textarea, counter, message, onChange);
+  const meta = h("div", { class: "field-meta" }, message, counter);
+  return { textarea, message, limit, meta };
 }
