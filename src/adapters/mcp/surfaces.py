@@ -24,6 +24,7 @@ legacy 2025-11-25 protocol with ``Mcp-Session-Id`` sessions.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
@@ -207,7 +208,11 @@ def _agent_server(
         tasks.TaskMethods(
             services.agent_asks,
             services.resolver,
-            tool_result=lambda status: tools.settled_result(status, tool=names.ask),
+            tool_result=functools.partial(
+                tools.settled_result,
+                tool=names.ask,
+                receipt=services.receipts.for_answer if services.receipts is not None else None,
+            ),
             ttl_ms=None,
             forms=forms,
         ).install(server)

@@ -22,7 +22,7 @@ legacy (2025-11-25) wire, whose clients keep the blocking call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -32,6 +32,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
+    CallToolResult,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
@@ -153,9 +154,9 @@ def _offers_form(ctx: ServerRequestContext[Any, Any]) -> bool:
 class TaskMethods:
     """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` over :class:`AgentAsks`.
 
-    ``tool_result(status)`` renders a settled ask exactly as the blocking ask tool returns
-    it; ``ttl_ms`` is how long a task is kept (None: ``null``, for as long as the database
-    keeps the ask's record).
+    ``tool_result(status)`` (awaited) renders a settled ask exactly as the blocking ask tool
+    returns it, receipt included; ``ttl_ms`` is how long a task is kept (None: ``null``,
+    for as long as the database keeps the ask's record).
     """
 
     def __init__(
@@ -163,7 +164,7 @@ class TaskMethods:
         asks: AgentAsks,
         resolver: Resolver,
         *,
-        tool_result: Any,
+        tool_result: Callable[[AskStatus], Awaitable[CallToolResult]],
         ttl_ms: int | None,
         forms: bool,
     ) -> None:
@@ -218,7 +219,7 @@ class TaskMethods:
                     },
                 }
             return task
-        result = self._tool_result(status)
+        result = await self._tool_result(status)
         updated = status.result.responded_at if status.result is not None else None
         return _task(record, "completed", ttl_ms=self._ttl_ms, updated=updated) | {
             "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -460,11 +460,20 @@ def _with_meta(outcome: CallToolResult, meta: dict[str, Any] | None) -> CallTool
     return outcome
 
 
-def settled_result(status: AskStatus, *, tool: str) -> CallToolResult:
+async def settled_result(
+    status: AskStatus,
+    *,
+    tool: str,
+    receipt: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None,
+) -> CallToolResult:
     """A recorded ask's outcome exactly as the blocking ask tool returns it (for
-    ``tasks/get``): the answers, or its ``WAIT_ENDED`` error when it closed unanswered."""
+    ``tasks/get``): the answers — with their signed receipt under :data:`RECEIPT_META_KEY`
+    when ``receipt`` gives one (issue #34) — or its ``WAIT_ENDED`` error when it closed
+    unanswered."""
     if status.result is not None:
-        return json_result(ask_result_json(status.result))
+        found = await receipt(status.result.pending_id) if receipt is not None else None
+        meta = {RECEIPT_META_KEY: found} if found is not None else None
+        return _with_meta(json_result(ask_result_json(status.result)), meta)
     assert status.ended is not None
     return tool_error(status.ended, tool=tool)
 

@@ -1,6 +1,7 @@
 """Issue #34 on MCP: the asking agent's answered result carries the signed receipt in
-``_meta["clarion/receipt"]`` (the pinned result itself unchanged), and a detached answer's
-resume carries the same receipt — both verify with the published keys."""
+``_meta["clarion/receipt"]`` (the pinned result itself unchanged) — the blocking call's and a
+task's (``tasks/get``) alike — and a detached answer's resume carries the same receipt; all
+verify with the published keys."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tests.integration.mcp.harness import (
     structured,
     watching,
 )
+from tests.integration.mcp.rpc import call_ask, task_method
 
 pytestmark = pytest.mark.anyio
 SIGNER = Ed25519KeyRing.of([("mcp-1", bytes(range(3, 35)))])
@@ -101,5 +103,36 @@ async def test_a_detached_answer_resumes_the_agent_with_its_receipt(
     [resume] = world.resumes
     assert resume.receipt is not None
     payload = _verify(dict(resume.receipt))
+    assert payload["request_id"] == pending_id
+    assert payload["outcome"]["answers"][0]["selected_options"] == ["q1_opt2"]
+
+
+async def test_a_completed_tasks_result_carries_the_receipt_in_meta(
+    world: McpWorld, alice: Person
+) -> None:
+    """A task-extension agent gets the same receipt in ``tasks/get``'s completed result as
+    the blocking call would (its structured content unchanged), and none while it waits."""
+    agent = await world.agent(alice)
+    url = world.session_url(agent.session.id)
+    async with http_client(agent.token) as http:
+        created = await call_ask(http, url, ASK, {"questions": question_args(1)})
+        pending_id = created["_meta"]["dev.clarion/pending-id"]
+        working = await task_method(http, url, "tasks/get", created["taskId"])
+    assert working["status"] == "working"
+    assert "result" not in working
+    async with http_client(alice.token) as http:
+        response = await http.post(
+            world.respond_url(pending_id), json={"answers": answers_for(1, option=2)}
+        )
+        rest = await http.get(f"{world.base_url}/api/v1/clarification/{pending_id}/receipt")
+    assert response.status_code == 200, response.text
+    async with http_client(agent.token) as http:
+        done = await task_method(http, url, "tasks/get", created["taskId"])
+    assert done["status"] == "completed"
+    result = done["result"]
+    assert set(result["structuredContent"]) == {"q1", "rejected", "reject_reason"}
+    receipt = result["_meta"][RECEIPT_META_KEY]
+    assert receipt == rest.json()
+    payload = _verify(receipt)
     assert payload["request_id"] == pending_id
     assert payload["outcome"]["answers"][0]["selected_options"] == ["q1_opt2"]
