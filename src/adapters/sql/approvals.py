@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.rows import from_row, row_values
 from clarion.adapters.sql.schema import (
     approval_votes,
     bundle_candidates,
@@ -270,18 +271,8 @@ class SqlGroupDirectory:
 
 
 def _standing(row: Any) -> StandingApproval:
-    return StandingApproval(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        action_name=row.action_name,
-        constraints=stored_constraints(row.constraints_json),
-        granted_by_id=row.granted_by_id,
-        granted_by_name=row.granted_by_name,
-        granted_at=row.granted_at,
-        expires_at=row.expires_at,
-        source_pending_id=row.source_pending_id,
-        revoked_at=row.revoked_at,
-        revoked_by_id=row.revoked_by_id,
+    return from_row(
+        StandingApproval, row._mapping, constraints=stored_constraints(row.constraints_json)
     )
 
 
@@ -296,17 +287,11 @@ class SqlStandingApprovals:
         with self._writes.begin() as connection:
             connection.execute(
                 sa.insert(standing_approvals).values(
-                    id=standing.id,
-                    workspace_id=standing.workspace_id,
-                    action_name=standing.action_name,
-                    constraints_json=constraints_json(standing.constraints),
-                    granted_by_id=standing.granted_by_id,
-                    granted_by_name=standing.granted_by_name,
-                    granted_at=standing.granted_at,
-                    expires_at=standing.expires_at,
-                    source_pending_id=standing.source_pending_id,
-                    revoked_at=standing.revoked_at,
-                    revoked_by_id=standing.revoked_by_id,
+                    row_values(
+                        standing_approvals,
+                        standing,
+                        constraints_json=constraints_json(standing.constraints),
+                    )
                 )
             )
         return standing

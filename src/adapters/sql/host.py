@@ -36,6 +36,7 @@ from clarion.adapters.sql.records import (
     session_from_row,
     update_session_state,
 )
+from clarion.adapters.sql.rows import from_row
 from clarion.adapters.sql.schema import (
     messages,
     task_session_turns,
@@ -53,18 +54,11 @@ from clarion.domain.transitions import new_message
 
 
 def _workspace(row: RowMapping) -> Workspace:
-    return Workspace(
-        id=row["id"], name=row["name"], owner_id=row["owner_id"], created_at=row["created_at"]
-    )
+    return from_row(Workspace, row)
 
 
 def _task(row: RowMapping) -> Task:
-    return Task(
-        id=row["id"],
-        title=row["title"],
-        workspace_id=row["workspace_id"],
-        created_at=row["created_at"],
-    )
+    return from_row(Task, row)
 
 
 T = TypeVar("T", Workspace, Task, MessageRecord)

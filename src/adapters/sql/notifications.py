@@ -29,6 +29,7 @@ from clarion.adapters.sql.outbox import (
     insert_entries,
     take_events,
 )
+from clarion.adapters.sql.rows import from_row
 from clarion.adapters.sql.schema import chat_user_links as links
 from clarion.adapters.sql.schema import notification_outbox as outbox
 from clarion.adapters.sql.schema import notification_routes as routes
@@ -64,21 +65,8 @@ def _entry(row: Any) -> OutboxEntry:
 
 
 def _route(row: Any) -> Route:
-    return Route(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        channel=parse_channel(row.channel),
-        user_id=row.user_id,
-        created_by=row.created_by,
-        events=tuple(row.events),
-        remind_after_s=row.remind_after_s,
-        escalate_after_s=row.escalate_after_s,
-        escalate_to=row.escalate_to,
-        deadline_after_s=row.deadline_after_s,
-        on_deadline=row.on_deadline,
-        include_answers=row.include_answers,
-        secret=row.secret,
-        created_at=row.created_at,
+    return from_row(
+        Route, row._mapping, channel=parse_channel(row.channel), events=tuple(row.events)
     )
 
 
