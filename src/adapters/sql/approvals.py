@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
-from clarion.adapters.sql.rows import from_row, row_values
+from clarion.adapters.sql.rows import from_row, insert_record
 from clarion.adapters.sql.schema import (
     approval_votes,
     bundle_candidates,
@@ -284,17 +284,12 @@ class SqlStandingApprovals:
         self._writes = for_writes(engine)
 
     def grant(self, standing: StandingApproval) -> StandingApproval:
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(standing_approvals).values(
-                    row_values(
-                        standing_approvals,
-                        standing,
-                        constraints_json=constraints_json(standing.constraints),
-                    )
-                )
-            )
-        return standing
+        return insert_record(
+            self._writes,
+            standing_approvals,
+            standing,
+            constraints_json=constraints_json(standing.constraints),
+        )
 
     def find_match(
         self, workspace_id: str, action: Action, now: datetime

@@ -36,7 +36,7 @@ from clarion.adapters.sql.records import (
     session_from_row,
     update_session_state,
 )
-from clarion.adapters.sql.rows import from_row
+from clarion.adapters.sql.rows import from_row, insert_record, row_values
 from clarion.adapters.sql.schema import (
     messages,
     task_session_turns,
@@ -110,17 +110,7 @@ class SqlHostRepository(SqlStore):
         workspace = Workspace(
             id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
         )
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(workspaces).values(
-                    id=workspace.id,
-                    name=name,
-                    owner_id=owner_id,
-                    created_at=workspace.created_at,
-                    updated_at=workspace.created_at,
-                )
-            )
-        return workspace
+        return insert_record(self._writes, workspaces, workspace, updated_at=workspace.created_at)
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
         row = read_one(self._engine, sa.select(workspaces).where(workspaces.c.id == workspace_id))
@@ -172,17 +162,7 @@ class SqlHostRepository(SqlStore):
             workspace_id=workspace_id,
             created_at=self._clock.now(),
         )
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(tasks).values(
-                    id=task.id,
-                    title=title,
-                    workspace_id=workspace_id,
-                    created_at=task.created_at,
-                    updated_at=task.created_at,
-                )
-            )
-        return task
+        return insert_record(self._writes, tasks, task, updated_at=task.created_at)
 
     def get_task(self, task_id: str) -> Task | None:
         row = read_one(self._engine, sa.select(tasks).where(tasks.c.id == task_id))
@@ -280,17 +260,7 @@ class SqlHostRepository(SqlStore):
                 updated_at=now,
                 agent_token_hash=agent_token_hash,
             )
-            connection.execute(
-                sa.insert(task_sessions).values(
-                    id=session.id,
-                    task_id=task_id,
-                    state=session.state,
-                    is_primary=is_primary,
-                    agent_token_hash=agent_token_hash,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
+            connection.execute(sa.insert(task_sessions).values(row_values(task_sessions, session)))
             turn = insert_turn(
                 connection, turn_id=self._ids.new_id(), session=session, now=self._clock.now()
             )

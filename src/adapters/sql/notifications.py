@@ -29,7 +29,7 @@ from clarion.adapters.sql.outbox import (
     insert_entries,
     take_events,
 )
-from clarion.adapters.sql.rows import from_row
+from clarion.adapters.sql.rows import from_row, insert_record
 from clarion.adapters.sql.schema import chat_user_links as links
 from clarion.adapters.sql.schema import notification_outbox as outbox
 from clarion.adapters.sql.schema import notification_routes as routes
@@ -89,25 +89,8 @@ class SqlNotificationStore(SqlStore):
             created_by=created_by,
             created_at=self._clock.now(),
         )
-        values = {
-            "id": route.id,
-            "workspace_id": route.workspace_id,
-            "channel": str(route.channel),
-            "user_id": route.user_id,
-            "created_by": route.created_by,
-            "events": list(route.events),
-            "remind_after_s": route.remind_after_s,
-            "escalate_after_s": route.escalate_after_s,
-            "escalate_to": route.escalate_to,
-            "deadline_after_s": route.deadline_after_s,
-            "on_deadline": route.on_deadline,
-            "include_answers": route.include_answers,
-            "secret": route.secret,
-            "created_at": route.created_at,
-        }
-        with self._writes.begin() as connection:
-            connection.execute(sa.insert(routes), values)
-        return route
+        channel, events = str(route.channel), list(route.events)
+        return insert_record(self._writes, routes, route, channel=channel, events=events)
 
     def get_route(self, route_id: str) -> Route | None:
         with read_transaction(self._engine) as connection:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import attrs
 import sqlalchemy as sa
 from attrs import AttrsInstance
+from sqlalchemy.engine import Engine
 
 R = TypeVar("R", bound=AttrsInstance)
 
@@ -34,3 +35,11 @@ def row_values(table: sa.Table, record: AttrsInstance, /, **stored_apart: Any) -
     their defaults."""
     fields = attrs.fields_dict(type(record))
     return {c.name: getattr(record, c.name) for c in table.c if c.name in fields} | stored_apart
+
+
+def insert_record(writes: Engine, table: sa.Table, record: R, /, **stored_apart: Any) -> R:
+    """Insert ``record``'s row (:func:`row_values`) into ``table`` in a write transaction of
+    its own; return ``record``."""
+    with writes.begin() as connection:
+        connection.execute(sa.insert(table).values(row_values(table, record, **stored_apart)))
+    return record

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from clarion.adapters.sql.engine import SqlStore, read_one, read_transaction
-from clarion.adapters.sql.rows import from_row, row_values
+from clarion.adapters.sql.rows import from_row, insert_record, row_values
 from clarion.adapters.sql.schema import access_tokens, users
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
@@ -82,17 +82,7 @@ class SqlTokenStore(SqlStore):
         user = User(
             id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
         )
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(users).values(
-                    id=user.id,
-                    name=name,
-                    is_admin=is_admin,
-                    active=user.active,
-                    created_at=user.created_at,
-                )
-            )
-        return user
+        return insert_record(self._writes, users, user)
 
     def get_user(self, user_id: str) -> User | None:
         with read_transaction(self._engine) as connection:
