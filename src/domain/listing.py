@@ -133,8 +133,9 @@ class ListedQuestion:
 
 
 @attrs.frozen
-class ListedBundle:
-    """L3: one listed bundle."""
+class AskedBundle:
+    """What a bundle asked, as every list shows it: the fields a pending bundle and a resolved
+    or closed one (:mod:`clarion.domain.history`) share."""
 
     pending_id: str
     task_id: str
@@ -142,6 +143,11 @@ class ListedBundle:
     created_at: datetime
     context: str
     questions: tuple[ListedQuestion, ...]
+
+
+@attrs.frozen
+class ListedBundle(AskedBundle):
+    """L3: one listed bundle."""
 
     def age_seconds(self, now: datetime) -> int:
         """D7: server clock minus ``created_at``, floored at 0."""
