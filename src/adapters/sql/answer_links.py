@@ -7,20 +7,15 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_one
+from clarion.adapters.sql.engine import SqlRepository, read_one
 from clarion.adapters.sql.rows import from_row, row_values
 from clarion.adapters.sql.schema import answer_link_uses
 from clarion.ports.answer_links import LinkUse
 
 
-class SqlAnswerLinkStore:
+class SqlAnswerLinkStore(SqlRepository):
     """See the module docstring."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
 
     def consume(self, use: LinkUse) -> bool:
         try:

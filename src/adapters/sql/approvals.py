@@ -17,10 +17,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import SqlRepository, SqlStore, read_transaction
 from clarion.adapters.sql.rows import from_row, insert_record
 from clarion.adapters.sql.schema import (
     approval_votes,
@@ -48,7 +48,6 @@ from clarion.domain.approvals import (
 )
 from clarion.domain.errors import NotFound, Resource, ValidationError
 from clarion.domain.resolved_by import Surface
-from clarion.ports.system import Clock, IdGenerator
 
 USER: str = "user"
 GROUP: str = "group"
@@ -176,14 +175,8 @@ def mark_standing(connection: Connection, pending_id: str, standing_id: str) -> 
     )
 
 
-class SqlGroupDirectory:
+class SqlGroupDirectory(SqlStore):
     """:class:`clarion.ports.approvals.GroupDirectory` in ``groups`` / ``group_members``."""
-
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
-        self._clock = clock
-        self._ids = ids
 
     @staticmethod
     def _find(connection: Connection, name: str) -> Group | None:
@@ -276,12 +269,8 @@ def _standing(row: Any) -> StandingApproval:
     )
 
 
-class SqlStandingApprovals:
+class SqlStandingApprovals(SqlRepository):
     """:class:`clarion.ports.approvals.StandingApprovals` in ``standing_approvals``."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
 
     def grant(self, standing: StandingApproval) -> StandingApproval:
         return insert_record(

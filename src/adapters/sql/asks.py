@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.engine import RowMapping
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_one, read_transaction
+from clarion.adapters.sql.engine import SqlRepository, read_one, read_transaction
 from clarion.adapters.sql.rows import from_row, row_values
 from clarion.adapters.sql.schema import agent_asks
 from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskRecord, AskState
@@ -26,12 +26,8 @@ def _record(row: RowMapping) -> AskRecord:
     return from_row(AskRecord, row, state=AskState(row["state"]), as_task=bool(row["as_task"]))
 
 
-class SqlAskRecords:
+class SqlAskRecords(SqlRepository):
     """See the module docstring."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
 
     def _one(self, query: sa.Select[Any]) -> AskRecord | None:
         row = read_one(self._engine, query)
