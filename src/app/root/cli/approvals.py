@@ -14,7 +14,15 @@ from typing import Any
 
 import anyio
 
-from clarion.app.root.cli.common import CliError, database_flag, existing_database, server_flags
+from clarion.app.root.cli.common import (
+    CliError,
+    Commands,
+    command_group,
+    database_flag,
+    existing_database,
+    handled_by,
+    server_flags,
+)
 from clarion.app.root.cli.questions import client_of
 from clarion.domain.approvals import Group
 from clarion.domain.model import Identity
@@ -22,7 +30,7 @@ from clarion.domain.model import Identity
 OPERATOR = Identity.internal()
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(commands: Commands) -> None:
     _add_group_commands(commands)
     _add_approval_commands(commands)
 
@@ -30,9 +38,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 # -- groups ------------------------------------------------------------------------------------
 
 
-def _add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    groups = commands.add_parser("groups", help="manage the groups approvals are assigned to")
-    sub = groups.add_subparsers(dest="groups_command", required=True, metavar="COMMAND")
+def _add_group_commands(commands: Commands) -> None:
+    sub = command_group(commands, "groups", help="manage the groups approvals are assigned to")
     create = sub.add_parser("create", help="create a group")
     create.add_argument("name", help="the group's name (unique, case-insensitively)")
     delete = sub.add_parser("delete", help="delete a group and its memberships")
@@ -44,15 +51,14 @@ def _add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     for member in (add, remove):
         member.add_argument("name", help="the group's name")
         member.add_argument("user", help="the user's name or id")
-    for parser, handler in (
+    handled_by(
+        database_flag,
         (create, _group_create),
         (delete, _group_delete),
         (listing, _group_list),
         (add, _group_add),
         (remove, _group_remove),
-    ):
-        database_flag(parser)
-        parser.set_defaults(handler=handler)
+    )
 
 
 def _group_create(args: argparse.Namespace) -> int:
@@ -127,11 +133,10 @@ def _group_remove(args: argparse.Namespace) -> int:
 # -- approvals ---------------------------------------------------------------------------------
 
 
-def _add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    approvals = commands.add_parser(
-        "approvals", help="list, show and decide approval requests from a shell"
+def _add_approval_commands(commands: Commands) -> None:
+    sub = command_group(
+        commands, "approvals", help="list, show and decide approval requests from a shell"
     )
-    sub = approvals.add_subparsers(dest="approvals_command", required=True, metavar="COMMAND")
     listing = sub.add_parser("list", help="the approval requests you may decide or see")
     listing.add_argument("--decided", action="store_true", help="the decided ones, newest first")
     show = sub.add_parser("show", help="one request: its action, votes and decision")

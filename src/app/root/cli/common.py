@@ -4,12 +4,17 @@ environment, and the flags naming a database or a server."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
 
 from clarion.app.root.declared_settings import declared_settings
 from clarion.app.root.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:8765"
+
+# A subparsers action is subscriptable for type checkers only, hence the quoted alias.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Handler = Callable[[argparse.Namespace], int]
 
 
 class CliError(Exception):
@@ -27,6 +32,23 @@ def setting_flags(parser: argparse.ArgumentParser, names: Iterable[str] | None =
         argument = parser.add_argument(flag, help=declared.flag_help())
         argument.type = declared.setting.flag_type
         argument.choices = declared.setting.choices or None
+
+
+def command_group(commands: Commands, name: str, *, help: str) -> Commands:
+    """``clarion NAME COMMAND …``: a group of commands, one of which must be named."""
+    group = commands.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
+
+
+def handled_by(
+    flags: Callable[[argparse.ArgumentParser], None],
+    *commands: tuple[argparse.ArgumentParser, Handler],
+) -> None:
+    """Finish each (command, handler): ``flags`` (:func:`database_flag` or
+    :func:`server_flags`) after the command's own arguments, and the handler ``main`` calls."""
+    for parser, handler in commands:
+        flags(parser)
+        parser.set_defaults(handler=handler)
 
 
 def database_flag(parser: argparse.ArgumentParser) -> None:

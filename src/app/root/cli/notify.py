@@ -10,16 +10,22 @@ from typing import Any
 
 import anyio
 
-from clarion.app.root.cli.common import CliError, database_flag, existing_database
+from clarion.app.root.cli.common import (
+    CliError,
+    Commands,
+    command_group,
+    database_flag,
+    existing_database,
+    handled_by,
+)
 from clarion.domain.model import Identity
 from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_channel
 
 OPERATOR = Identity.internal()
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    notify = commands.add_parser("notify", help="manage notification routes")
-    sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
+def add_commands(commands: Commands) -> None:
+    sub = command_group(commands, "notify", help="manage notification routes")
     add = sub.add_parser("add", help="route a workspace's notifications to a channel")
     add.add_argument(
         "channel", help="email:ADDRESS, webhook:URL, apprise:URL or slack:#CHANNEL / slack:@USER"
@@ -48,16 +54,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "channel's setting (CLARION_SMTP_HOST, CLARION_SLACK_BOT_TOKEN) — when the serving "
         "processes have it",
     )
-    database_flag(add)
-    add.set_defaults(handler=_add)
     listing = sub.add_parser("list", help="list the routes")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    database_flag(listing)
-    listing.set_defaults(handler=_list)
     remove = sub.add_parser("remove", help="remove a route")
     remove.add_argument("route_id", help="the route's id (see `notify list`)")
-    database_flag(remove)
-    remove.set_defaults(handler=_remove)
+    handled_by(
+        database_flag,
+        (add, _add),
+        (listing, _list),
+        (remove, _remove),
+    )
 
 
 def route_json(route: Route) -> dict[str, Any]:

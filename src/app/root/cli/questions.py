@@ -11,23 +11,27 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from clarion.app.root.cli.common import DEFAULT_URL, CliError, server_flags
+from clarion.app.root.cli.common import (
+    DEFAULT_URL,
+    CliError,
+    Commands,
+    command_group,
+    handled_by,
+    server_flags,
+)
 from clarion.app.root.client import ClarionClient, ClientError
 from clarion.domain.history import CLOSED_WHY
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    questions = commands.add_parser("questions", help="list and answer questions from a shell")
-    question_commands = questions.add_subparsers(
-        dest="questions_command", required=True, metavar="COMMAND"
+def add_commands(commands: Commands) -> None:
+    question_commands = command_group(
+        commands, "questions", help="list and answer questions from a shell"
     )
     list_questions = question_commands.add_parser(
         "list", help="list the pending questions you may see"
     )
     list_questions.add_argument("--workspace", default="", help="only this workspace's questions")
     list_questions.add_argument("--json", action="store_true", help="print the raw JSON envelope")
-    server_flags(list_questions)
-    list_questions.set_defaults(handler=_questions_list)
     answer = question_commands.add_parser("answer", help="answer or reject a pending bundle")
     answer.add_argument("pending_id", help="the bundle's pending_id (see `questions list`)")
     answer.add_argument(
@@ -47,8 +51,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     answer.add_argument("--reject", action="store_true", help="reject the whole bundle")
     answer.add_argument("--reason", default="", help="reason shown with a rejection")
     answer.add_argument("--json", action="store_true", help="print the raw JSON response")
-    server_flags(answer)
-    answer.set_defaults(handler=_questions_answer)
     history = question_commands.add_parser(
         "history",
         help="the resolved questions you may see, newest first, with who answered, and those "
@@ -64,8 +66,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="leave out the questions closed without an answer (superseded, session ended, "
         "expired, cancelled)",
     )
-    server_flags(history)
-    history.set_defaults(handler=_questions_history)
+    handled_by(
+        server_flags,
+        (list_questions, _questions_list),
+        (answer, _questions_answer),
+        (history, _questions_history),
+    )
 
 
 def _token(args: argparse.Namespace) -> str:
