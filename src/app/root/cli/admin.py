@@ -13,11 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 from clarion.app.root.cli.common import (
     CliError,
-    Commands,
     command_group,
-    database_flag,
+    database_commands,
     existing_database,
-    handled_by,
     settings_of,
     usable_database,
 )
@@ -26,7 +24,7 @@ from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, AccessToken
 
 
-def add_commands(commands: Commands) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     db_commands = command_group(commands, "db", help="database maintenance")
     upgrade = db_commands.add_parser("upgrade", help="apply migrations (serve also does this)")
 
@@ -73,8 +71,7 @@ def add_commands(commands: Commands) -> None:
         "revoke", help="revoke a token (its browser sessions end with it) or end one session"
     )
     revoke_token.add_argument("token_id", help="the token's id (see `tokens list`)")
-    handled_by(
-        database_flag,
+    database_commands(
         (upgrade, _db_upgrade),
         (create_user, _users_create),
         (list_users, _users_list),

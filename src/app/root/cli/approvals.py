@@ -16,11 +16,9 @@ import anyio
 
 from clarion.app.root.cli.common import (
     CliError,
-    Commands,
     command_group,
-    database_flag,
+    database_commands,
     existing_database,
-    handled_by,
     server_flags,
 )
 from clarion.app.root.cli.questions import client_of
@@ -30,7 +28,7 @@ from clarion.domain.model import Identity
 OPERATOR = Identity.internal()
 
 
-def add_commands(commands: Commands) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_group_commands(commands)
     _add_approval_commands(commands)
 
@@ -38,7 +36,7 @@ def add_commands(commands: Commands) -> None:
 # -- groups ------------------------------------------------------------------------------------
 
 
-def _add_group_commands(commands: Commands) -> None:
+def _add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sub = command_group(commands, "groups", help="manage the groups approvals are assigned to")
     create = sub.add_parser("create", help="create a group")
     create.add_argument("name", help="the group's name (unique, case-insensitively)")
@@ -51,8 +49,7 @@ def _add_group_commands(commands: Commands) -> None:
     for member in (add, remove):
         member.add_argument("name", help="the group's name")
         member.add_argument("user", help="the user's name or id")
-    handled_by(
-        database_flag,
+    database_commands(
         (create, _group_create),
         (delete, _group_delete),
         (listing, _group_list),
@@ -133,7 +130,7 @@ def _group_remove(args: argparse.Namespace) -> int:
 # -- approvals ---------------------------------------------------------------------------------
 
 
-def _add_approval_commands(commands: Commands) -> None:
+def _add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sub = command_group(
         commands, "approvals", help="list, show and decide approval requests from a shell"
     )

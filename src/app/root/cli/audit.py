@@ -25,11 +25,9 @@ from datetime import datetime
 
 from clarion.app.root.cli.common import (
     CliError,
-    Commands,
     command_group,
-    database_flag,
+    database_commands,
     existing_database,
-    handled_by,
 )
 from clarion.domain.cursor import parse_timestamp
 from clarion.domain.errors import InvalidArgument
@@ -37,7 +35,7 @@ from clarion.domain.errors import InvalidArgument
 PAGE = 200
 
 
-def add_commands(commands: Commands) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit_commands = command_group(
         commands, "audit", help="the record of who resolved what (operators)"
     )
@@ -69,8 +67,7 @@ def add_commands(commands: Commands) -> None:
         action="store_true",
         help="also compare each question's newest record with its rows as they stand",
     )
-    handled_by(
-        database_flag,
+    database_commands(
         (export, _export),
         (verify, _verify),
     )

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable
-from typing import TypeAlias
 
 from clarion.app.root.declared_settings import declared_settings
 from clarion.app.root.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
-# A subparsers action is subscriptable for type checkers only, hence the quoted alias.
-Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -34,18 +31,30 @@ def setting_flags(parser: argparse.ArgumentParser, names: Iterable[str] | None =
         argument.choices = declared.setting.choices or None
 
 
-def command_group(commands: Commands, name: str, *, help: str) -> Commands:
+def command_group(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """``clarion NAME COMMAND …``: a group of commands, one of which must be named."""
     group = commands.add_parser(name, help=help)
     return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
-def handled_by(
+def database_commands(*commands: tuple[argparse.ArgumentParser, Handler]) -> None:
+    """Finish each (command, handler) of a command that opens the database: its
+    ``--database`` flag after the command's own arguments, and the handler ``main`` calls."""
+    _finish(database_flag, commands)
+
+
+def server_commands(*commands: tuple[argparse.ArgumentParser, Handler]) -> None:
+    """Finish each (command, handler) of a command that talks to a server: its
+    :func:`server_flags` after the command's own arguments, and the handler ``main`` calls."""
+    _finish(server_flags, commands)
+
+
+def _finish(
     flags: Callable[[argparse.ArgumentParser], None],
-    *commands: tuple[argparse.ArgumentParser, Handler],
+    commands: Iterable[tuple[argparse.ArgumentParser, Handler]],
 ) -> None:
-    """Finish each (command, handler): ``flags`` (:func:`database_flag` or
-    :func:`server_flags`) after the command's own arguments, and the handler ``main`` calls."""
     for parser, handler in commands:
         flags(parser)
         parser.set_defaults(handler=handler)

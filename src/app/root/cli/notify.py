@@ -12,11 +12,9 @@ import anyio
 
 from clarion.app.root.cli.common import (
     CliError,
-    Commands,
     command_group,
-    database_flag,
+    database_commands,
     existing_database,
-    handled_by,
 )
 from clarion.domain.model import Identity
 from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_channel
@@ -24,7 +22,7 @@ from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_c
 OPERATOR = Identity.internal()
 
 
-def add_commands(commands: Commands) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sub = command_group(commands, "notify", help="manage notification routes")
     add = sub.add_parser("add", help="route a workspace's notifications to a channel")
     add.add_argument(
@@ -58,8 +56,7 @@ def add_commands(commands: Commands) -> None:
     listing.add_argument("--json", action="store_true", help="print JSON")
     remove = sub.add_parser("remove", help="remove a route")
     remove.add_argument("route_id", help="the route's id (see `notify list`)")
-    handled_by(
-        database_flag,
+    database_commands(
         (add, _add),
         (listing, _list),
         (remove, _remove),

@@ -14,16 +14,14 @@ from typing import Any
 from clarion.app.root.cli.common import (
     DEFAULT_URL,
     CliError,
-    Commands,
     command_group,
-    handled_by,
-    server_flags,
+    server_commands,
 )
 from clarion.app.root.client import ClarionClient, ClientError
 from clarion.domain.history import CLOSED_WHY
 
 
-def add_commands(commands: Commands) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     question_commands = command_group(
         commands, "questions", help="list and answer questions from a shell"
     )
@@ -66,8 +64,7 @@ def add_commands(commands: Commands) -> None:
         help="leave out the questions closed without an answer (superseded, session ended, "
         "expired, cancelled)",
     )
-    handled_by(
-        server_flags,
+    server_commands(
         (list_questions, _questions_list),
         (answer, _questions_answer),
         (history, _questions_history),

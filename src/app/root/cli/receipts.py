@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from clarion.app.root.cli.common import (
     CliError,
-    Commands,
     command_group,
-    database_flag,
+    database_commands,
     existing_database,
-    handled_by,
 )
 from clarion.domain.errors import ValidationError
 from clarion.domain.receipts import PublicKey
@@ -36,7 +34,7 @@ if TYPE_CHECKING:
     from clarion.ports.claims import ClaimRepository
 
 
-def add_commands(commands: Commands) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sub = command_group(commands, "receipts", help="signed receipts: keys, verify one offline")
     keys = sub.add_parser("keys", help="print the published receipt keys (JSON)")
     verify = sub.add_parser("verify", help="verify a receipt's signature (exit 1 naming a failure)")
@@ -56,8 +54,7 @@ def add_commands(commands: Commands) -> None:
     new_key = sub.add_parser("new-key", help="print a new kid:base64 entry for the key ring")
     new_key.add_argument("--kid", default="", help="its key id (default: from the public key)")
     new_key.set_defaults(handler=_new_key)
-    handled_by(
-        database_flag,
+    database_commands(
         (keys, _keys),
         (verify, _verify),
     )
