@@ -10,12 +10,14 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from clarion.app.root.cli.common import (
     CliError,
     command_group,
     database_commands,
     existing_database,
+    print_listing,
     settings_of,
     usable_database,
 )
@@ -154,18 +156,15 @@ def _users_list(args: argparse.Namespace) -> int:
         }
         for user in users
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
-        return 0
-    if not rows:
-        print("No users.")
-    for row in rows:
-        print(
-            f"{row['id']}  {row['name']}  {'admin' if row['is_admin'] else 'member'}  "
-            f"{'active' if row['active'] else 'deactivated'}  created {row['created_at']}  "
-            f"{row['live_tokens']} live token(s)  {row['slack_accounts']} Slack account(s)"
-        )
-    return 0
+    return print_listing(args, rows, json_body=rows, empty="No users.", print_item=_print_user)
+
+
+def _print_user(row: dict[str, Any]) -> None:
+    print(
+        f"{row['id']}  {row['name']}  {'admin' if row['is_admin'] else 'member'}  "
+        f"{'active' if row['active'] else 'deactivated'}  created {row['created_at']}  "
+        f"{row['live_tokens']} live token(s)  {row['slack_accounts']} Slack account(s)"
+    )
 
 
 def _tokens_create(args: argparse.Namespace) -> int:

@@ -4,7 +4,9 @@ environment, and the flags naming a database or a server."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from clarion.app.root.declared_settings import declared_settings
 from clarion.app.root.settings import Settings
@@ -12,6 +14,7 @@ from clarion.app.root.settings import Settings
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 Handler = Callable[[argparse.Namespace], int]
+Item = TypeVar("Item")
 
 
 class CliError(Exception):
@@ -58,6 +61,26 @@ def _finish(
     for parser, handler in commands:
         flags(parser)
         parser.set_defaults(handler=handler)
+
+
+def print_listing(
+    args: argparse.Namespace,
+    items: Sequence[Item],
+    *,
+    json_body: Any,
+    empty: str,
+    print_item: Callable[[Item], None],
+) -> int:
+    """Print what a list command found: ``json_body`` as JSON with ``--json``; otherwise
+    ``empty`` when there are no ``items``, or each item by ``print_item``."""
+    if args.json:
+        print(json.dumps(json_body, indent=2, ensure_ascii=False))
+        return 0
+    if not items:
+        print(empty)
+    for item in items:
+        print_item(item)
+    return 0
 
 
 def database_flag(parser: argparse.ArgumentParser) -> None:

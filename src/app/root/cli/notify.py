@@ -4,7 +4,6 @@ by the operator (who manages every route), so they may run next to the serving p
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -15,6 +14,7 @@ from clarion.app.root.cli.common import (
     command_group,
     database_commands,
     existing_database,
+    print_listing,
 )
 from clarion.domain.model import Identity
 from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_channel
@@ -130,25 +130,23 @@ def _list(args: argparse.Namespace) -> int:
 
     with route_administration(existing_database(args)) as routing:
         routes = anyio.run(routing.list, OPERATOR)
-    if args.json:
-        print(json.dumps([route_json(r) for r in routes], indent=2, ensure_ascii=False))
-        return 0
-    if not routes:
-        print("No routes.")
-    for route in routes:
-        where = route.workspace_id or "(default)"
-        policy = []
-        if route.remind_after_s:
-            policy.append(f"remind every {route.remind_after_s:g}s")
-        if route.escalate_after_s:
-            policy.append(f"escalate after {route.escalate_after_s:g}s to {route.escalate_to}")
-        if route.deadline_after_s:
-            policy.append(f"deadline {route.deadline_after_s:g}s {route.on_deadline}")
-        print(
-            f"{route.id}  {where}  {route.channel}  as {route.user_id or 'operator'}  "
-            f"events {','.join(route.events)}" + (f"  {'; '.join(policy)}" if policy else "")
-        )
-    return 0
+    body = [route_json(r) for r in routes]
+    return print_listing(args, routes, json_body=body, empty="No routes.", print_item=_print_route)
+
+
+def _print_route(route: Route) -> None:
+    where = route.workspace_id or "(default)"
+    policy = []
+    if route.remind_after_s:
+        policy.append(f"remind every {route.remind_after_s:g}s")
+    if route.escalate_after_s:
+        policy.append(f"escalate after {route.escalate_after_s:g}s to {route.escalate_to}")
+    if route.deadline_after_s:
+        policy.append(f"deadline {route.deadline_after_s:g}s {route.on_deadline}")
+    print(
+        f"{route.id}  {where}  {route.channel}  as {route.user_id or 'operator'}  "
+        f"events {','.join(route.events)}" + (f"  {'; '.join(policy)}" if policy else "")
+    )
 
 
 def _remove(args: argparse.Namespace) -> int:

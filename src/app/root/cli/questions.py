@@ -15,6 +15,7 @@ from clarion.app.root.cli.common import (
     DEFAULT_URL,
     CliError,
     command_group,
+    print_listing,
     server_commands,
 )
 from clarion.app.root.client import ClarionClient, ClientError
@@ -94,27 +95,24 @@ def client_of(args: argparse.Namespace) -> ClarionClient:
 
 def _questions_list(args: argparse.Namespace) -> int:
     bundles = client_of(args).pending(workspace_id=args.workspace)
-    if args.json:
-        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
-        return 0
-    if not bundles:
-        print("No pending questions.")
-        return 0
-    for bundle in bundles:
-        print(
-            f"{bundle['pending_id']}  task {bundle['task_id']}  session {bundle['session_id']}  "
-            f"waiting {bundle['age_seconds']}s"
-        )
-        if bundle["context"]:
-            print(f"  context: {bundle['context']}")
-        for question in bundle["questions"]:
-            title = f"[{question['title']}] " if question["title"] else ""
-            print(
-                f"  {question['question_id']}: {title}{question['prompt']} ({question['status']})"
-            )
-            for option in question["options"]:
-                print(f"      {option['option_id']}: {option['label']} — {option['description']}")
-    return 0
+    body = {"bundles": bundles, "count": len(bundles)}
+    return print_listing(
+        args, bundles, json_body=body, empty="No pending questions.", print_item=_print_pending
+    )
+
+
+def _print_pending(bundle: dict[str, Any]) -> None:
+    print(
+        f"{bundle['pending_id']}  task {bundle['task_id']}  session {bundle['session_id']}  "
+        f"waiting {bundle['age_seconds']}s"
+    )
+    if bundle["context"]:
+        print(f"  context: {bundle['context']}")
+    for question in bundle["questions"]:
+        title = f"[{question['title']}] " if question["title"] else ""
+        print(f"  {question['question_id']}: {title}{question['prompt']} ({question['status']})")
+        for option in question["options"]:
+            print(f"      {option['option_id']}: {option['label']} — {option['description']}")
 
 
 def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
@@ -229,25 +227,24 @@ def _questions_history(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise CliError("--limit must be at least 1")
     bundles = client_of(args).resolved(at_most=args.limit, closed=not args.answered_only)
-    if args.json:
-        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
-        return 0
-    if not bundles:
-        print("No resolved questions.")
-        return 0
-    for bundle in bundles:
-        if bundle["status"] == "closed":  # issue #30
-            why = CLOSED_WHY.get(bundle["closed_reason"], bundle["closed_reason"])
-            print(f"{bundle['closed_at']}  {bundle['pending_id']}  closed without an answer: {why}")
-            for question in bundle["questions"]:
-                print(f"  {question['question_id']}: {question['prompt']}")
-            continue
-        who = bundle["resolved_by"]
-        name = who["display_name"] or who["identity_id"] or "unknown"
-        print(
-            f"{bundle['resolved_at']}  {bundle['pending_id']}  {bundle['status']}  "
-            f"by {name} ({who['kind']}) via {who['surface']}"
-        )
-        prompts = {q["question_id"]: q["prompt"] for q in bundle["questions"]}
-        _print_response(bundle["response"], prompts)
-    return 0
+    body = {"bundles": bundles, "count": len(bundles)}
+    return print_listing(
+        args, bundles, json_body=body, empty="No resolved questions.", print_item=_print_resolved
+    )
+
+
+def _print_resolved(bundle: dict[str, Any]) -> None:
+    if bundle["status"] == "closed":  # issue #30
+        why = CLOSED_WHY.get(bundle["closed_reason"], bundle["closed_reason"])
+        print(f"{bundle['closed_at']}  {bundle['pending_id']}  closed without an answer: {why}")
+        for question in bundle["questions"]:
+            print(f"  {question['question_id']}: {question['prompt']}")
+        return
+    who = bundle["resolved_by"]
+    name = who["display_name"] or who["identity_id"] or "unknown"
+    print(
+        f"{bundle['resolved_at']}  {bundle['pending_id']}  {bundle['status']}  "
+        f"by {name} ({who['kind']}) via {who['surface']}"
+    )
+    prompts = {q["question_id"]: q["prompt"] for q in bundle["questions"]}
+    _print_response(bundle["response"], prompts)
