@@ -28,6 +28,7 @@ from clarion.domain.listing import (
     DEFAULT_LIMIT,
     QUESTION_OVERHEAD,
     AskedBundle,
+    BundlePage,
     ListedBundle,
     Visibility,
     listed_bundle,
@@ -200,16 +201,9 @@ HistoryEntry = ResolvedBundle | ClosedBundle
 
 
 @attrs.frozen
-class ResolvedPage:
+class ResolvedPage(BundlePage[HistoryEntry]):
     """A page in (resolution time, pending id) descending order; ``has_more`` when older
     resolved bundles exist."""
-
-    bundles: tuple[HistoryEntry, ...]
-    has_more: bool
-
-    @property
-    def next_cursor(self) -> str:
-        return self.bundles[-1].cursor if self.has_more and self.bundles else ""
 
 
 # The resolution's and the resolver's keys, statuses and timestamps in JSON.
