@@ -29,8 +29,7 @@ class InMemoryHostRepository(InMemoryRepository):
             return workspace
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
-        with self._store.lock:
-            return self._store.workspaces.get(workspace_id)
+        return self._store.lookup(self._store.workspaces, workspace_id)
 
     def agents_workspace(self, owner_id: str, name: str) -> Workspace:
         with self._store.lock:
@@ -68,8 +67,7 @@ class InMemoryHostRepository(InMemoryRepository):
             return task
 
     def get_task(self, task_id: str) -> Task | None:
-        with self._store.lock:
-            return self._store.tasks.get(task_id)
+        return self._store.lookup(self._store.tasks, task_id)
 
     def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
         with self._store.lock:
@@ -133,8 +131,7 @@ class InMemoryHostRepository(InMemoryRepository):
             return session, self._new_turn(session.id)
 
     def get_session(self, session_id: str) -> Session | None:
-        with self._store.lock:
-            return self._store.sessions.get(session_id)
+        return self._store.lookup(self._store.sessions, session_id)
 
     def sessions_for_tasks(self, task_ids: Collection[str]) -> dict[str, tuple[Session, ...]]:
         wanted = set(task_ids)

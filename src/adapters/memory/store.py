@@ -46,6 +46,7 @@ def frozen_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
 
 
 @attrs.define
@@ -112,6 +113,12 @@ class InMemoryStore:
             "groups",
             "standing_approvals",
         )
+
+    def lookup(self, records: Mapping[_K, _T], key: _K) -> _T | None:
+        """``records[key]`` (one of this store's collections), None when absent; read under
+        the lock, so never half-way through a writer's change."""
+        with self.lock:
+            return records.get(key)
 
     def extras_of(self, pending_id: str) -> BundleExtras:
         """The bundle's approval terms and candidates (none stored: a plain question)."""

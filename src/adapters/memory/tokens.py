@@ -24,8 +24,7 @@ class InMemoryTokenStore(InMemoryRepository):
             return user
 
     def get_user(self, user_id: str) -> User | None:
-        with self._store.lock:
-            return self._store.users.get(user_id)
+        return self._store.lookup(self._store.users, user_id)
 
     def list_users(self) -> tuple[User, ...]:
         with self._store.lock:
@@ -113,8 +112,7 @@ class InMemoryTokenStore(InMemoryRepository):
             )
 
     def get_token(self, token_id: str) -> AccessToken | None:
-        with self._store.lock:
-            return self._store.tokens.get(token_id)
+        return self._store.lookup(self._store.tokens, token_id)
 
     def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
         with self._store.lock:
