@@ -22,6 +22,15 @@ def racer_resolver(racer: int) -> ResolvedBy:
     return ResolvedBy(f"racer-{racer}", IdentityKind.USER, f"Racer {racer}", surface)
 
 
+def _answer(
+    world: ContractWorld, bundle: Bundle, resolver: ResolvedBy, choice: int = 1
+) -> ClaimResult:
+    """Answer every question of ``bundle`` with its option ``choice``, as ``resolver``."""
+    return world.claims.complete_active_bundle(
+        bundle.pending_id, ANSWERED, answers_for(bundle, choice), resolved_by=resolver
+    )
+
+
 def _race(world: ContractWorld, bundle: Bundle) -> list[ClaimResult | None]:
     """Every racer claims ``bundle`` at once, each as a different resolver."""
     barrier = threading.Barrier(RESOLVER_RACERS)
@@ -29,12 +38,7 @@ def _race(world: ContractWorld, bundle: Bundle) -> list[ClaimResult | None]:
 
     def race(racer: int) -> None:
         barrier.wait(timeout=30)
-        results[racer] = world.claims.complete_active_bundle(
-            bundle.pending_id,
-            ANSWERED,
-            answers_for(bundle, 1 + racer % 2),
-            resolved_by=racer_resolver(racer),
-        )
+        results[racer] = _answer(world, bundle, racer_resolver(racer), 1 + racer % 2)
 
     threads = [threading.Thread(target=race, args=(n,)) for n in range(RESOLVER_RACERS)]
     for thread in threads:
@@ -52,9 +56,7 @@ class ResolvedByContract:
     ) -> None:
         session = world.session()
         bundle = world.ask(session.id, "p-1", questions=2)
-        result = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle), resolved_by=ALICE_REST
-        )
+        result = _answer(world, bundle, ALICE_REST)
         assert result.claimed
         assert result.responded_at is not None
         expected = ALICE_REST.stamped(result.responded_at)
@@ -97,12 +99,8 @@ class ResolvedByContract:
     def test_a_loser_writes_no_resolver(self, world: ContractWorld) -> None:
         session = world.session()
         bundle = world.ask(session.id, "p-1")
-        won = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle), resolved_by=ALICE_REST
-        )
-        lost = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle, 2), resolved_by=AGENT_MCP
-        )
+        won = _answer(world, bundle, ALICE_REST)
+        lost = _answer(world, bundle, AGENT_MCP, 2)
         assert won.claimed
         assert not lost.claimed
         assert won.responded_at is not None
@@ -112,16 +110,12 @@ class ResolvedByContract:
     def test_finalize_keeps_the_record_and_a_restore_drops_it(self, world: ContractWorld) -> None:
         session = world.session()
         bundle = world.ask(session.id, "p-1")
-        first = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle), resolved_by=ALICE_REST
-        )
+        first = _answer(world, bundle, ALICE_REST)
         assert world.claims.restore_active_bundle("p-1", ANSWERED, first.claimed_ids)
         [restored] = world.bundle("p-1").rows
         assert restored.resolved_by is None
         assert restored.is_pending
-        second = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle, 2), resolved_by=AGENT_MCP
-        )
+        second = _answer(world, bundle, AGENT_MCP, 2)
         assert second.responded_at is not None
         assert world.claims.finalize_delivery("p-1", ANSWERED, second.claimed_ids)
         [row] = world.bundle("p-1").rows
