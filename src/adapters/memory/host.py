@@ -11,10 +11,9 @@ from clarion.adapters.memory.store import InMemoryRepository, frozen_metadata
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility, task_visible
-from clarion.domain.model import SessionState
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
-from clarion.domain.transitions import new_message
+from clarion.domain.transitions import new_message, new_session
 
 
 class InMemoryHostRepository(InMemoryRepository):
@@ -118,13 +117,11 @@ class InMemoryHostRepository(InMemoryRepository):
             if task_id not in self._store.tasks:
                 raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
-            session = Session(
-                id=self._ids.new_id(),
-                task_id=task_id,
-                state=SessionState.RUNNING,
+            session = new_session(
+                self._ids.new_id(),
+                task_id,
+                now,
                 is_primary=is_primary,
-                created_at=now,
-                updated_at=now,
                 agent_token_hash=agent_token_hash,
             )
             self._store.sessions[session.id] = session

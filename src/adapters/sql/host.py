@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
@@ -47,10 +48,9 @@ from clarion.adapters.sql.schema import (
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility
-from clarion.domain.model import SessionState
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
-from clarion.domain.transitions import new_message
+from clarion.domain.transitions import new_message, new_session
 
 
 def _workspace(row: RowMapping) -> Workspace:
@@ -251,13 +251,11 @@ class SqlHostRepository(SqlStore):
             if exists.first() is None:
                 raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
-            session = Session(
-                id=self._ids.new_id(),
-                task_id=task_id,
-                state=SessionState.RUNNING,
+            session = new_session(
+                self._ids.new_id(),
+                task_id,
+                now,
                 is_primary=is_primary,
-                created_at=now,
-                updated_at=now,
                 agent_token_hash=agent_token_hash,
             )
             connection.execute(sa.insert(task_sessions).values(row_values(task_sessions, session)))
@@ -324,13 +322,7 @@ class SqlHostRepository(SqlStore):
                 .where(task_session_turns.c.id == turn.id)
                 .values(completed_at=now, updated_at=now)
             )
-        return Turn(
-            id=turn.id,
-            session_id=turn.session_id,
-            started_at=turn.started_at,
-            created_at=turn.created_at,
-            completed_at=now,
-        )
+        return attrs.evolve(turn, completed_at=now)
 
     # -- the transcript ----------------------------------------------------------------------
 
