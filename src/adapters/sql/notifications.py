@@ -47,21 +47,7 @@ from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
 def _entry(row: Any) -> OutboxEntry:
-    return OutboxEntry(
-        id=row.id,
-        pending_id=row.pending_id,
-        event=row.event,
-        route_id=row.route_id,
-        sequence=row.sequence,
-        due_at=row.due_at,
-        idempotency_key=row.idempotency_key,
-        status=row.status,
-        attempts=row.attempts,
-        created_at=row.created_at,
-        lease_token=row.lease_token,
-        last_error=row.last_error,
-        origin_key=row.origin_key,
-    )
+    return from_row(OutboxEntry, row._mapping)
 
 
 def _route(row: Any) -> Route:
