@@ -20,12 +20,10 @@ class InMemoryHostRepository(InMemoryRepository):
     """Workspaces, tasks, sessions, turns and the transcript, held in an :class:`InMemoryStore`."""
 
     def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
-        with self._store.lock:
-            workspace = Workspace(
-                id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
-            )
-            self._store.workspaces[workspace.id] = workspace
-            return workspace
+        workspace = Workspace(
+            id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
+        )
+        return self._store.insert(self._store.workspaces, workspace)
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
         return self._store.lookup(self._store.workspaces, workspace_id)
@@ -55,15 +53,13 @@ class InMemoryHostRepository(InMemoryRepository):
         return cut_page(sorted(found, key=lambda w: (w.created_at, w.id)), page.limit)
 
     def create_task(self, title: str, workspace_id: str = "") -> Task:
-        with self._store.lock:
-            task = Task(
-                id=self._ids.new_id(),
-                title=title,
-                workspace_id=workspace_id,
-                created_at=self._clock.now(),
-            )
-            self._store.tasks[task.id] = task
-            return task
+        task = Task(
+            id=self._ids.new_id(),
+            title=title,
+            workspace_id=workspace_id,
+            created_at=self._clock.now(),
+        )
+        return self._store.insert(self._store.tasks, task)
 
     def get_task(self, task_id: str) -> Task | None:
         return self._store.lookup(self._store.tasks, task_id)

@@ -35,15 +35,13 @@ class InMemoryNotificationStore(InMemoryRepository):
 
     def add_route(self, spec: RouteSpec, *, created_by: str) -> Route:
         spec = check_route_spec(spec)
-        with self._store.lock:
-            route = Route(
-                **attrs.asdict(spec, recurse=False),
-                id=self._ids.new_id(),
-                created_by=created_by,
-                created_at=self._clock.now(),
-            )
-            self._store.notification_routes[route.id] = route
-        return route
+        route = Route(
+            **attrs.asdict(spec, recurse=False),
+            id=self._ids.new_id(),
+            created_by=created_by,
+            created_at=self._clock.now(),
+        )
+        return self._store.insert(self._store.notification_routes, route)
 
     def get_route(self, route_id: str) -> Route | None:
         return self._store.lookup(self._store.notification_routes, route_id)

@@ -16,12 +16,10 @@ class InMemoryTokenStore(InMemoryRepository):
     """Users and personal-access-token records (hashes only) in an :class:`InMemoryStore`."""
 
     def create_user(self, name: str, *, is_admin: bool = False) -> User:
-        with self._store.lock:
-            user = User(
-                id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
-            )
-            self._store.users[user.id] = user
-            return user
+        user = User(
+            id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
+        )
+        return self._store.insert(self._store.users, user)
 
     def get_user(self, user_id: str) -> User | None:
         return self._store.lookup(self._store.users, user_id)
