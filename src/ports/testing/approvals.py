@@ -8,7 +8,6 @@ Subclass :class:`ApprovalsContract` and provide an ``approvals`` fixture returni
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import attrs
@@ -35,6 +34,7 @@ from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
 from clarion.domain.rows import Bundle
 from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.claims import VoteResult
+from clarion.ports.testing.racing import race
 from clarion.ports.testing.world import ContractWorld, claim, sample_questions
 
 DEPLOY = parse_action("deploy", {"env": "prod", "version": "1.2.3"})
@@ -86,21 +86,7 @@ def vote(world: ContractWorld, pending_id: str, ballot: Vote) -> VoteResult:
 
 def race_votes(world: ContractWorld, pending_id: str, ballots: list[Vote]) -> list[VoteResult]:
     """Every ballot cast at once, each from its own thread; the results in ballot order."""
-    barrier = threading.Barrier(len(ballots))
-    results: list[VoteResult | None] = [None] * len(ballots)
-
-    def cast(n: int) -> None:
-        barrier.wait(timeout=30)
-        results[n] = vote(world, pending_id, ballots[n])
-
-    threads = [threading.Thread(target=cast, args=(n,)) for n in range(len(ballots))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    done = [r for r in results if r is not None]
-    assert len(done) == len(ballots), "a voter thread failed"
-    return done
+    return race(len(ballots), lambda n: vote(world, pending_id, ballots[n]))
 
 
 def _unstamped(votes: tuple[Vote, ...]) -> list[Vote]:
