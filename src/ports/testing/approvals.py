@@ -35,7 +35,7 @@ from clarion.domain.rows import Bundle
 from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.claims import VoteResult
 from clarion.ports.testing.racing import race
-from clarion.ports.testing.world import ContractWorld, claim, sample_questions
+from clarion.ports.testing.world import ContractWorld, claim
 
 DEPLOY = parse_action("deploy", {"env": "prod", "version": "1.2.3"})
 
@@ -122,14 +122,7 @@ class ApprovalExtrasContract:
         plain = world.ask(session.id, "plain")
         assert plain.approval is None
         assert world.bundle("plain").candidates == Candidates()
-        assigned = world.claims.create_bundle(
-            pending_id="assigned",
-            session_id=session.id,
-            task_id=session.task_id,
-            questions=sample_questions(1),
-            context="",
-            candidates=Candidates(user_ids=("u1",)),
-        )
+        assigned = world.ask(session.id, "assigned", candidates=Candidates(user_ids=("u1",)))
         assert assigned.approval is None
         assert world.bundle("assigned").candidates == Candidates(user_ids=("u1",))
         assert world.bundle("assigned").approval is None
@@ -397,14 +390,8 @@ class AssignmentVisibilityContract:
         ask_approval(world, "assigned", candidates=Candidates(("u-direct",), (ops.id,)))
         ask_approval(world, "open")
         session = world.session()
-        world.claims.create_bundle(  # a plain question with an assignment
-            pending_id="question",
-            session_id=session.id,
-            task_id=session.task_id,
-            questions=sample_questions(1),
-            context="",
-            candidates=Candidates(user_ids=("u-direct",)),
-        )
+        # a plain question with an assignment
+        world.ask(session.id, "question", candidates=Candidates(user_ids=("u-direct",)))
         for user, expected in (
             ("u-direct", ["assigned", "open", "question"]),
             ("u-grp", ["assigned", "open"]),
