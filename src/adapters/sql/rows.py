@@ -1,6 +1,6 @@
 """Domain records read from and written to rows whose columns bear their fields' names.
 
-Most stored records keep each field in a column of the same name; these two functions state
+Most stored records keep each field in a column of the same name; these functions state
 that correspondence once, so a row→domain function (or an insert) names only the fields kept
 under another name or in another form.
 """
