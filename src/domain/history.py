@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -27,7 +27,9 @@ from clarion.domain.listing import (
     BUNDLE_OVERHEAD,
     DEFAULT_LIMIT,
     QUESTION_OVERHEAD,
-    ListedQuestion,
+    AskedBundle,
+    BundlePage,
+    ListedBundle,
     Visibility,
     listed_bundle,
     questions_bytes,
@@ -132,16 +134,10 @@ def closed_reason(
 
 
 @attrs.frozen
-class ClosedBundle:
+class ClosedBundle(AskedBundle):
     """One bundle closed without an answer (issue #30): what was asked, why it closed
     (one of :data:`CLOSED_REASONS`) and when. It sits in the history at ``closed_at``."""
 
-    pending_id: str
-    task_id: str
-    session_id: str
-    created_at: datetime
-    context: str
-    questions: tuple[ListedQuestion, ...]
     reason: ClosedReason
     closed_at: datetime
 
@@ -153,6 +149,11 @@ class ClosedBundle:
     @property
     def cursor(self) -> str:
         return encode_cursor(self.closed_at, self.pending_id)
+
+
+def _asked(listed: ListedBundle) -> dict[str, Any]:
+    """The fields of what ``listed`` asked, for a history entry of the same bundle."""
+    return {field.name: getattr(listed, field.name) for field in attrs.fields(AskedBundle)}
 
 
 def closed_bundle(
@@ -175,30 +176,15 @@ def closed_bundle_at(
     """The history view of a bundle known to have closed for ``reason`` at ``closed_at`` —
     decided by :func:`closed_reason` here, or by a store's own query (SQL decides it in the
     statement that pages the history)."""
-    listed = listed_bundle(pending_id, task_id, order_rows(rows))
-    return ClosedBundle(
-        pending_id=pending_id,
-        task_id=task_id,
-        session_id=listed.session_id,
-        created_at=listed.created_at,
-        context=listed.context,
-        questions=listed.questions,
-        reason=reason,
-        closed_at=closed_at,
-    )
+    asked = _asked(listed_bundle(pending_id, task_id, order_rows(rows)))
+    return ClosedBundle(**asked, reason=reason, closed_at=closed_at)
 
 
 @attrs.frozen
-class ResolvedBundle:
+class ResolvedBundle(AskedBundle):
     """One resolved bundle: what was asked, the outcome (R2b's replay of the winner), and who
     resolved it, where and when."""
 
-    pending_id: str
-    task_id: str
-    session_id: str
-    created_at: datetime
-    context: str
-    questions: tuple[ListedQuestion, ...]
     resolution: Resolution
     resolved_by: ResolvedBy
 
@@ -215,16 +201,9 @@ HistoryEntry = ResolvedBundle | ClosedBundle
 
 
 @attrs.frozen
-class ResolvedPage:
+class ResolvedPage(BundlePage[HistoryEntry]):
     """A page in (resolution time, pending id) descending order; ``has_more`` when older
     resolved bundles exist."""
-
-    bundles: tuple[HistoryEntry, ...]
-    has_more: bool
-
-    @property
-    def next_cursor(self) -> str:
-        return self.bundles[-1].cursor if self.has_more and self.bundles else ""
 
 
 # The resolution's and the resolver's keys, statuses and timestamps in JSON.
@@ -290,14 +269,8 @@ def resolved_bundle(
         return None
     resolved_at = resolution_key(ordered)
     latest = max((row for row in ordered if row.is_resolved), key=lambda row: row.updated_at)
-    listed = listed_bundle(pending_id, task_id, ordered)
     return ResolvedBundle(
-        pending_id=pending_id,
-        task_id=task_id,
-        session_id=listed.session_id,
-        created_at=listed.created_at,
-        context=listed.context,
-        questions=listed.questions,
+        **_asked(listed_bundle(pending_id, task_id, ordered)),
         resolution=attrs.evolve(winner, responded_at=resolved_at),
         resolved_by=latest.resolved_by or ResolvedBy.unknown(resolved_at),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -133,8 +133,9 @@ class ListedQuestion:
 
 
 @attrs.frozen
-class ListedBundle:
-    """L3: one listed bundle."""
+class AskedBundle:
+    """What a bundle asked, as every list shows it: the fields a pending bundle and a resolved
+    or closed one (:mod:`clarion.domain.history`) share."""
 
     pending_id: str
     task_id: str
@@ -142,6 +143,11 @@ class ListedBundle:
     created_at: datetime
     context: str
     questions: tuple[ListedQuestion, ...]
+
+
+@attrs.frozen
+class ListedBundle(AskedBundle):
+    """L3: one listed bundle."""
 
     def age_seconds(self, now: datetime) -> int:
         """D7: server clock minus ``created_at``, floored at 0."""
@@ -152,16 +158,32 @@ class ListedBundle:
         return encode_cursor(self.created_at, self.pending_id)
 
 
-@attrs.frozen
-class ListPage:
-    """A page of bundles in L6 order; ``has_more`` when a further page exists (L9)."""
+class Positioned(Protocol):
+    """A bundle that knows its position in its list, as an opaque cursor (L9)."""
 
-    bundles: tuple[ListedBundle, ...]
+    @property
+    def cursor(self) -> str: ...
+
+
+B = TypeVar("B", bound=Positioned)
+
+
+@attrs.frozen
+class BundlePage(Generic[B]):
+    """A page of bundles in their list's order; ``has_more`` when a further page exists, and
+    then ``next_cursor`` is the last bundle's position (L9)."""
+
+    bundles: tuple[B, ...]
     has_more: bool
 
     @property
     def next_cursor(self) -> str:
         return self.bundles[-1].cursor if self.has_more and self.bundles else ""
+
+
+@attrs.frozen
+class ListPage(BundlePage[ListedBundle]):
+    """A page of bundles in L6 order."""
 
 
 # What a listed bundle's JSON holds besides its texts — keys, punctuation, the timestamp and

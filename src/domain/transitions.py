@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from clarion.domain.errors import ClaimError
+from clarion.domain.host import Session
 from clarion.domain.model import (
     ANSWERED,
     CLARIFICATION_REQUEST,
@@ -26,6 +27,7 @@ from clarion.domain.model import (
     REJECTED,
     Answer,
     Question,
+    SessionState,
 )
 from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import (
@@ -135,6 +137,21 @@ def is_exact_claim(
     )
 
 
+def new_session(
+    session_id: str, task_id: str, now: datetime, *, is_primary: bool, agent_token_hash: str
+) -> Session:
+    """A new session of ``task_id``: running, created and updated at ``now``."""
+    return Session(
+        id=session_id,
+        task_id=task_id,
+        state=SessionState.RUNNING,
+        is_primary=is_primary,
+        created_at=now,
+        updated_at=now,
+        agent_token_hash=agent_token_hash,
+    )
+
+
 def new_message(
     *,
     message_id: str,
@@ -215,6 +232,7 @@ __all__ = [
     "is_exact_claim",
     "new_bundle_records",
     "new_message",
+    "new_session",
     "restored",
     "rewritten",
 ]

@@ -167,9 +167,7 @@ class InMemoryStandingApprovals:
         self._store = store
 
     def grant(self, standing: StandingApproval) -> StandingApproval:
-        with self._store.lock:
-            self._store.standing_approvals[standing.id] = standing
-        return standing
+        return self._store.insert(self._store.standing_approvals, standing)
 
     def find_match(
         self, workspace_id: str, action: Action, now: datetime

@@ -11,26 +11,22 @@ from clarion.adapters.memory.store import InMemoryRepository, frozen_metadata
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility, task_visible
-from clarion.domain.model import SessionState
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
-from clarion.domain.transitions import new_message
+from clarion.domain.transitions import new_message, new_session
 
 
 class InMemoryHostRepository(InMemoryRepository):
     """Workspaces, tasks, sessions, turns and the transcript, held in an :class:`InMemoryStore`."""
 
     def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
-        with self._store.lock:
-            workspace = Workspace(
-                id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
-            )
-            self._store.workspaces[workspace.id] = workspace
-            return workspace
+        workspace = Workspace(
+            id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
+        )
+        return self._store.insert(self._store.workspaces, workspace)
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
-        with self._store.lock:
-            return self._store.workspaces.get(workspace_id)
+        return self._store.lookup(self._store.workspaces, workspace_id)
 
     def agents_workspace(self, owner_id: str, name: str) -> Workspace:
         with self._store.lock:
@@ -57,19 +53,16 @@ class InMemoryHostRepository(InMemoryRepository):
         return cut_page(sorted(found, key=lambda w: (w.created_at, w.id)), page.limit)
 
     def create_task(self, title: str, workspace_id: str = "") -> Task:
-        with self._store.lock:
-            task = Task(
-                id=self._ids.new_id(),
-                title=title,
-                workspace_id=workspace_id,
-                created_at=self._clock.now(),
-            )
-            self._store.tasks[task.id] = task
-            return task
+        task = Task(
+            id=self._ids.new_id(),
+            title=title,
+            workspace_id=workspace_id,
+            created_at=self._clock.now(),
+        )
+        return self._store.insert(self._store.tasks, task)
 
     def get_task(self, task_id: str) -> Task | None:
-        with self._store.lock:
-            return self._store.tasks.get(task_id)
+        return self._store.lookup(self._store.tasks, task_id)
 
     def get_task_and_workspace(self, task_id: str) -> tuple[Task, Workspace | None] | None:
         with self._store.lock:
@@ -120,21 +113,18 @@ class InMemoryHostRepository(InMemoryRepository):
             if task_id not in self._store.tasks:
                 raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
-            session = Session(
-                id=self._ids.new_id(),
-                task_id=task_id,
-                state=SessionState.RUNNING,
+            session = new_session(
+                self._ids.new_id(),
+                task_id,
+                now,
                 is_primary=is_primary,
-                created_at=now,
-                updated_at=now,
                 agent_token_hash=agent_token_hash,
             )
             self._store.sessions[session.id] = session
             return session, self._new_turn(session.id)
 
     def get_session(self, session_id: str) -> Session | None:
-        with self._store.lock:
-            return self._store.sessions.get(session_id)
+        return self._store.lookup(self._store.sessions, session_id)
 
     def sessions_for_tasks(self, task_ids: Collection[str]) -> dict[str, tuple[Session, ...]]:
         wanted = set(task_ids)

@@ -35,19 +35,16 @@ class InMemoryNotificationStore(InMemoryRepository):
 
     def add_route(self, spec: RouteSpec, *, created_by: str) -> Route:
         spec = check_route_spec(spec)
-        with self._store.lock:
-            route = Route(
-                **attrs.asdict(spec, recurse=False),
-                id=self._ids.new_id(),
-                created_by=created_by,
-                created_at=self._clock.now(),
-            )
-            self._store.notification_routes[route.id] = route
-        return route
+        route = Route(
+            **attrs.asdict(spec, recurse=False),
+            id=self._ids.new_id(),
+            created_by=created_by,
+            created_at=self._clock.now(),
+        )
+        return self._store.insert(self._store.notification_routes, route)
 
     def get_route(self, route_id: str) -> Route | None:
-        with self._store.lock:
-            return self._store.notification_routes.get(route_id)
+        return self._store.lookup(self._store.notification_routes, route_id)
 
     def list_routes(self) -> tuple[Route, ...]:
         with self._store.lock:
@@ -226,8 +223,7 @@ class InMemoryNotificationStore(InMemoryRepository):
             return self._store.chat_user_links.pop((provider, external_id), None) is not None
 
     def chat_user(self, provider: str, external_id: str) -> ChatUserLink | None:
-        with self._store.lock:
-            return self._store.chat_user_links.get((provider, external_id))
+        return self._store.lookup(self._store.chat_user_links, (provider, external_id))
 
     def chat_user_links(self, provider: str) -> tuple[ChatUserLink, ...]:
         with self._store.lock:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -46,6 +46,15 @@ def frozen_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Identified)
 
 
 @attrs.define
@@ -112,6 +121,19 @@ class InMemoryStore:
             "groups",
             "standing_approvals",
         )
+
+    def insert(self, records: dict[str, _R], record: _R) -> _R:
+        """Keep ``record`` in ``records`` (one of this store's collections) under its id;
+        return it."""
+        with self.lock:
+            records[record.id] = record
+        return record
+
+    def lookup(self, records: Mapping[_K, _T], key: _K) -> _T | None:
+        """``records[key]`` (one of this store's collections), None when absent; read under
+        the lock, so never half-way through a writer's change."""
+        with self.lock:
+            return records.get(key)
 
     def extras_of(self, pending_id: str) -> BundleExtras:
         """The bundle's approval terms and candidates (none stored: a plain question)."""

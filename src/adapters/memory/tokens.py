@@ -16,16 +16,13 @@ class InMemoryTokenStore(InMemoryRepository):
     """Users and personal-access-token records (hashes only) in an :class:`InMemoryStore`."""
 
     def create_user(self, name: str, *, is_admin: bool = False) -> User:
-        with self._store.lock:
-            user = User(
-                id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
-            )
-            self._store.users[user.id] = user
-            return user
+        user = User(
+            id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
+        )
+        return self._store.insert(self._store.users, user)
 
     def get_user(self, user_id: str) -> User | None:
-        with self._store.lock:
-            return self._store.users.get(user_id)
+        return self._store.lookup(self._store.users, user_id)
 
     def list_users(self) -> tuple[User, ...]:
         with self._store.lock:
@@ -113,8 +110,7 @@ class InMemoryTokenStore(InMemoryRepository):
             )
 
     def get_token(self, token_id: str) -> AccessToken | None:
-        with self._store.lock:
-            return self._store.tokens.get(token_id)
+        return self._store.lookup(self._store.tokens, token_id)
 
     def list_tokens(self, user_id: str) -> tuple[AccessToken, ...]:
         with self._store.lock:

@@ -7,31 +7,21 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_one
+from clarion.adapters.sql.engine import SqlRepository, read_one
+from clarion.adapters.sql.rows import from_row, row_values
 from clarion.adapters.sql.schema import answer_link_uses
 from clarion.ports.answer_links import LinkUse
 
 
-class SqlAnswerLinkStore:
+class SqlAnswerLinkStore(SqlRepository):
     """See the module docstring."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
 
     def consume(self, use: LinkUse) -> bool:
         try:
             with self._writes.begin() as connection:
                 connection.execute(
-                    sa.insert(answer_link_uses).values(
-                        link_id=use.link_id,
-                        pending_id=use.pending_id,
-                        user_id=use.user_id,
-                        used_at=use.used_at,
-                        expires_at=use.expires_at,
-                    )
+                    sa.insert(answer_link_uses).values(row_values(answer_link_uses, use))
                 )
         except sa.exc.IntegrityError:
             return False
@@ -42,15 +32,7 @@ class SqlAnswerLinkStore:
             self._engine,
             sa.select(answer_link_uses).where(answer_link_uses.c.link_id == link_id),
         )
-        if row is None:
-            return None
-        return LinkUse(
-            link_id=row["link_id"],
-            pending_id=row["pending_id"],
-            user_id=row["user_id"],
-            used_at=row["used_at"],
-            expires_at=row["expires_at"],
-        )
+        return None if row is None else from_row(LinkUse, row)
 
     def release(self, link_id: str) -> bool:
         with self._writes.begin() as connection:

@@ -17,10 +17,11 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_transaction
+from clarion.adapters.sql.engine import SqlRepository, SqlStore, read_transaction
+from clarion.adapters.sql.rows import from_row, insert_record
 from clarion.adapters.sql.schema import (
     approval_votes,
     bundle_candidates,
@@ -47,7 +48,6 @@ from clarion.domain.approvals import (
 )
 from clarion.domain.errors import NotFound, Resource, ValidationError
 from clarion.domain.resolved_by import Surface
-from clarion.ports.system import Clock, IdGenerator
 
 USER: str = "user"
 GROUP: str = "group"
@@ -175,14 +175,8 @@ def mark_standing(connection: Connection, pending_id: str, standing_id: str) -> 
     )
 
 
-class SqlGroupDirectory:
+class SqlGroupDirectory(SqlStore):
     """:class:`clarion.ports.approvals.GroupDirectory` in ``groups`` / ``group_members``."""
-
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
-        self._clock = clock
-        self._ids = ids
 
     @staticmethod
     def _find(connection: Connection, name: str) -> Group | None:
@@ -270,46 +264,21 @@ class SqlGroupDirectory:
 
 
 def _standing(row: Any) -> StandingApproval:
-    return StandingApproval(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        action_name=row.action_name,
-        constraints=stored_constraints(row.constraints_json),
-        granted_by_id=row.granted_by_id,
-        granted_by_name=row.granted_by_name,
-        granted_at=row.granted_at,
-        expires_at=row.expires_at,
-        source_pending_id=row.source_pending_id,
-        revoked_at=row.revoked_at,
-        revoked_by_id=row.revoked_by_id,
+    return from_row(
+        StandingApproval, row._mapping, constraints=stored_constraints(row.constraints_json)
     )
 
 
-class SqlStandingApprovals:
+class SqlStandingApprovals(SqlRepository):
     """:class:`clarion.ports.approvals.StandingApprovals` in ``standing_approvals``."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
-
     def grant(self, standing: StandingApproval) -> StandingApproval:
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(standing_approvals).values(
-                    id=standing.id,
-                    workspace_id=standing.workspace_id,
-                    action_name=standing.action_name,
-                    constraints_json=constraints_json(standing.constraints),
-                    granted_by_id=standing.granted_by_id,
-                    granted_by_name=standing.granted_by_name,
-                    granted_at=standing.granted_at,
-                    expires_at=standing.expires_at,
-                    source_pending_id=standing.source_pending_id,
-                    revoked_at=standing.revoked_at,
-                    revoked_by_id=standing.revoked_by_id,
-                )
-            )
-        return standing
+        return insert_record(
+            self._writes,
+            standing_approvals,
+            standing,
+            constraints_json=constraints_json(standing.constraints),
+        )
 
     def find_match(
         self, workspace_id: str, action: Action, now: datetime

@@ -12,9 +12,10 @@ from typing import Any
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.engine import RowMapping
 
-from clarion.adapters.sql.engine import check_engine, for_writes, read_one, read_transaction
+from clarion.adapters.sql.engine import SqlRepository, read_one, read_transaction
+from clarion.adapters.sql.rows import from_row, row_values
 from clarion.adapters.sql.schema import agent_asks
 from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskRecord, AskState
 
@@ -22,25 +23,11 @@ _t = agent_asks.c
 
 
 def _record(row: RowMapping) -> AskRecord:
-    return AskRecord(
-        id=row["id"],
-        owner=row["owner"],
-        scope=row["scope"],
-        retry_key=row["retry_key"],
-        pending_id=row["pending_id"],
-        session_id=row["session_id"],
-        created_at=row["created_at"],
-        state=AskState(row["state"]),
-        as_task=bool(row["as_task"]),
-    )
+    return from_row(AskRecord, row, state=AskState(row["state"]), as_task=bool(row["as_task"]))
 
 
-class SqlAskRecords:
+class SqlAskRecords(SqlRepository):
     """See the module docstring."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = check_engine(engine)
-        self._writes = for_writes(engine)
 
     def _one(self, query: sa.Select[Any]) -> AskRecord | None:
         row = read_one(self._engine, query)
@@ -61,15 +48,7 @@ class SqlAskRecords:
                 with self._writes.begin() as connection:
                     connection.execute(
                         sa.insert(agent_asks).values(
-                            id=stored.id,
-                            owner=stored.owner,
-                            scope=stored.scope,
-                            retry_key=stored.retry_key,
-                            pending_id=stored.pending_id,
-                            session_id=stored.session_id,
-                            created_at=stored.created_at,
-                            state=stored.state.value,
-                            as_task=stored.as_task,
+                            row_values(agent_asks, stored, state=stored.state.value)
                         )
                     )
             except sa.exc.IntegrityError:

@@ -164,14 +164,22 @@ def for_writes(engine: Engine) -> Engine:
     return engine.execution_options(**{_WRITE_OPTION: True})
 
 
-class SqlStore:
-    """The base of the repositories that keep ids and timestamps of their own (host, tokens,
-    notifications): the checked engine for reads, its write twin (:func:`for_writes`) for
-    every ``.begin()`` that writes, and the injected clock and id generator."""
+class SqlRepository:
+    """The base of the SQL repositories: the checked engine for reads and its write twin
+    (:func:`for_writes`) for every ``.begin()`` that writes."""
 
-    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = check_engine(engine)
         self._writes = for_writes(engine)
+
+
+class SqlStore(SqlRepository):
+    """The base of the repositories that keep ids and timestamps of their own (host, tokens,
+    notifications, groups): a :class:`SqlRepository` with the injected clock and id
+    generator."""
+
+    def __init__(self, engine: Engine, clock: Clock, ids: IdGenerator) -> None:
+        super().__init__(engine)
         self._clock = clock
         self._ids = ids
 

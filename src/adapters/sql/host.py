@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
@@ -36,6 +37,7 @@ from clarion.adapters.sql.records import (
     session_from_row,
     update_session_state,
 )
+from clarion.adapters.sql.rows import from_row, insert_record, row_values
 from clarion.adapters.sql.schema import (
     messages,
     task_session_turns,
@@ -46,25 +48,17 @@ from clarion.adapters.sql.schema import (
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility
-from clarion.domain.model import SessionState
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
-from clarion.domain.transitions import new_message
+from clarion.domain.transitions import new_message, new_session
 
 
 def _workspace(row: RowMapping) -> Workspace:
-    return Workspace(
-        id=row["id"], name=row["name"], owner_id=row["owner_id"], created_at=row["created_at"]
-    )
+    return from_row(Workspace, row)
 
 
 def _task(row: RowMapping) -> Task:
-    return Task(
-        id=row["id"],
-        title=row["title"],
-        workspace_id=row["workspace_id"],
-        created_at=row["created_at"],
-    )
+    return from_row(Task, row)
 
 
 T = TypeVar("T", Workspace, Task, MessageRecord)
@@ -116,17 +110,7 @@ class SqlHostRepository(SqlStore):
         workspace = Workspace(
             id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
         )
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(workspaces).values(
-                    id=workspace.id,
-                    name=name,
-                    owner_id=owner_id,
-                    created_at=workspace.created_at,
-                    updated_at=workspace.created_at,
-                )
-            )
-        return workspace
+        return insert_record(self._writes, workspaces, workspace, updated_at=workspace.created_at)
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
         row = read_one(self._engine, sa.select(workspaces).where(workspaces.c.id == workspace_id))
@@ -178,17 +162,7 @@ class SqlHostRepository(SqlStore):
             workspace_id=workspace_id,
             created_at=self._clock.now(),
         )
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(tasks).values(
-                    id=task.id,
-                    title=title,
-                    workspace_id=workspace_id,
-                    created_at=task.created_at,
-                    updated_at=task.created_at,
-                )
-            )
-        return task
+        return insert_record(self._writes, tasks, task, updated_at=task.created_at)
 
     def get_task(self, task_id: str) -> Task | None:
         row = read_one(self._engine, sa.select(tasks).where(tasks.c.id == task_id))
@@ -277,26 +251,14 @@ class SqlHostRepository(SqlStore):
             if exists.first() is None:
                 raise NotFound(resource=Resource.TASK, key=task_id)
             now = self._clock.now()
-            session = Session(
-                id=self._ids.new_id(),
-                task_id=task_id,
-                state=SessionState.RUNNING,
+            session = new_session(
+                self._ids.new_id(),
+                task_id,
+                now,
                 is_primary=is_primary,
-                created_at=now,
-                updated_at=now,
                 agent_token_hash=agent_token_hash,
             )
-            connection.execute(
-                sa.insert(task_sessions).values(
-                    id=session.id,
-                    task_id=task_id,
-                    state=session.state,
-                    is_primary=is_primary,
-                    agent_token_hash=agent_token_hash,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
+            connection.execute(sa.insert(task_sessions).values(row_values(task_sessions, session)))
             turn = insert_turn(
                 connection, turn_id=self._ids.new_id(), session=session, now=self._clock.now()
             )
@@ -360,13 +322,7 @@ class SqlHostRepository(SqlStore):
                 .where(task_session_turns.c.id == turn.id)
                 .values(completed_at=now, updated_at=now)
             )
-        return Turn(
-            id=turn.id,
-            session_id=turn.session_id,
-            started_at=turn.started_at,
-            created_at=turn.created_at,
-            completed_at=now,
-        )
+        return attrs.evolve(turn, completed_at=now)
 
     # -- the transcript ----------------------------------------------------------------------
 

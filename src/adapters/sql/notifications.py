@@ -29,6 +29,7 @@ from clarion.adapters.sql.outbox import (
     insert_entries,
     take_events,
 )
+from clarion.adapters.sql.rows import from_row, insert_record
 from clarion.adapters.sql.schema import chat_user_links as links
 from clarion.adapters.sql.schema import notification_outbox as outbox
 from clarion.adapters.sql.schema import notification_routes as routes
@@ -46,39 +47,12 @@ from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
 def _entry(row: Any) -> OutboxEntry:
-    return OutboxEntry(
-        id=row.id,
-        pending_id=row.pending_id,
-        event=row.event,
-        route_id=row.route_id,
-        sequence=row.sequence,
-        due_at=row.due_at,
-        idempotency_key=row.idempotency_key,
-        status=row.status,
-        attempts=row.attempts,
-        created_at=row.created_at,
-        lease_token=row.lease_token,
-        last_error=row.last_error,
-        origin_key=row.origin_key,
-    )
+    return from_row(OutboxEntry, row._mapping)
 
 
 def _route(row: Any) -> Route:
-    return Route(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        channel=parse_channel(row.channel),
-        user_id=row.user_id,
-        created_by=row.created_by,
-        events=tuple(row.events),
-        remind_after_s=row.remind_after_s,
-        escalate_after_s=row.escalate_after_s,
-        escalate_to=row.escalate_to,
-        deadline_after_s=row.deadline_after_s,
-        on_deadline=row.on_deadline,
-        include_answers=row.include_answers,
-        secret=row.secret,
-        created_at=row.created_at,
+    return from_row(
+        Route, row._mapping, channel=parse_channel(row.channel), events=tuple(row.events)
     )
 
 
@@ -101,25 +75,8 @@ class SqlNotificationStore(SqlStore):
             created_by=created_by,
             created_at=self._clock.now(),
         )
-        values = {
-            "id": route.id,
-            "workspace_id": route.workspace_id,
-            "channel": str(route.channel),
-            "user_id": route.user_id,
-            "created_by": route.created_by,
-            "events": list(route.events),
-            "remind_after_s": route.remind_after_s,
-            "escalate_after_s": route.escalate_after_s,
-            "escalate_to": route.escalate_to,
-            "deadline_after_s": route.deadline_after_s,
-            "on_deadline": route.on_deadline,
-            "include_answers": route.include_answers,
-            "secret": route.secret,
-            "created_at": route.created_at,
-        }
-        with self._writes.begin() as connection:
-            connection.execute(sa.insert(routes), values)
-        return route
+        channel, events = str(route.channel), list(route.events)
+        return insert_record(self._writes, routes, route, channel=channel, events=events)
 
     def get_route(self, route_id: str) -> Route | None:
         with read_transaction(self._engine) as connection:

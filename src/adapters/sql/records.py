@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.predicates import current_turn_id, is_clarification, pending_id_of
+from clarion.adapters.sql.rows import from_row
 from clarion.adapters.sql.schema import messages, task_session_turns, task_sessions
 from clarion.domain.host import Session, Turn
 from clarion.domain.model import CLARIFICATION_REQUEST
@@ -353,25 +354,11 @@ def bundle_pending_ids(records: Sequence[MessageRecord]) -> set[str]:
 
 
 def session_from_row(row: RowMapping) -> Session:
-    return Session(
-        id=row["id"],
-        task_id=row["task_id"],
-        state=row["state"],
-        is_primary=bool(row["is_primary"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        agent_token_hash=row["agent_token_hash"],
-    )
+    return from_row(Session, row, is_primary=bool(row["is_primary"]))
 
 
 def turn_from_row(row: RowMapping) -> Turn:
-    return Turn(
-        id=row["id"],
-        session_id=row["task_session_id"],
-        started_at=row["started_at"],
-        created_at=row["created_at"],
-        completed_at=row["completed_at"],
-    )
+    return from_row(Turn, row, session_id=row["task_session_id"])
 
 
 @cache

@@ -10,6 +10,7 @@ The migrations in ``migrations/`` create exactly this metadata; a test compares 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -206,6 +207,17 @@ task_session_messages = sa.Table(
 
 messages = task_session_messages
 
+
+def clarification_index(
+    name: str,
+    rows: Callable[[sa.Table], sa.ColumnElement[bool]],
+    *columns: sa.ColumnElement[Any],
+) -> sa.Index:
+    """A :func:`partial_index` of ``messages`` over its clarification rows that ``rows``
+    (a status predicate of :mod:`clarion.adapters.sql.metadata_sql`) admits."""
+    return partial_index(name, *columns, where=sa.and_(is_clarification(messages), rows(messages)))
+
+
 # Lookups by pending id (load, claim, the malformed-bundle guard) cost one index probe however
 # long the history grows; the guard needs rows of every type, so this index is not partial.
 sa.Index("ix_task_session_messages_pending_id", pending_id_of(messages))
@@ -213,51 +225,51 @@ sa.Index("ix_task_session_messages_pending_id", pending_id_of(messages))
 # Only pending clarification rows: the per-session active reads scan this index (and create's
 # deduplication probes it down to the question-set digest), so their cost follows the pending
 # work, not the message history.
-partial_index(
+clarification_index(
     "ix_task_session_messages_pending_rows",
+    is_pendingish,
     messages.c.task_session_id,
     messages.c.turn_id,
     messages.c.bundle_digest,
-    where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
 # The list walks this index in L6 order — (D1 created_at, pending id byte-wise) over pending
 # clarification rows — and stops after one page of bundles (docs/performance.md).
-partial_index(
+clarification_index(
     "ix_task_session_messages_pending_order",
+    is_pendingish,
     messages.c.bundle_created_at,
     messages.c.bundle_pending_id,
-    where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
 # The per-identity active-bundle limit counts one asker's pending bundles on this index and
 # stops after the limit (ClaimRepository.count_active_asked).
-partial_index(
+clarification_index(
     "ix_task_session_messages_pending_asker",
+    is_pendingish,
     messages.c.asker_id,
     messages.c.bundle_pending_id,
-    where=sa.and_(is_clarification(messages), is_pendingish(messages)),
 )
 
 # The resolved list (newest first) and the audit export walk this index backwards in
 # (resolution time, pending id) order over resolved clarification rows and stop after a page;
 # a resolved row's ``updated_at`` is its claim's time (finalize keeps it; nothing else writes
 # a resolved row).
-partial_index(
+clarification_index(
     "ix_task_session_messages_resolved_order",
+    is_resolved,
     messages.c.updated_at,
     messages.c.bundle_pending_id,
-    where=sa.and_(is_clarification(messages), is_resolved(messages)),
 )
 
 # Issue #30: the history's closed bundles — expired and cancelled clarification rows walked
 # backwards by (closing time, pending id), as the resolved ones above; an ended row's
 # ``updated_at`` is its expiry's or cancellation's (nothing writes an ended row again).
-partial_index(
+clarification_index(
     "ix_task_session_messages_ended_order",
+    is_ended,
     messages.c.updated_at,
     messages.c.bundle_pending_id,
-    where=sa.and_(is_clarification(messages), is_ended(messages)),
 )
 
 # The notification store finds the marked rows here, by bundle (adapters.sql.outbox).
@@ -269,10 +281,10 @@ partial_index(
 
 # Recovery finds the rows still in delivery here, every few seconds on PostgreSQL (issue #28):
 # its cost follows the deliveries in flight, not the message history.
-partial_index(
+clarification_index(
     "ix_task_session_messages_in_delivery",
+    is_delivery_pending,
     messages.c.updated_at,
-    where=sa.and_(is_clarification(messages), is_delivery_pending(messages)),
 )
 
 users = sa.Table(

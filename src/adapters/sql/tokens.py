@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from clarion.adapters.sql.engine import SqlStore, read_one, read_transaction
+from clarion.adapters.sql.rows import from_row, insert_record, row_values
 from clarion.adapters.sql.schema import access_tokens, users
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
@@ -19,28 +20,11 @@ from clarion.ports.tokens import CredentialLookup
 
 
 def _user(row: Mapping[Any, Any]) -> User:
-    return User(
-        id=row["id"],
-        name=row["name"],
-        is_admin=bool(row["is_admin"]),
-        created_at=row["created_at"],
-        active=bool(row["active"]),
-    )
+    return from_row(User, row, is_admin=bool(row["is_admin"]), active=bool(row["active"]))
 
 
 def _token(row: Mapping[Any, Any]) -> AccessToken:
-    return AccessToken(
-        id=row["id"],
-        user_id=row["user_id"],
-        name=row["name"],
-        token_hash=row["token_hash"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-        last_used_at=row["last_used_at"],
-        kind=row["kind"],
-        parent_id=row["parent_id"],
-    )
+    return from_row(AccessToken, row)
 
 
 _TOKEN_FIELDS = tuple(column.name for column in access_tokens.c)
@@ -98,17 +82,7 @@ class SqlTokenStore(SqlStore):
         user = User(
             id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
         )
-        with self._writes.begin() as connection:
-            connection.execute(
-                sa.insert(users).values(
-                    id=user.id,
-                    name=name,
-                    is_admin=is_admin,
-                    active=user.active,
-                    created_at=user.created_at,
-                )
-            )
-        return user
+        return insert_record(self._writes, users, user)
 
     def get_user(self, user_id: str) -> User | None:
         with read_transaction(self._engine) as connection:
@@ -298,15 +272,4 @@ class SqlTokenStore(SqlStore):
 
 def _insert_token(connection: Connection, token: AccessToken) -> None:
     """Write a new token's row (not yet used or revoked)."""
-    connection.execute(
-        sa.insert(access_tokens).values(
-            id=token.id,
-            user_id=token.user_id,
-            name=token.name,
-            token_hash=token.token_hash,
-            created_at=token.created_at,
-            expires_at=token.expires_at,
-            kind=token.kind,
-            parent_id=token.parent_id,
-        )
-    )
+    connection.execute(sa.insert(access_tokens).values(row_values(access_tokens, token)))

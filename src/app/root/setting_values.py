@@ -20,6 +20,7 @@ SqliteSynchronous = Literal["FULL", "NORMAL"]
 ElicitationMode = Literal["auto", "form", "url", "off"]
 SmtpSecurity = Literal["starttls", "tls", "none"]
 _Number = TypeVar("_Number", int, float)
+_Chosen = TypeVar("_Chosen")
 
 
 def check_key_ring(keys: tuple[bytes, ...], name: str) -> None:
@@ -103,15 +104,29 @@ def parse_public_url(value: str, name: str) -> str:
     return parse_http_url(value, name).rstrip("/")
 
 
+def _choice(
+    value: str, name: str, choices: Mapping[str, _Chosen], *, any_case: bool = False
+) -> _Chosen:
+    """What ``choices`` maps ``value`` (lowercased first with ``any_case``) to; else a
+    ValidationError naming ``name`` that lists the accepted values (the parsers of a setting
+    with a fixed set of values below)."""
+    key = value.lower() if any_case else value
+    if key not in choices:
+        *others, last = (repr(choice) for choice in choices)
+        accepted = f"{', '.join(others)} or {last}"
+        raise ValidationError(f"{name} must be {accepted}, got {value!r}", field=name)
+    return choices[key]
+
+
+_SMTP_SECURITIES: Final[Mapping[str, SmtpSecurity]] = {
+    "starttls": "starttls",
+    "tls": "tls",
+    "none": "none",
+}
+
+
 def parse_smtp_security(value: str, name: str) -> SmtpSecurity:
-    security = value.lower()
-    if security == "starttls":
-        return "starttls"
-    if security == "tls":
-        return "tls"
-    if security == "none":
-        return "none"
-    raise ValidationError(f"{name} must be 'starttls', 'tls' or 'none'", field=name)
+    return _choice(value, name, _SMTP_SECURITIES, any_case=True)
 
 
 def parse_host_list(value: str, name: str) -> tuple[str, ...]:
@@ -135,29 +150,25 @@ def parse_outbound_allow(value: str, name: str) -> str:
 
 
 def parse_auth(value: str, name: str) -> bool:
-    if value not in ("enabled", "disabled"):
-        raise ValidationError(f"{name} must be 'enabled' or 'disabled', got {value!r}", field=name)
-    return value == "enabled"
+    return _choice(value, name, {"enabled": True, "disabled": False})
+
+
+_LIVE_DELIVERIES: Final[Mapping[str, LiveDelivery]] = {
+    "auto": "auto",
+    "postgres": "postgres",
+    "memory": "memory",
+}
 
 
 def parse_live_delivery(value: str, name: str) -> LiveDelivery:
-    if value == "auto":
-        return "auto"
-    if value == "postgres":
-        return "postgres"
-    if value == "memory":
-        return "memory"
-    raise ValidationError(
-        f"{name} must be 'auto', 'postgres' or 'memory', got {value!r}", field=name
-    )
+    return _choice(value, name, _LIVE_DELIVERIES)
+
+
+_SQLITE_SYNCHRONOUS: Final[Mapping[str, SqliteSynchronous]] = {"full": "FULL", "normal": "NORMAL"}
 
 
 def parse_sqlite_synchronous(value: str, name: str) -> SqliteSynchronous:
-    if value.lower() == "full":
-        return "FULL"
-    if value.lower() == "normal":
-        return "NORMAL"
-    raise ValidationError(f"{name} must be 'full' or 'normal', got {value!r}", field=name)
+    return _choice(value, name, _SQLITE_SYNCHRONOUS, any_case=True)
 
 
 def parse_key_ring(value: str, name: str) -> tuple[bytes, ...]:
@@ -210,12 +221,7 @@ _ELICITATION_MODES: Final[Mapping[str, ElicitationMode]] = {
 
 
 def parse_elicitation(value: str, name: str) -> ElicitationMode:
-    mode = _ELICITATION_MODES.get(value)
-    if mode is None:
-        raise ValidationError(
-            f"{name} must be 'auto', 'form', 'url' or 'off', got {value!r}", field=name
-        )
-    return mode
+    return _choice(value, name, _ELICITATION_MODES)
 
 
 def _number(
@@ -241,12 +247,11 @@ def parse_non_negative_int(value: str, name: str) -> int:
     return _number(value, name, int, lambda number: number >= 0, "a whole number ≥ 0")
 
 
+_LOG_FORMATS: Final[Mapping[str, LogFormat]] = {"json": "json", "console": "console"}
+
+
 def parse_log_format(value: str, name: str) -> LogFormat:
-    if value == "json":
-        return "json"
-    if value == "console":
-        return "console"
-    raise ValidationError(f"{name} must be 'json' or 'console', got {value!r}", field=name)
+    return _choice(value, name, _LOG_FORMATS)
 
 
 def parse_positive_int(value: str, name: str) -> int:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 from clarion.ports.answer_links import AnswerLinkStore, LinkUse
+from clarion.ports.testing.racing import race
 
 _AT = datetime(2026, 7, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -54,19 +54,5 @@ class AnswerLinkStoreContract:
 
     def test_concurrent_consumers_have_one_winner(self, store: AnswerLinkStore) -> None:
         """Many threads consuming one link at once: exactly one is told it was unused."""
-        barrier = threading.Barrier(8)
-        results: list[bool] = []
-        lock = threading.Lock()
-
-        def consume() -> None:
-            barrier.wait()
-            outcome = store.consume(link_use("race"))
-            with lock:
-                results.append(outcome)
-
-        threads = [threading.Thread(target=consume) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = race(8, lambda _racer: store.consume(link_use("race")))
         assert sorted(results) == [False] * 7 + [True]

@@ -8,7 +8,6 @@ Subclass :class:`ApprovalsContract` and provide an ``approvals`` fixture returni
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import attrs
@@ -35,7 +34,8 @@ from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
 from clarion.domain.rows import Bundle
 from clarion.ports.approvals import GroupDirectory, StandingApprovals
 from clarion.ports.claims import VoteResult
-from clarion.ports.testing.world import ContractWorld, claim, sample_questions
+from clarion.ports.testing.racing import race
+from clarion.ports.testing.world import ContractWorld, claim
 
 DEPLOY = parse_action("deploy", {"env": "prod", "version": "1.2.3"})
 
@@ -86,21 +86,7 @@ def vote(world: ContractWorld, pending_id: str, ballot: Vote) -> VoteResult:
 
 def race_votes(world: ContractWorld, pending_id: str, ballots: list[Vote]) -> list[VoteResult]:
     """Every ballot cast at once, each from its own thread; the results in ballot order."""
-    barrier = threading.Barrier(len(ballots))
-    results: list[VoteResult | None] = [None] * len(ballots)
-
-    def cast(n: int) -> None:
-        barrier.wait(timeout=30)
-        results[n] = vote(world, pending_id, ballots[n])
-
-    threads = [threading.Thread(target=cast, args=(n,)) for n in range(len(ballots))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    done = [r for r in results if r is not None]
-    assert len(done) == len(ballots), "a voter thread failed"
-    return done
+    return race(len(ballots), lambda n: vote(world, pending_id, ballots[n]))
 
 
 def _unstamped(votes: tuple[Vote, ...]) -> list[Vote]:
@@ -136,14 +122,7 @@ class ApprovalExtrasContract:
         plain = world.ask(session.id, "plain")
         assert plain.approval is None
         assert world.bundle("plain").candidates == Candidates()
-        assigned = world.claims.create_bundle(
-            pending_id="assigned",
-            session_id=session.id,
-            task_id=session.task_id,
-            questions=sample_questions(1),
-            context="",
-            candidates=Candidates(user_ids=("u1",)),
-        )
+        assigned = world.ask(session.id, "assigned", candidates=Candidates(user_ids=("u1",)))
         assert assigned.approval is None
         assert world.bundle("assigned").candidates == Candidates(user_ids=("u1",))
         assert world.bundle("assigned").approval is None
@@ -411,14 +390,8 @@ class AssignmentVisibilityContract:
         ask_approval(world, "assigned", candidates=Candidates(("u-direct",), (ops.id,)))
         ask_approval(world, "open")
         session = world.session()
-        world.claims.create_bundle(  # a plain question with an assignment
-            pending_id="question",
-            session_id=session.id,
-            task_id=session.task_id,
-            questions=sample_questions(1),
-            context="",
-            candidates=Candidates(user_ids=("u-direct",)),
-        )
+        # a plain question with an assignment
+        world.ask(session.id, "question", candidates=Candidates(user_ids=("u-direct",)))
         for user, expected in (
             ("u-direct", ["assigned", "open", "question"]),
             ("u-grp", ["assigned", "open"]),

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 from clarion.domain.asks import AskRecord, AskState, retry_key
 from clarion.ports.asks import AskRecords
+from clarion.ports.testing.racing import race
 
 _AT = datetime(2026, 7, 1, 12, 0, 0, 123456, tzinfo=UTC)
 KEYED = retry_key("idem-1", {})
@@ -111,20 +111,6 @@ class AskRecordsContract:
 
     def test_concurrent_reservations_of_one_key_find_one_record(self, records: AskRecords) -> None:
         """Eight threads reserve one key at once: every one gets the same record back."""
-        barrier = threading.Barrier(8)
-        held: list[str] = []
-        lock = threading.Lock()
-
-        def reserve(index: int) -> None:
-            barrier.wait()
-            record = records.reserve(ask_record(f"r{index}"))
-            with lock:
-                held.append(record.id)
-
-        threads = [threading.Thread(target=reserve, args=(index,)) for index in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        held = race(8, lambda index: records.reserve(ask_record(f"r{index}")).id)
         assert len(set(held)) == 1
         assert len(held) == 8

@@ -8,7 +8,6 @@ reader over the same store).
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from clarion.domain.errors import ClaimError
 from clarion.domain.model import ANSWERED, REJECTED, Answer, Identity
 from clarion.domain.resolved_by import ResolvedBy, Surface
 from clarion.ports.audit import AuditChain
+from clarion.ports.testing.racing import race
 from clarion.ports.testing.world import ContractWorld, answers_for, claim
 
 RACERS = 6
@@ -163,24 +163,13 @@ class AuditChainContract:
         workspace = world.workspace()
         names = [f"p{r}-{b}" for r in range(RACERS) for b in range(BUNDLES_PER_RACER)]
         bundles = {n: world.bundle_in_new_session(n, workspace_id=workspace.id) for n in names}
-        barrier = threading.Barrier(RACERS)
-        errors: list[BaseException] = []
 
-        def race(racer: int) -> None:
-            try:
-                barrier.wait(timeout=30)
-                for n in names[racer * BUNDLES_PER_RACER : (racer + 1) * BUNDLES_PER_RACER]:
-                    answers: dict[str, Answer] = answers_for(bundles[n])
-                    assert world.claims.complete_active_bundle(n, ANSWERED, answers).claimed
-            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-                errors.append(exc)
+        def claim_share(racer: int) -> None:
+            for n in names[racer * BUNDLES_PER_RACER : (racer + 1) * BUNDLES_PER_RACER]:
+                answers: dict[str, Answer] = answers_for(bundles[n])
+                assert world.claims.complete_active_bundle(n, ANSWERED, answers).claimed
 
-        threads = [threading.Thread(target=race, args=(r,)) for r in range(RACERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert not errors, errors
+        race(RACERS, claim_share)
         records = _records(audit, workspace.id)
         assert [r.seq for r in records] == list(range(1, len(names) + 1))
         assert sorted(r.pending_id for r in records) == sorted(names)

@@ -4,7 +4,6 @@ lifecycle and list suites into :class:`ClaimRepositoryContract`."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import attrs
@@ -30,6 +29,7 @@ from clarion.ports.testing.history import (
 )
 from clarion.ports.testing.lifecycle import ClaimLifecycleContract
 from clarion.ports.testing.listing import ListActiveBundlesContract
+from clarion.ports.testing.racing import race
 from clarion.ports.testing.resolved import ResolvedByContract
 from clarion.ports.testing.world import (
     ContractWorld,
@@ -51,29 +51,12 @@ def racer_answers(bundle: Bundle, racer: int) -> dict[str, Answer]:
 
 def race_claims(world: ContractWorld, bundle: Bundle, racers: int) -> list[ClaimResult]:
     """Start ``racers`` threads at one barrier, each claiming ``bundle`` once."""
-    barrier = threading.Barrier(racers)
-    results: list[ClaimResult | None] = [None] * racers
-    errors: list[BaseException] = []
-
-    def race(racer: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[racer] = world.claims.complete_active_bundle(
-                bundle.pending_id, ANSWERED, racer_answers(bundle, racer)
-            )
-        except BaseException as exc:  # noqa: BLE001 - a thread's top level; re-raised below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=race, args=(racer,)) for racer in range(racers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    if errors:
-        raise errors[0]
-    finished = [result for result in results if result is not None]
-    assert len(finished) == racers, "a racer did not finish"
-    return finished
+    return race(
+        racers,
+        lambda racer: world.claims.complete_active_bundle(
+            bundle.pending_id, ANSWERED, racer_answers(bundle, racer)
+        ),
+    )
 
 
 class ClaimTransitionsContract:

@@ -21,8 +21,8 @@ from clarion.domain.history import (
 from clarion.domain.listing import Visibility
 from clarion.domain.model import ANSWERED, REJECTED, SessionState
 from clarion.domain.resolved_by import ResolvedBy
-from clarion.ports.testing.resolved import AGENT_MCP, ALICE_REST
-from clarion.ports.testing.world import ContractWorld, answers_for, row_metadata
+from clarion.ports.testing.resolved import AGENT_MCP, ALICE_REST, legacy_answered_row
+from clarion.ports.testing.world import ContractWorld, answers_for
 
 EVERYTHING = Visibility.everything()
 
@@ -149,14 +149,7 @@ class ResolvedListContract:
         self, world: ContractWorld
     ) -> None:
         session = world.session()
-        record = world.raw_row(
-            session.id,
-            row_metadata(
-                "legacy",
-                status=ANSWERED,
-                response={"question_id": "q1", "selected_options": ["q1_opt1"]},
-            ),
-        )
+        record = legacy_answered_row(world, session.id, "legacy")
         [listed] = resolved_page(world).bundles
         assert isinstance(listed, ResolvedBundle)
         assert listed.pending_id == "legacy"

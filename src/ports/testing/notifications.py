@@ -7,7 +7,6 @@ store sharing that world's storage, so the claim repository's events are visible
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import attrs
@@ -29,6 +28,7 @@ from clarion.domain.notifications import (
     parse_channel,
 )
 from clarion.ports.notifications import NotificationStore, PostedMessage
+from clarion.ports.testing.racing import race
 from clarion.ports.testing.world import ContractWorld, claim
 
 LEASE_S = 60.0
@@ -253,21 +253,15 @@ class NotificationStoreContract:
         for n in range(12):
             world.bundle_in_new_session(f"p-{n}")
         now = world.clock.peek()
-        got: list[list[str]] = [[] for _ in range(4)]
-        start = threading.Barrier(4)
 
-        def take(slot: int) -> None:
-            start.wait()
+        def take(_racer: int) -> list[str]:
+            got: list[str] = []
             for _ in range(6):
                 held = notifications.claim_due(now, limit=2, lease_s=LEASE_S)
-                got[slot].extend(entry.id for entry in held)
+                got.extend(entry.id for entry in held)
+            return got
 
-        threads = [threading.Thread(target=take, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        taken = [entry_id for ids in got for entry_id in ids]
+        taken = [entry_id for ids in race(4, take) for entry_id in ids]
         assert len(taken) == len(set(taken)) == 12
 
     def test_finished_entries_are_purged_and_due_ones_kept(

@@ -4,12 +4,11 @@ before it was recorded read as "unknown"."""
 
 from __future__ import annotations
 
-import threading
-
 from clarion.domain.model import ANSWERED, REJECTED
 from clarion.domain.resolved_by import IdentityKind, ResolvedBy, Surface
-from clarion.domain.rows import Bundle
+from clarion.domain.rows import Bundle, MessageRecord
 from clarion.ports.claims import ClaimResult
+from clarion.ports.testing.racing import race
 from clarion.ports.testing.world import ContractWorld, answers_for, claim, row_metadata
 
 ALICE_REST = ResolvedBy("alice", IdentityKind.USER, "Alice", Surface.REST)
@@ -22,26 +21,27 @@ def racer_resolver(racer: int) -> ResolvedBy:
     return ResolvedBy(f"racer-{racer}", IdentityKind.USER, f"Racer {racer}", surface)
 
 
-def _race(world: ContractWorld, bundle: Bundle) -> list[ClaimResult | None]:
+def legacy_answered_row(world: ContractWorld, session_id: str, pending_id: str) -> MessageRecord:
+    """An answered row as written before resolvers were recorded (none stored with it)."""
+    answer = {"question_id": "q1", "selected_options": ["q1_opt1"]}
+    return world.raw_row(session_id, row_metadata(pending_id, status=ANSWERED, response=answer))
+
+
+def _answer(
+    world: ContractWorld, bundle: Bundle, resolver: ResolvedBy, choice: int = 1
+) -> ClaimResult:
+    """Answer every question of ``bundle`` with its option ``choice``, as ``resolver``."""
+    return world.claims.complete_active_bundle(
+        bundle.pending_id, ANSWERED, answers_for(bundle, choice), resolved_by=resolver
+    )
+
+
+def _race(world: ContractWorld, bundle: Bundle) -> list[ClaimResult]:
     """Every racer claims ``bundle`` at once, each as a different resolver."""
-    barrier = threading.Barrier(RESOLVER_RACERS)
-    results: list[ClaimResult | None] = [None] * RESOLVER_RACERS
-
-    def race(racer: int) -> None:
-        barrier.wait(timeout=30)
-        results[racer] = world.claims.complete_active_bundle(
-            bundle.pending_id,
-            ANSWERED,
-            answers_for(bundle, 1 + racer % 2),
-            resolved_by=racer_resolver(racer),
-        )
-
-    threads = [threading.Thread(target=race, args=(n,)) for n in range(RESOLVER_RACERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
+    return race(
+        RESOLVER_RACERS,
+        lambda racer: _answer(world, bundle, racer_resolver(racer), 1 + racer % 2),
+    )
 
 
 class ResolvedByContract:
@@ -52,9 +52,7 @@ class ResolvedByContract:
     ) -> None:
         session = world.session()
         bundle = world.ask(session.id, "p-1", questions=2)
-        result = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle), resolved_by=ALICE_REST
-        )
+        result = _answer(world, bundle, ALICE_REST)
         assert result.claimed
         assert result.responded_at is not None
         expected = ALICE_REST.stamped(result.responded_at)
@@ -83,26 +81,15 @@ class ResolvedByContract:
         assert result.responded_at is not None
         [row] = world.bundle("p-1").rows
         assert row.resolved_by == ResolvedBy.unknown(result.responded_at)
-        legacy = world.raw_row(
-            session.id,
-            row_metadata(
-                "p-2",
-                status=ANSWERED,
-                response={"question_id": "q1", "selected_options": ["q1_opt1"]},
-            ),
-        )
+        legacy = legacy_answered_row(world, session.id, "p-2")
         [old] = world.bundle("p-2").rows
         assert old.resolved_by == ResolvedBy.unknown(legacy.updated_at)
 
     def test_a_loser_writes_no_resolver(self, world: ContractWorld) -> None:
         session = world.session()
         bundle = world.ask(session.id, "p-1")
-        won = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle), resolved_by=ALICE_REST
-        )
-        lost = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle, 2), resolved_by=AGENT_MCP
-        )
+        won = _answer(world, bundle, ALICE_REST)
+        lost = _answer(world, bundle, AGENT_MCP, 2)
         assert won.claimed
         assert not lost.claimed
         assert won.responded_at is not None
@@ -112,16 +99,12 @@ class ResolvedByContract:
     def test_finalize_keeps_the_record_and_a_restore_drops_it(self, world: ContractWorld) -> None:
         session = world.session()
         bundle = world.ask(session.id, "p-1")
-        first = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle), resolved_by=ALICE_REST
-        )
+        first = _answer(world, bundle, ALICE_REST)
         assert world.claims.restore_active_bundle("p-1", ANSWERED, first.claimed_ids)
         [restored] = world.bundle("p-1").rows
         assert restored.resolved_by is None
         assert restored.is_pending
-        second = world.claims.complete_active_bundle(
-            "p-1", ANSWERED, answers_for(bundle, 2), resolved_by=AGENT_MCP
-        )
+        second = _answer(world, bundle, AGENT_MCP, 2)
         assert second.responded_at is not None
         assert world.claims.finalize_delivery("p-1", ANSWERED, second.claimed_ids)
         [row] = world.bundle("p-1").rows
@@ -135,10 +118,9 @@ class ResolvedByContract:
             pending_id = f"race-{round_number}"
             bundle = world.bundle_in_new_session(pending_id, questions=2)
             results = _race(world, bundle)
-            winners = [n for n, result in enumerate(results) if result and result.claimed]
+            winners = [n for n, result in enumerate(results) if result.claimed]
             assert len(winners) == 1, results
             won = results[winners[0]]
-            assert won is not None
             assert won.responded_at is not None
             expected = racer_resolver(winners[0]).stamped(won.responded_at)
             assert {row.resolved_by for row in world.bundle(pending_id).rows} == {expected}

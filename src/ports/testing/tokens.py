@@ -10,6 +10,7 @@ import pytest
 from clarion.domain.errors import NotFound
 from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN
 from clarion.ports.testing.world import ContractWorld
+from clarion.ports.tokens import CredentialLookup
 
 
 def token_hash(text: str) -> str:
@@ -68,21 +69,9 @@ class TokenStoreContract:
             parent_id=parent.id,
         )
         found = world.tokens.find_token_with_parent(token_hash("s"))
-        assert found is not None
-        assert (found.token, found.user, found.parent, found.parent_user) == (
-            session,
-            user,
-            parent,
-            user,
-        )
+        assert found == CredentialLookup(token=session, user=user, parent=parent, parent_user=user)
         alone = world.tokens.find_token_with_parent(token_hash("p"))  # a PAT has no parent
-        assert alone is not None
-        assert (alone.token, alone.user, alone.parent, alone.parent_user) == (
-            parent,
-            user,
-            None,
-            None,
-        )
+        assert alone == CredentialLookup(token=parent, user=user)
         assert world.tokens.find_token_with_parent(token_hash("x")) is None
 
     def test_a_session_whose_parent_is_gone_is_found_without_it(self, world: ContractWorld) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from clarion.domain.approvals import NO_CANDIDATES, Candidates
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST, PENDING, Answer, Option, Question
 from clarion.domain.rows import Asker, Bundle, MessageRecord, clarification_metadata
@@ -207,6 +208,7 @@ class ContractWorld:
         context: str = "",
         task_id: str | None = None,
         asker: Asker | None = None,
+        candidates: Candidates = NO_CANDIDATES,
     ) -> Bundle:
         """Create a bundle through the claim repository (the ordinary path)."""
         session = self.host.get_session(session_id)
@@ -218,6 +220,7 @@ class ContractWorld:
             questions=sample_questions(questions),
             context=context,
             asker=asker,
+            candidates=candidates,
         )
 
     def bundle_in_new_session(

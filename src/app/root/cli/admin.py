@@ -10,11 +10,14 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from clarion.app.root.cli.common import (
     CliError,
-    database_flag,
+    command_group,
+    database_commands,
     existing_database,
+    print_listing,
     settings_of,
     usable_database,
 )
@@ -24,52 +27,35 @@ from clarion.domain.host import LOGIN_SESSION, AccessToken
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    db = commands.add_parser("db", help="database maintenance")
-    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    db_commands = command_group(commands, "db", help="database maintenance")
     upgrade = db_commands.add_parser("upgrade", help="apply migrations (serve also does this)")
-    database_flag(upgrade)
-    upgrade.set_defaults(handler=_db_upgrade)
 
-    users = commands.add_parser("users", help="manage users")
-    user_commands = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    user_commands = command_group(commands, "users", help="manage users")
     create_user = user_commands.add_parser("create", help="create a user; prints its id")
     create_user.add_argument("name", help="display name")
     create_user.add_argument("--admin", action="store_true", help="make the user an admin")
-    database_flag(create_user)
-    create_user.set_defaults(handler=_users_create)
     list_users = user_commands.add_parser(
         "list",
         help="list the users, oldest first: id, name, admin, active, created, live tokens and "
         "linked Slack accounts",
     )
     list_users.add_argument("--json", action="store_true", help="print JSON")
-    database_flag(list_users)
-    list_users.set_defaults(handler=_users_list)
     deactivate_user = user_commands.add_parser(
         "deactivate",
         help="deactivate a user: their tokens, browser sessions and agent tokens stop working",
     )
     deactivate_user.add_argument("user_id", help="the user's id (as `users create` printed it)")
-    database_flag(deactivate_user)
-    deactivate_user.set_defaults(handler=_users_deactivate)
     link_slack = user_commands.add_parser(
         "link-slack", help="let a Slack account answer as this user (docs/slack.md)"
     )
     link_slack.add_argument("user_id", help="the Clarion user's id")
     link_slack.add_argument("slack_user_id", help="the Slack member id, like U0123ABCD")
-    database_flag(link_slack)
-    link_slack.set_defaults(handler=_users_link_slack)
     unlink_slack = user_commands.add_parser("unlink-slack", help="unlink a Slack account")
     unlink_slack.add_argument("slack_user_id", help="the Slack member id")
-    database_flag(unlink_slack)
-    unlink_slack.set_defaults(handler=_users_unlink_slack)
     slack_links = user_commands.add_parser("slack-links", help="list the linked Slack accounts")
     slack_links.add_argument("--json", action="store_true", help="print JSON")
-    database_flag(slack_links)
-    slack_links.set_defaults(handler=_users_slack_links)
 
-    tokens = commands.add_parser("tokens", help="manage personal access tokens")
-    token_commands = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
+    token_commands = command_group(commands, "tokens", help="manage personal access tokens")
     create_token = token_commands.add_parser(
         "create", help="issue a personal access token; prints it once"
     )
@@ -78,21 +64,27 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create_token.add_argument(
         "--expires-in-days", type=float, help="expire the token after this many days"
     )
-    database_flag(create_token)
-    create_token.set_defaults(handler=_tokens_create)
     list_tokens = token_commands.add_parser(
         "list", help="list a user's tokens and browser sessions (never their text)"
     )
     list_tokens.add_argument("user_id", help="the user whose tokens to list")
     list_tokens.add_argument("--json", action="store_true", help="print JSON")
-    database_flag(list_tokens)
-    list_tokens.set_defaults(handler=_tokens_list)
     revoke_token = token_commands.add_parser(
         "revoke", help="revoke a token (its browser sessions end with it) or end one session"
     )
     revoke_token.add_argument("token_id", help="the token's id (see `tokens list`)")
-    database_flag(revoke_token)
-    revoke_token.set_defaults(handler=_tokens_revoke)
+    database_commands(
+        (upgrade, _db_upgrade),
+        (create_user, _users_create),
+        (list_users, _users_list),
+        (deactivate_user, _users_deactivate),
+        (link_slack, _users_link_slack),
+        (unlink_slack, _users_unlink_slack),
+        (slack_links, _users_slack_links),
+        (create_token, _tokens_create),
+        (list_tokens, _tokens_list),
+        (revoke_token, _tokens_revoke),
+    )
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -164,18 +156,15 @@ def _users_list(args: argparse.Namespace) -> int:
         }
         for user in users
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
-        return 0
-    if not rows:
-        print("No users.")
-    for row in rows:
-        print(
-            f"{row['id']}  {row['name']}  {'admin' if row['is_admin'] else 'member'}  "
-            f"{'active' if row['active'] else 'deactivated'}  created {row['created_at']}  "
-            f"{row['live_tokens']} live token(s)  {row['slack_accounts']} Slack account(s)"
-        )
-    return 0
+    return print_listing(args, rows, json_body=rows, empty="No users.", print_item=_print_user)
+
+
+def _print_user(row: dict[str, Any]) -> None:
+    print(
+        f"{row['id']}  {row['name']}  {'admin' if row['is_admin'] else 'member'}  "
+        f"{'active' if row['active'] else 'deactivated'}  created {row['created_at']}  "
+        f"{row['live_tokens']} live token(s)  {row['slack_accounts']} Slack account(s)"
+    )
 
 
 def _tokens_create(args: argparse.Namespace) -> int:

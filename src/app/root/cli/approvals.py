@@ -14,7 +14,14 @@ from typing import Any
 
 import anyio
 
-from clarion.app.root.cli.common import CliError, database_flag, existing_database, server_flags
+from clarion.app.root.cli.common import (
+    CliError,
+    command_group,
+    database_commands,
+    existing_database,
+    print_listing,
+    server_flags,
+)
 from clarion.app.root.cli.questions import client_of
 from clarion.domain.approvals import Group
 from clarion.domain.model import Identity
@@ -31,8 +38,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    groups = commands.add_parser("groups", help="manage the groups approvals are assigned to")
-    sub = groups.add_subparsers(dest="groups_command", required=True, metavar="COMMAND")
+    sub = command_group(commands, "groups", help="manage the groups approvals are assigned to")
     create = sub.add_parser("create", help="create a group")
     create.add_argument("name", help="the group's name (unique, case-insensitively)")
     delete = sub.add_parser("delete", help="delete a group and its memberships")
@@ -44,15 +50,13 @@ def _add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     for member in (add, remove):
         member.add_argument("name", help="the group's name")
         member.add_argument("user", help="the user's name or id")
-    for parser, handler in (
+    database_commands(
         (create, _group_create),
         (delete, _group_delete),
         (listing, _group_list),
         (add, _group_add),
         (remove, _group_remove),
-    ):
-        database_flag(parser)
-        parser.set_defaults(handler=handler)
+    )
 
 
 def _group_create(args: argparse.Namespace) -> int:
@@ -87,18 +91,16 @@ def _group_list(args: argparse.Namespace) -> int:
             return [(group, await groups.member_names(group)) for group in found]
 
         rows = anyio.run(listed)
-    if args.json:
-        body = [
-            {"id": g.id, "name": g.name, "created_at": g.created_at.isoformat(), "members": list(m)}
-            for g, m in rows
-        ]
-        print(json.dumps(body, indent=2, ensure_ascii=False))
-        return 0
-    if not rows:
-        print("No groups.")
-    for group, members in rows:
-        print(f"{group.name}  {group.id}  members: {', '.join(members) or '(none)'}")
-    return 0
+    body = [
+        {"id": g.id, "name": g.name, "created_at": g.created_at.isoformat(), "members": list(m)}
+        for g, m in rows
+    ]
+    return print_listing(args, rows, json_body=body, empty="No groups.", print_item=_print_group)
+
+
+def _print_group(row: tuple[Group, tuple[str, ...]]) -> None:
+    group, members = row
+    print(f"{group.name}  {group.id}  members: {', '.join(members) or '(none)'}")
 
 
 def _membership(args: argparse.Namespace, *, add: bool) -> int:
@@ -128,10 +130,9 @@ def _group_remove(args: argparse.Namespace) -> int:
 
 
 def _add_approval_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    approvals = commands.add_parser(
-        "approvals", help="list, show and decide approval requests from a shell"
+    sub = command_group(
+        commands, "approvals", help="list, show and decide approval requests from a shell"
     )
-    sub = approvals.add_subparsers(dest="approvals_command", required=True, metavar="COMMAND")
     listing = sub.add_parser("list", help="the approval requests you may decide or see")
     listing.add_argument("--decided", action="store_true", help="the decided ones, newest first")
     show = sub.add_parser("show", help="one request: its action, votes and decision")
@@ -199,14 +200,10 @@ def _print_view(view: dict[str, Any]) -> None:
 
 def _approvals_list(args: argparse.Namespace) -> int:
     views = client_of(args).approvals(decided=args.decided)
-    if args.json:
-        _print_json({"approvals": views, "count": len(views)})
-        return 0
-    if not views:
-        print("No approval requests.")
-    for view in views:
-        _print_view(view)
-    return 0
+    body = {"approvals": views, "count": len(views)}
+    return print_listing(
+        args, views, json_body=body, empty="No approval requests.", print_item=_print_view
+    )
 
 
 def _approvals_show(args: argparse.Namespace) -> int:
@@ -263,19 +260,19 @@ def _approvals_decide(args: argparse.Namespace) -> int:
 
 def _approvals_standing(args: argparse.Namespace) -> int:
     found = client_of(args).standing(include_inactive=args.all)
-    if args.json:
-        _print_json({"standing_approvals": found, "total": len(found)})
-        return 0
-    if not found:
-        print("No standing approvals.")
-    for standing in found:
-        state = "active" if standing["active"] else "inactive"
-        print(
-            f"{standing['id']}  {standing['action_name']}  {state} until "
-            f"{standing['expires_at']}  by {standing['granted_by_name']}  "
-            f"{json.dumps(standing['constraints'], ensure_ascii=False, sort_keys=True)}"
-        )
-    return 0
+    body = {"standing_approvals": found, "total": len(found)}
+    return print_listing(
+        args, found, json_body=body, empty="No standing approvals.", print_item=_print_standing
+    )
+
+
+def _print_standing(standing: dict[str, Any]) -> None:
+    state = "active" if standing["active"] else "inactive"
+    print(
+        f"{standing['id']}  {standing['action_name']}  {state} until "
+        f"{standing['expires_at']}  by {standing['granted_by_name']}  "
+        f"{json.dumps(standing['constraints'], ensure_ascii=False, sort_keys=True)}"
+    )
 
 
 def _approvals_revoke(args: argparse.Namespace) -> int:

@@ -23,7 +23,12 @@ import json
 import sys
 from datetime import datetime
 
-from clarion.app.root.cli.common import CliError, database_flag, existing_database
+from clarion.app.root.cli.common import (
+    CliError,
+    command_group,
+    database_commands,
+    existing_database,
+)
 from clarion.domain.cursor import parse_timestamp
 from clarion.domain.errors import InvalidArgument
 
@@ -31,8 +36,9 @@ PAGE = 200
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    audit = commands.add_parser("audit", help="the record of who resolved what (operators)")
-    audit_commands = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    audit_commands = command_group(
+        commands, "audit", help="the record of who resolved what (operators)"
+    )
     export = audit_commands.add_parser(
         "export", help="every resolution as JSON Lines, newest first, read from the database"
     )
@@ -47,8 +53,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="also the questions closed without an answer (status closed, with closed_reason)",
     )
-    database_flag(export)
-    export.set_defaults(handler=_export)
     verify = audit_commands.add_parser(
         "verify",
         help="check the tamper-evident audit chain; name the first broken link (exit 1)",
@@ -63,8 +67,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="also compare each question's newest record with its rows as they stand",
     )
-    database_flag(verify)
-    verify.set_defaults(handler=_verify)
+    database_commands(
+        (export, _export),
+        (verify, _verify),
+    )
 
 
 def _since(value: str) -> datetime | None:

@@ -4,12 +4,17 @@ environment, and the flags naming a database or a server."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from clarion.app.root.declared_settings import declared_settings
 from clarion.app.root.settings import Settings
 
 DEFAULT_URL = "http://127.0.0.1:8765"
+
+Handler = Callable[[argparse.Namespace], int]
+Item = TypeVar("Item")
 
 
 class CliError(Exception):
@@ -27,6 +32,55 @@ def setting_flags(parser: argparse.ArgumentParser, names: Iterable[str] | None =
         argument = parser.add_argument(flag, help=declared.flag_help())
         argument.type = declared.setting.flag_type
         argument.choices = declared.setting.choices or None
+
+
+def command_group(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """``clarion NAME COMMAND …``: a group of commands, one of which must be named."""
+    group = commands.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
+
+
+def database_commands(*commands: tuple[argparse.ArgumentParser, Handler]) -> None:
+    """Finish each (command, handler) of a command that opens the database: its
+    ``--database`` flag after the command's own arguments, and the handler ``main`` calls."""
+    _finish(database_flag, commands)
+
+
+def server_commands(*commands: tuple[argparse.ArgumentParser, Handler]) -> None:
+    """Finish each (command, handler) of a command that talks to a server: its
+    :func:`server_flags` after the command's own arguments, and the handler ``main`` calls."""
+    _finish(server_flags, commands)
+
+
+def _finish(
+    flags: Callable[[argparse.ArgumentParser], None],
+    commands: Iterable[tuple[argparse.ArgumentParser, Handler]],
+) -> None:
+    for parser, handler in commands:
+        flags(parser)
+        parser.set_defaults(handler=handler)
+
+
+def print_listing(
+    args: argparse.Namespace,
+    items: Sequence[Item],
+    *,
+    json_body: Any,
+    empty: str,
+    print_item: Callable[[Item], None],
+) -> int:
+    """Print what a list command found: ``json_body`` as JSON with ``--json``; otherwise
+    ``empty`` when there are no ``items``, or each item by ``print_item``."""
+    if args.json:
+        print(json.dumps(json_body, indent=2, ensure_ascii=False))
+        return 0
+    if not items:
+        print(empty)
+    for item in items:
+        print_item(item)
+    return 0
 
 
 def database_flag(parser: argparse.ArgumentParser) -> None:

@@ -4,13 +4,18 @@ by the operator (who manages every route), so they may run next to the serving p
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 import anyio
 
-from clarion.app.root.cli.common import CliError, database_flag, existing_database
+from clarion.app.root.cli.common import (
+    CliError,
+    command_group,
+    database_commands,
+    existing_database,
+    print_listing,
+)
 from clarion.domain.model import Identity
 from clarion.domain.notifications import ROUTE_EVENTS, Route, RouteSpec, parse_channel
 
@@ -18,8 +23,7 @@ OPERATOR = Identity.internal()
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    notify = commands.add_parser("notify", help="manage notification routes")
-    sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
+    sub = command_group(commands, "notify", help="manage notification routes")
     add = sub.add_parser("add", help="route a workspace's notifications to a channel")
     add.add_argument(
         "channel", help="email:ADDRESS, webhook:URL, apprise:URL or slack:#CHANNEL / slack:@USER"
@@ -48,16 +52,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "channel's setting (CLARION_SMTP_HOST, CLARION_SLACK_BOT_TOKEN) — when the serving "
         "processes have it",
     )
-    database_flag(add)
-    add.set_defaults(handler=_add)
     listing = sub.add_parser("list", help="list the routes")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    database_flag(listing)
-    listing.set_defaults(handler=_list)
     remove = sub.add_parser("remove", help="remove a route")
     remove.add_argument("route_id", help="the route's id (see `notify list`)")
-    database_flag(remove)
-    remove.set_defaults(handler=_remove)
+    database_commands(
+        (add, _add),
+        (listing, _list),
+        (remove, _remove),
+    )
 
 
 def route_json(route: Route) -> dict[str, Any]:
@@ -127,25 +130,23 @@ def _list(args: argparse.Namespace) -> int:
 
     with route_administration(existing_database(args)) as routing:
         routes = anyio.run(routing.list, OPERATOR)
-    if args.json:
-        print(json.dumps([route_json(r) for r in routes], indent=2, ensure_ascii=False))
-        return 0
-    if not routes:
-        print("No routes.")
-    for route in routes:
-        where = route.workspace_id or "(default)"
-        policy = []
-        if route.remind_after_s:
-            policy.append(f"remind every {route.remind_after_s:g}s")
-        if route.escalate_after_s:
-            policy.append(f"escalate after {route.escalate_after_s:g}s to {route.escalate_to}")
-        if route.deadline_after_s:
-            policy.append(f"deadline {route.deadline_after_s:g}s {route.on_deadline}")
-        print(
-            f"{route.id}  {where}  {route.channel}  as {route.user_id or 'operator'}  "
-            f"events {','.join(route.events)}" + (f"  {'; '.join(policy)}" if policy else "")
-        )
-    return 0
+    body = [route_json(r) for r in routes]
+    return print_listing(args, routes, json_body=body, empty="No routes.", print_item=_print_route)
+
+
+def _print_route(route: Route) -> None:
+    where = route.workspace_id or "(default)"
+    policy = []
+    if route.remind_after_s:
+        policy.append(f"remind every {route.remind_after_s:g}s")
+    if route.escalate_after_s:
+        policy.append(f"escalate after {route.escalate_after_s:g}s to {route.escalate_to}")
+    if route.deadline_after_s:
+        policy.append(f"deadline {route.deadline_after_s:g}s {route.on_deadline}")
+    print(
+        f"{route.id}  {where}  {route.channel}  as {route.user_id or 'operator'}  "
+        f"events {','.join(route.events)}" + (f"  {'; '.join(policy)}" if policy else "")
+    )
 
 
 def _remove(args: argparse.Namespace) -> int:

@@ -11,23 +11,26 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from clarion.app.root.cli.common import DEFAULT_URL, CliError, server_flags
+from clarion.app.root.cli.common import (
+    DEFAULT_URL,
+    CliError,
+    command_group,
+    print_listing,
+    server_commands,
+)
 from clarion.app.root.client import ClarionClient, ClientError
 from clarion.domain.history import CLOSED_WHY
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    questions = commands.add_parser("questions", help="list and answer questions from a shell")
-    question_commands = questions.add_subparsers(
-        dest="questions_command", required=True, metavar="COMMAND"
+    question_commands = command_group(
+        commands, "questions", help="list and answer questions from a shell"
     )
     list_questions = question_commands.add_parser(
         "list", help="list the pending questions you may see"
     )
     list_questions.add_argument("--workspace", default="", help="only this workspace's questions")
     list_questions.add_argument("--json", action="store_true", help="print the raw JSON envelope")
-    server_flags(list_questions)
-    list_questions.set_defaults(handler=_questions_list)
     answer = question_commands.add_parser("answer", help="answer or reject a pending bundle")
     answer.add_argument("pending_id", help="the bundle's pending_id (see `questions list`)")
     answer.add_argument(
@@ -47,8 +50,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     answer.add_argument("--reject", action="store_true", help="reject the whole bundle")
     answer.add_argument("--reason", default="", help="reason shown with a rejection")
     answer.add_argument("--json", action="store_true", help="print the raw JSON response")
-    server_flags(answer)
-    answer.set_defaults(handler=_questions_answer)
     history = question_commands.add_parser(
         "history",
         help="the resolved questions you may see, newest first, with who answered, and those "
@@ -64,8 +65,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="leave out the questions closed without an answer (superseded, session ended, "
         "expired, cancelled)",
     )
-    server_flags(history)
-    history.set_defaults(handler=_questions_history)
+    server_commands(
+        (list_questions, _questions_list),
+        (answer, _questions_answer),
+        (history, _questions_history),
+    )
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -91,27 +95,24 @@ def client_of(args: argparse.Namespace) -> ClarionClient:
 
 def _questions_list(args: argparse.Namespace) -> int:
     bundles = client_of(args).pending(workspace_id=args.workspace)
-    if args.json:
-        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
-        return 0
-    if not bundles:
-        print("No pending questions.")
-        return 0
-    for bundle in bundles:
-        print(
-            f"{bundle['pending_id']}  task {bundle['task_id']}  session {bundle['session_id']}  "
-            f"waiting {bundle['age_seconds']}s"
-        )
-        if bundle["context"]:
-            print(f"  context: {bundle['context']}")
-        for question in bundle["questions"]:
-            title = f"[{question['title']}] " if question["title"] else ""
-            print(
-                f"  {question['question_id']}: {title}{question['prompt']} ({question['status']})"
-            )
-            for option in question["options"]:
-                print(f"      {option['option_id']}: {option['label']} — {option['description']}")
-    return 0
+    body = {"bundles": bundles, "count": len(bundles)}
+    return print_listing(
+        args, bundles, json_body=body, empty="No pending questions.", print_item=_print_pending
+    )
+
+
+def _print_pending(bundle: dict[str, Any]) -> None:
+    print(
+        f"{bundle['pending_id']}  task {bundle['task_id']}  session {bundle['session_id']}  "
+        f"waiting {bundle['age_seconds']}s"
+    )
+    if bundle["context"]:
+        print(f"  context: {bundle['context']}")
+    for question in bundle["questions"]:
+        title = f"[{question['title']}] " if question["title"] else ""
+        print(f"  {question['question_id']}: {title}{question['prompt']} ({question['status']})")
+        for option in question["options"]:
+            print(f"      {option['option_id']}: {option['label']} — {option['description']}")
 
 
 def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
@@ -226,25 +227,24 @@ def _questions_history(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise CliError("--limit must be at least 1")
     bundles = client_of(args).resolved(at_most=args.limit, closed=not args.answered_only)
-    if args.json:
-        print(json.dumps({"bundles": bundles, "count": len(bundles)}, indent=2, ensure_ascii=False))
-        return 0
-    if not bundles:
-        print("No resolved questions.")
-        return 0
-    for bundle in bundles:
-        if bundle["status"] == "closed":  # issue #30
-            why = CLOSED_WHY.get(bundle["closed_reason"], bundle["closed_reason"])
-            print(f"{bundle['closed_at']}  {bundle['pending_id']}  closed without an answer: {why}")
-            for question in bundle["questions"]:
-                print(f"  {question['question_id']}: {question['prompt']}")
-            continue
-        who = bundle["resolved_by"]
-        name = who["display_name"] or who["identity_id"] or "unknown"
-        print(
-            f"{bundle['resolved_at']}  {bundle['pending_id']}  {bundle['status']}  "
-            f"by {name} ({who['kind']}) via {who['surface']}"
-        )
-        prompts = {q["question_id"]: q["prompt"] for q in bundle["questions"]}
-        _print_response(bundle["response"], prompts)
-    return 0
+    body = {"bundles": bundles, "count": len(bundles)}
+    return print_listing(
+        args, bundles, json_body=body, empty="No resolved questions.", print_item=_print_resolved
+    )
+
+
+def _print_resolved(bundle: dict[str, Any]) -> None:
+    if bundle["status"] == "closed":  # issue #30
+        why = CLOSED_WHY.get(bundle["closed_reason"], bundle["closed_reason"])
+        print(f"{bundle['closed_at']}  {bundle['pending_id']}  closed without an answer: {why}")
+        for question in bundle["questions"]:
+            print(f"  {question['question_id']}: {question['prompt']}")
+        return
+    who = bundle["resolved_by"]
+    name = who["display_name"] or who["identity_id"] or "unknown"
+    print(
+        f"{bundle['resolved_at']}  {bundle['pending_id']}  {bundle['status']}  "
+        f"by {name} ({who['kind']}) via {who['surface']}"
+    )
+    prompts = {q["question_id"]: q["prompt"] for q in bundle["questions"]}
+    _print_response(bundle["response"], prompts)

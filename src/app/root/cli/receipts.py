@@ -19,7 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clarion.app.root.cli.common import CliError, database_flag, existing_database
+from clarion.app.root.cli.common import (
+    CliError,
+    command_group,
+    database_commands,
+    existing_database,
+)
 from clarion.domain.errors import ValidationError
 from clarion.domain.receipts import PublicKey
 
@@ -30,11 +35,8 @@ if TYPE_CHECKING:
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    receipts = commands.add_parser("receipts", help="signed receipts: keys, verify one offline")
-    sub = receipts.add_subparsers(dest="receipts_command", required=True, metavar="COMMAND")
+    sub = command_group(commands, "receipts", help="signed receipts: keys, verify one offline")
     keys = sub.add_parser("keys", help="print the published receipt keys (JSON)")
-    database_flag(keys)
-    keys.set_defaults(handler=_keys)
     verify = sub.add_parser("verify", help="verify a receipt's signature (exit 1 naming a failure)")
     verify.add_argument("FILE", help="the receipt JSON (- for standard input)")
     verify.add_argument(
@@ -49,11 +51,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="also require this asked_digest (the action or question set you expect)",
     )
     verify.add_argument("--request-id", default="", help="also require this request id")
-    database_flag(verify)
-    verify.set_defaults(handler=_verify)
     new_key = sub.add_parser("new-key", help="print a new kid:base64 entry for the key ring")
     new_key.add_argument("--kid", default="", help="its key id (default: from the public key)")
     new_key.set_defaults(handler=_new_key)
+    database_commands(
+        (keys, _keys),
+        (verify, _verify),
+    )
 
 
 NO_LASTING_KEYS = (
