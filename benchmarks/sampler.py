@@ -150,7 +150,12 @@ class Deterministic:
         self.frozen = self._text()
 
     def _text(self) -> str:
-        stats = pstats.Stats(*[_Snapshot(p) for p in list(self.profiles)])  # type: ignore[arg-type]
+        # A thread that ran nothing since the restart has no stats, and pstats refuses an
+        # empty source (TypeError): only the others are merged.
+        snapshots = [snapshot for p in list(self.profiles) if (snapshot := _Snapshot(p)).stats]
+        if not snapshots:
+            return "nothing profiled\n"
+        stats = pstats.Stats(*snapshots)  # type: ignore[arg-type]
         out = io.StringIO()
         stats.stream = out  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(TOP)
