@@ -281,12 +281,14 @@ class Cpu:
     replicas: list[Replica]
     database_url: str
     profiling: bool = False
+    profiled: str = "window"  # or "background": the period ``--profile`` counts
     spy: Path | None = None
     recorders: list[subprocess.Popen[bytes]] = attrs.Factory(list)
 
-    def signal(self, number: int) -> None:
-        """Tell each replica's profiler (``--profile``) to start or stop counting."""
-        if self.profiling:
+    def signal(self, number: int, period: str = "window") -> None:
+        """Tell each replica's profiler (``--profile``) to start or stop counting, for the
+        period it profiles."""
+        if self.profiling and period == self.profiled:
             for replica in self.replicas:
                 replica.process.send_signal(number)
 
@@ -502,12 +504,14 @@ async def _window(
 async def _background(cpu: Cpu, seconds: float) -> tuple[float, float]:
     """CPU seconds per second (servers, database) of the parked fleet with nobody answering:
     task polls, progress notifications, heartbeats, the notification worker's polls."""
+    cpu.signal(signal.SIGUSR1, "background")
     cpu.record("background")
     server_before, database_before = cpu.sample()
     started = time.perf_counter()
     await anyio.sleep(seconds)
     server_after, database_after = cpu.sample()
     cpu.stop_recording()
+    cpu.signal(signal.SIGUSR2, "background")
     seconds = time.perf_counter() - started
     return (
         (server_after - server_before) / seconds,
@@ -656,7 +660,13 @@ def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
             env=_environment(sizes),
             launcher_of=_profiler(args.profile),
         ) as replicas:
-            cpu = Cpu(replicas, database_url, profiling=args.profile is not None, spy=args.py_spy)
+            cpu = Cpu(
+                replicas,
+                database_url,
+                profiling=args.profile is not None,
+                profiled="background" if args.profile_background else "window",
+                spy=args.py_spy,
+            )
             raw = anyio.run(_load, replicas, sizes, session_ids, cpu)
             floor = _floor(database_url, sizes.floor_updates)
             if args.profile:
@@ -786,6 +796,11 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
         "--profile", type=Path, help="sample each replica's stacks into this folder"
+    )
+    parser.add_argument(
+        "--profile-background",
+        action="store_true",
+        help="--profile counts the parked fleet's idle period instead of the answer window",
     )
     parser.add_argument(
         "--py-spy",
