@@ -58,6 +58,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -270,17 +271,58 @@ class Streams:
 
 @attrs.define
 class Cpu:
-    """CPU seconds of the replicas and of this database's PostgreSQL backends."""
+    """CPU seconds of the replicas and of this database's PostgreSQL backends.
+
+    ``spy``: with ``--py-spy FOLDER``, each replica is also recorded by an external py-spy
+    (``CLARION_BENCH_PYSPY``, default ``py-spy`` on the path) over the background period
+    and the answer window, as collapsed stacks in ``FOLDER/<replica>-<period>.txt``
+    (``benchmarks/collapsed.py`` summarizes them)."""
 
     replicas: list[Replica]
     database_url: str
     profiling: bool = False
+    profiled: str = "window"  # or "background": the period ``--profile`` counts
+    spy: Path | None = None
+    recorders: list[subprocess.Popen[bytes]] = attrs.Factory(list)
 
-    def signal(self, number: int) -> None:
-        """Tell each replica's profiler (``--profile``) to start or stop counting."""
-        if self.profiling:
+    def signal(self, number: int, period: str = "window") -> None:
+        """Tell each replica's profiler (``--profile``) to start or stop counting, for the
+        period it profiles."""
+        if self.profiling and period == self.profiled:
             for replica in self.replicas:
                 replica.process.send_signal(number)
+
+    def record(self, period: str) -> None:
+        """Start py-spy on every replica (``--py-spy``), until :meth:`stop_recording`."""
+        if self.spy is None:
+            return
+        for replica in self.replicas:
+            command = [
+                os.environ.get("CLARION_BENCH_PYSPY", "py-spy"),
+                "record",
+                "--pid",
+                str(replica.process.pid),
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--threads",
+                "--gil",
+                "--nonblocking",
+                "--output",
+                str(self.spy / f"{replica.name}-{period}.txt"),
+            ]
+            self.recorders.append(
+                subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+
+    def stop_recording(self) -> None:
+        """Stop the py-spy recorders (SIGINT: they write their output) and wait for them."""
+        for recorder in self.recorders:
+            recorder.send_signal(signal.SIGINT)
+        for recorder in self.recorders:
+            recorder.wait(60)
+        self.recorders.clear()
 
     def backend_pids(self) -> list[int]:
         if not self.database_url.startswith("postgresql"):
@@ -291,6 +333,18 @@ class Cpu:
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchall()
         return [int(row[0]) for row in rows]
+
+    def sessions(self) -> int:
+        """Connections ever opened to this database (``pg_stat_database.sessions``; 0 on
+        SQLite): how many the window opened tells a pool that keeps reconnecting, whose
+        short-lived backends' CPU :meth:`sample` cannot see (they are gone by its end)."""
+        if not self.database_url.startswith("postgresql"):
+            return 0
+        with psycopg.connect(libpq_conninfo(self.database_url), autocommit=True) as connection:
+            row = connection.execute(
+                "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+            ).fetchone()
+        return int(row[0]) if row is not None else 0
 
     def sample(self) -> tuple[float, dict[int, float]]:
         server = sum(_proc_cpu(replica.process.pid) for replica in self.replicas)
@@ -407,6 +461,8 @@ async def _window(
                 await finished.wait()
 
     cpu.signal(signal.SIGUSR1)  # the profiler, when there is one, counts from here
+    cpu.record("window")
+    sessions_before = cpu.sessions()
     server_before, database_before = cpu.sample()
     started = time.perf_counter()
     async with (
@@ -425,6 +481,8 @@ async def _window(
     ended = max([agent.woke for agent in agents if agent.woke] or [time.perf_counter()])
     server_after, database_after = cpu.sample()
     cpu.signal(signal.SIGUSR2)
+    cpu.stop_recording()
+    sessions = cpu.sessions() - sessions_before - 3  # less the three of these statistics
     blocking = [a.woke - sent[a.number] for a in agents if a.woke and a.kind != "agent/tasks"]
     tasked = [a.woke - sent[a.number] for a in agents if a.woke and a.kind == "agent/tasks"]
     return {
@@ -432,6 +490,7 @@ async def _window(
         "answers": len(sent),
         "server_cpu_s": server_after - server_before,
         "database_cpu_s": Cpu.database_delta(database_before, database_after),
+        "database_sessions": sessions,
         "wake": blocking,
         "task_wake": tasked,
         "wake_by_kind": {
@@ -445,10 +504,14 @@ async def _window(
 async def _background(cpu: Cpu, seconds: float) -> tuple[float, float]:
     """CPU seconds per second (servers, database) of the parked fleet with nobody answering:
     task polls, progress notifications, heartbeats, the notification worker's polls."""
+    cpu.signal(signal.SIGUSR1, "background")
+    cpu.record("background")
     server_before, database_before = cpu.sample()
     started = time.perf_counter()
     await anyio.sleep(seconds)
     server_after, database_after = cpu.sample()
+    cpu.stop_recording()
+    cpu.signal(signal.SIGUSR2, "background")
     seconds = time.perf_counter() - started
     return (
         (server_after - server_before) / seconds,
@@ -585,6 +648,8 @@ def _stop(replicas: list[Replica]) -> None:
 
 def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
     """One whole run: the figures as a JSON-able document."""
+    if args.py_spy:
+        args.py_spy.mkdir(parents=True, exist_ok=True)
     with _database(args) as database_url, tempfile.TemporaryDirectory() as folder:
         session_ids = _seed(database_url, sizes)
         names = [f"r{i}" for i in range(sizes.replicas)]
@@ -595,7 +660,13 @@ def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
             env=_environment(sizes),
             launcher_of=_profiler(args.profile),
         ) as replicas:
-            cpu = Cpu(replicas, database_url, profiling=args.profile is not None)
+            cpu = Cpu(
+                replicas,
+                database_url,
+                profiling=args.profile is not None,
+                profiled="background" if args.profile_background else "window",
+                spy=args.py_spy,
+            )
             raw = anyio.run(_load, replicas, sizes, session_ids, cpu)
             floor = _floor(database_url, sizes.floor_updates)
             if args.profile:
@@ -619,6 +690,7 @@ def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> 
         "wake_ms_p50_by_kind": {k: _ms(v, 0.5) for k, v in raw["wake_by_kind"].items()},
         "server_cpu_ms_per_answer": 1000 * raw["server_cpu_s"] / answers,
         "database_cpu_ms_per_answer": 1000 * raw["database_cpu_s"] / answers,
+        "database_connections_opened": raw["database_sessions"],
         "background_cpu_ms_per_s": {"server": 1000 * server_idle, "database": 1000 * db_idle},
         "server_cpu_ms_per_answer_net": 1000
         * (raw["server_cpu_s"] - server_idle * seconds)
@@ -684,6 +756,12 @@ def report(figures: dict[str, Any]) -> str:
         f"events received on the streams: {figures['events_received']}; webhooks received: "
         f"{figures['webhooks_received']}",
     ]
+    if figures["database"] != "sqlite":
+        lines.append(
+            f"database connections opened in the answer window: "
+            f"{figures['database_connections_opened']} (their backends' CPU is counted only "
+            f"while they are still open at its end)"
+        )
     lines += [f"  error: {error}" for error in figures["errors"][:10]]
     return "\n".join(lines)
 
@@ -705,6 +783,9 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     parser.add_argument("--rate", type=float, default=25.0, help="offered answers per second")
     parser.add_argument("--list-every", type=float, default=0.5, help="list sample period (s)")
     parser.add_argument("--task-poll", type=float, default=1.0, help="tasks/get period (s)")
+    parser.add_argument(
+        "--background", type=float, default=4.0, help="parked fleet's idle period measured (s)"
+    )
     parser.add_argument("--sqlite", action="store_true", help="SQLite FULL, one replica")
     parser.add_argument(
         "--kinds",
@@ -715,6 +796,16 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
         "--profile", type=Path, help="sample each replica's stacks into this folder"
+    )
+    parser.add_argument(
+        "--profile-background",
+        action="store_true",
+        help="--profile counts the parked fleet's idle period instead of the answer window",
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        help="record each replica with py-spy (CLARION_BENCH_PYSPY) into this folder",
     )
     parser.add_argument(
         "--admin-url",
@@ -733,6 +824,7 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
         list_every=args.list_every,
         task_poll=args.task_poll,
         kinds=_kinds(args.kinds),
+        background_s=args.background,
     )
     if args.quick:
         sizes = attrs.evolve(sizes, background_s=1.0, floor_updates=100, idle_lists=10)

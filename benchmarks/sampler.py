@@ -12,7 +12,8 @@ freezes it (``replicas_bench --profile`` sends them around its answer window)::
     .venv/bin/python -m benchmarks.replicas_bench --quick --profile /tmp/prof   # one per replica
     CLARION_BENCH_CPROFILE=1 .venv/bin/python -m benchmarks.replicas_bench --quick --profile /tmp/p
 
-With ``CLARION_BENCH_CPROFILE=1`` it runs cProfile in every thread instead (deterministic).
+With ``CLARION_BENCH_CPROFILE=1`` it runs cProfile in every thread instead (deterministic);
+``CLARION_BENCH_CALLERS=REGEX`` then also lists the callers of the functions it matches.
 
 Linux only. A sampling estimate: compare shares before and after a change, not ticks.
 """
@@ -150,11 +151,19 @@ class Deterministic:
         self.frozen = self._text()
 
     def _text(self) -> str:
-        stats = pstats.Stats(*[_Snapshot(p) for p in list(self.profiles)])  # type: ignore[arg-type]
+        # A thread that ran nothing since the restart has no stats, and pstats refuses an
+        # empty source (TypeError): only the others are merged.
+        snapshots = [snapshot for p in list(self.profiles) if (snapshot := _Snapshot(p)).stats]
+        if not snapshots:
+            return "nothing profiled\n"
+        stats = pstats.Stats(*snapshots)  # type: ignore[arg-type]
         out = io.StringIO()
         stats.stream = out  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(TOP)
         stats.sort_stats("cumulative").print_stats(3 * TOP)
+        # CLARION_BENCH_CALLERS=REGEX: who calls the functions it matches (call counts).
+        if callers := os.environ.get("CLARION_BENCH_CALLERS"):
+            stats.print_callers(callers)
         return out.getvalue()
 
     def report(self) -> str:

@@ -283,14 +283,17 @@ class _ToolDispatch:
         async def run() -> ToolOutcome:
             return await self._run(handler, call, params.name)
 
-        if not isinstance(request, Request):
+        # The 2026-07-28 transport cancels a handler whose client went away: it awaits the
+        # request's ``http.disconnect`` itself (we serve its event-stream responses, never
+        # ``json_response``), so such a call needs no polling here: a parked agent's poll cost
+        # about 0.1 ms of CPU a second, each (#35).
+        if not isinstance(request, Request) or not is_legacy_request(request.headers):
             return await run()
-        # The 2026-07-28 transport cancels a handler whose client went away, but a legacy
-        # session keeps the request running after its response stream is gone (it is the
-        # session's, not the connection's); without an event store that stream can never be
-        # resumed, so nobody could ever receive the result. Watching the connection makes both
-        # eras end a call when its client leaves — for the ask tool that is what detaches the
-        # bundle (facts §4.9).
+        # A legacy session keeps the request running after its response stream is gone (it is
+        # the session's, not the connection's); without an event store that stream can never
+        # be resumed, so nobody could ever receive the result. Watching the connection makes
+        # it end a call when its client leaves, as the 2026-07-28 era does — for the ask tool
+        # that is what detaches the bundle (facts §4.9).
         result = await until_disconnected(disconnect_polled(request, self.disconnect_poll), run)
         return error_result("CANCELLED", CLIENT_GONE) if result is DISCONNECTED else result
 

@@ -11,6 +11,11 @@ without blocking).
 
 PostgreSQL: psycopg 3 (``postgresql+psycopg://``), READ COMMITTED; write serialization is
 the advisory-lock protocol in :mod:`clarion.adapters.sql.locks`.
+
+Both: a pool of at most :data:`POOL_SIZE` connections, all of them kept once opened. With
+SQLAlchemy's default (5 kept plus 10 "overflow" ones closed as soon as they are returned)
+every burst above five concurrent store calls connected anew — a connection setup (and, on
+PostgreSQL, a new backend process) per store call under load (issue #35).
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_LINK_HASH = "clarion_link_hash"
 SqliteSynchronous = Literal["FULL", "NORMAL"]
 DEFAULT_SQLITE_SYNCHRONOUS: SqliteSynchronous = "FULL"
+
+# At most this many connections per engine, all kept once opened (the same maximum as
+# SQLAlchemy's default of 5 plus 10 overflow, without closing the overflow on every return).
+POOL_SIZE = 15
 
 _WRITE_OPTION = "clarion_write"
 _HOLDS_WRITER = "clarion_holds_sqlite_writer"
@@ -69,7 +78,7 @@ def create_engine(
     backend = parsed.get_backend_name()
     # Statement parameters carry question and answer text; driver errors must not quote them
     # into logs or messages.
-    options = {"hide_parameters": True, **kwargs}
+    options = {"hide_parameters": True, "pool_size": POOL_SIZE, "max_overflow": 0, **kwargs}
     if backend == "sqlite":
         if parsed.database in (None, "", ":memory:") or "mode=memory" in str(parsed):
             raise ValueError("Clarion needs a file-backed SQLite database, not :memory:")
