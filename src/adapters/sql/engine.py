@@ -216,9 +216,20 @@ def snapshot_transaction(engine: Engine) -> Iterator[Connection]:
 @contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
     """One read-only transaction: every statement inside sees one consistent snapshot on
-    SQLite; on PostgreSQL (READ COMMITTED) each statement sees the latest commits."""
-    with engine.connect() as connection, connection.begin():
-        yield connection
+    SQLite; on PostgreSQL (READ COMMITTED) each statement sees the latest commits.
+
+    On PostgreSQL that is exactly what statements on an autocommit connection see, so the
+    reads run on one (its isolation level is restored when the connection goes back to the
+    pool): no ``BEGIN`` and ``COMMIT`` round trips around them — two of the three round trips
+    of a one-statement read, four times per ``tasks/get`` poll (issue #35). Reads that must
+    agree with each other use :func:`snapshot_transaction`."""
+    with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execution_options(isolation_level="AUTOCOMMIT")
+            yield connection
+            return
+        with connection.begin():
+            yield connection
 
 
 def read_with_parent(

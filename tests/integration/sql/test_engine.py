@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from clarion.adapters.sql import SqlClaimRepository, create_engine
-from clarion.adapters.sql.engine import normalize_url, write_transaction
+from clarion.adapters.sql.engine import normalize_url, read_one, read_transaction, write_transaction
 from clarion.adapters.sql.schema import workspaces
 from clarion.adapters.sql.types import format_sqlite_timestamp
 from clarion.adapters.system import SystemClock, UuidIds
@@ -62,6 +62,34 @@ def test_a_sqlite_read_transaction_does_not_block_a_writer(
             other.execute("ROLLBACK")
     finally:
         other.close()
+
+
+def test_a_read_leaves_the_pooled_connection_transactional_for_the_next_writer(
+    engine: Engine,
+) -> None:
+    """Issue #35: on PostgreSQL a read runs on an autocommit connection (no BEGIN/COMMIT round
+    trips); the same pooled connection must then give the next writer a real transaction —
+    two statements that commit or roll back together."""
+    now = datetime.now(UTC)
+    row = {"name": "w", "owner_id": "", "created_at": now, "updated_at": now}
+    count = sa.select(sa.func.count()).select_from(workspaces)
+    with read_transaction(engine) as connection:
+        assert connection.execute(count).scalar() == 0
+
+    def abandon() -> None:
+        with write_transaction(engine) as connection:
+            connection.execute(sa.insert(workspaces), [row | {"id": "w1"}, row | {"id": "w2"}])
+            assert connection.execute(count).scalar() == 2
+            raise RuntimeError("abandoned")
+
+    with pytest.raises(RuntimeError, match="abandoned"):
+        abandon()
+    assert read_one(engine, sa.select(workspaces.c.id)) is None
+    with write_transaction(engine) as connection:
+        connection.execute(sa.insert(workspaces), [row | {"id": "w3"}])
+    found = read_one(engine, sa.select(workspaces.c.id))
+    assert found is not None
+    assert found["id"] == "w3"
 
 
 def test_an_in_memory_sqlite_database_is_refused() -> None:
