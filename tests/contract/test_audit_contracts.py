@@ -6,16 +6,13 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from clarion.adapters.memory import (
-    InMemoryClaimRepository,
-    InMemoryHostRepository,
     InMemoryStore,
-    InMemoryTokenStore,
 )
 from clarion.adapters.memory.audit import InMemoryAuditChain
 from clarion.adapters.sql.audit import SqlAuditChain
-from clarion.adapters.system import UuidIds
 from clarion.ports.audit import AuditChain
-from clarion.ports.testing import AuditChainContract, ContractWorld, ManualClock
+from clarion.ports.testing import AuditChainContract, ContractWorld
+from tests.contract.test_memory_contracts import memory_world
 from tests.integration.sql.support import sql_world
 
 
@@ -26,14 +23,7 @@ class TestInMemoryAuditChain(AuditChainContract):
 
     @pytest.fixture(name="world")
     def fixture_world(self, store: InMemoryStore) -> ContractWorld:
-        clock, ids = ManualClock(), UuidIds()
-        return ContractWorld(
-            host=InMemoryHostRepository(store, clock, ids),
-            claims=InMemoryClaimRepository(store, clock, ids),
-            tokens=InMemoryTokenStore(store, clock, ids),
-            clock=clock,
-            storage_names=store.collection_names,
-        )
+        return memory_world(store)
 
     @pytest.fixture(name="audit")
     def fixture_audit(self, store: InMemoryStore) -> AuditChain:

@@ -6,16 +6,14 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from clarion.adapters.memory import (
-    InMemoryClaimRepository,
-    InMemoryHostRepository,
     InMemoryNotificationStore,
     InMemoryStore,
-    InMemoryTokenStore,
 )
 from clarion.adapters.sql import SqlNotificationStore
 from clarion.adapters.system import UuidIds
 from clarion.ports.notifications import NotificationStore
-from clarion.ports.testing import ContractWorld, ManualClock, NotificationStoreContract
+from clarion.ports.testing import ContractWorld, NotificationStoreContract
+from tests.contract.test_memory_contracts import memory_world
 from tests.integration.sql.support import (
     empty_database,
     sql_world,
@@ -29,14 +27,7 @@ class TestInMemoryNotificationStore(NotificationStoreContract):
 
     @pytest.fixture(name="world")
     def fixture_world(self, store: InMemoryStore) -> ContractWorld:
-        clock, ids = ManualClock(), UuidIds()
-        return ContractWorld(
-            host=InMemoryHostRepository(store, clock, ids),
-            claims=InMemoryClaimRepository(store, clock, ids),
-            tokens=InMemoryTokenStore(store, clock, ids),
-            clock=clock,
-            storage_names=store.collection_names,
-        )
+        return memory_world(store)
 
     @pytest.fixture(name="notifications")
     def fixture_notifications(

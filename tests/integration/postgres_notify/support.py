@@ -17,9 +17,7 @@ from psycopg import sql
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory import (
     InMemoryClaimRepository,
-    InMemoryHostRepository,
     InMemoryStore,
-    InMemoryTokenStore,
 )
 from clarion.adapters.memory.waiters import InMemoryWaiters
 from clarion.adapters.postgres_notify import DEFAULT_CHANNEL, PostgresLiveDelivery, libpq_conninfo
@@ -32,17 +30,6 @@ from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.testing import ContractWorld, ManualClock, answers_for
 
 M = TypeVar("M")
-
-
-def memory_world(store: InMemoryStore | None = None) -> ContractWorld:
-    store, clock, ids = store or InMemoryStore(), ManualClock(), UuidIds()
-    return ContractWorld(
-        host=InMemoryHostRepository(store, clock, ids),
-        claims=InMemoryClaimRepository(store, clock, ids),
-        tokens=InMemoryTokenStore(store, clock, ids),
-        clock=clock,
-        storage_names=store.collection_names,
-    )
 
 
 @attrs.define(eq=False)

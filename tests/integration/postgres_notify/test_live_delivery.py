@@ -21,6 +21,7 @@ from clarion.ports.testing.waiters import (
     start_waiting,
 )
 from clarion.ports.waiters import Delivery, WaitEnd
+from tests.contract.test_memory_contracts import memory_world
 from tests.integration.postgres_notify.support import (
     FinalizeOnce,
     ReconnectGate,
@@ -29,7 +30,6 @@ from tests.integration.postgres_notify.support import (
     claimed_resolution,
     cut_listener,
     instance,
-    memory_world,
 )
 
 pytestmark = pytest.mark.anyio

@@ -18,6 +18,7 @@ from clarion.ports.testing.waiters import (
     start_waiting,
 )
 from clarion.ports.waiters import Delivery, DeliveryResult, WaitEnd
+from tests.contract.test_memory_contracts import memory_world
 from tests.integration.postgres_notify.support import (
     FakePeer,
     FinalizeOnce,
@@ -26,7 +27,6 @@ from tests.integration.postgres_notify.support import (
     claim_answer,
     cut_listener,
     instance,
-    memory_world,
 )
 
 pytestmark = pytest.mark.anyio
