@@ -20,7 +20,6 @@ import logging
 import os
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,7 +28,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from benchmarks.scratch import postgres_engine, sqlite_engine
+from benchmarks.scratch import add_backend_flags, chosen_backends
 from clarion.adapters.sql import upgrade_database
 from tests.integration.rest.harness import RestWorld, answers, ask, setup_caller, sql_ports
 
@@ -123,19 +122,12 @@ def measure(engine: Engine, count: int) -> dict[str, dict[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=200)
-    parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    backends: dict[str, Callable[[], Any]] = {"sqlite": sqlite_engine}
-    if args.postgres_url:
-        backends["postgresql"] = lambda: postgres_engine(args.postgres_url)
     print(f"SQLAlchemy {sa.__version__}", flush=True)
-    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        if name not in backends:
-            print(f"{name}: skipped (no URL)")
-            continue
-        with backends[name]() as engine:
+    for name, make in chosen_backends(args):
+        with make() as engine:
             for credential, value in measure(engine, args.answers).items():
                 print(
                     f"{name}, {credential}: {value['statements']:.0f} statements in "

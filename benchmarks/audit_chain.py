@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,7 +37,7 @@ import structlog
 from sqlalchemy.engine import Connection, Engine
 
 from benchmarks import answer_path_bench
-from benchmarks.scratch import postgres_engine, sqlite_engine
+from benchmarks.scratch import add_backend_flags, chosen_backends
 from benchmarks.sql_bench import PENDING_SESSIONS, QUESTIONS, Loader, settle
 from clarion.adapters.sql import SqlClaimRepository, upgrade_database
 from clarion.adapters.sql.audit import _SCOPE, SqlAuditChain
@@ -319,18 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--answers", type=int, default=200)
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    backends: dict[str, Callable[[], Any]] = {"sqlite": sqlite_engine}
-    if args.postgres_url:
-        backends["postgresql"] = lambda: postgres_engine(args.postgres_url)
-    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        if name not in backends:
-            print(f"{name}: skipped (no URL)")
-            continue
-        _run(name, backends[name], args)
+    for name, make in chosen_backends(args):
+        _run(name, make, args)
     return 0
 
 

@@ -4,10 +4,12 @@ file in a temporary folder."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -65,3 +67,26 @@ def sqlite_engine(directory: Path | None = None, synchronous: str = "FULL") -> I
         yield engine
     finally:
         engine.dispose()
+
+
+EngineMaker = Callable[[], AbstractContextManager[Engine]]
+
+
+def add_backend_flags(parser: argparse.ArgumentParser) -> None:
+    """``--backends`` (default both) and ``--postgres-url`` (default
+    ``CLARION_TEST_POSTGRES_URL``), as :func:`chosen_backends` reads them."""
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
+
+
+def chosen_backends(args: argparse.Namespace) -> Iterator[tuple[str, EngineMaker]]:
+    """The backends ``--backends`` names, each with a maker of a fresh engine (a SQLite file,
+    or a scratch PostgreSQL database); PostgreSQL without a URL is printed as skipped."""
+    makers: dict[str, EngineMaker] = {"sqlite": sqlite_engine}
+    if args.postgres_url:
+        makers["postgresql"] = lambda: postgres_engine(args.postgres_url)
+    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        if name not in makers:
+            print(f"{name}: skipped (no URL)")
+            continue
+        yield name, makers[name]
