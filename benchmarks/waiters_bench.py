@@ -1,43 +1,53 @@
 """Park many concurrent asking agents in one process, then answer them all.
 
-Prints, for the in-memory and the SQLite repositories:
+Prints, for the in-memory, SQLite and PostgreSQL repositories (PostgreSQL when
+``--postgres-url`` or ``CLARION_TEST_POSTGRES_URL`` names a server: a scratch database, with the
+LISTEN/NOTIFY live delivery a PostgreSQL deployment runs):
 
 - memory per waiting ask: Python heap growth (tracemalloc) from parking every ask, divided
   by the number of asks — the asking task, its waiter entry and event, its progress pinger,
   plus (in-memory only) the durable rows themselves; SQLite keeps rows outside the Python heap;
 - answer-to-wake latency p50/p99: from the moment an answerer calls ``resolve`` to the moment
-  the blocked ``ask`` returns to its agent, with ``--answerers`` answering concurrently;
-- answers per second.
+  the blocked ``ask`` returns to its agent. Closed loop by default (``--answerers`` answering
+  concurrently, each as soon as its last answer woke its agent: the latency under saturation);
+  with ``--rate R``, open loop: ``--answered N`` answers (default 1,000) start R per second
+  whatever the earlier ones are doing, while the rest stay parked (the latency of an answer
+  reaching a hot waiter at that offered load); the asks still parked are answered afterwards,
+  unmeasured;
+- answers per second (closed loop: the capacity; open loop: the rate achieved).
 
-Targets (issue 4): under 20 KiB per waiting ask; p99 under 50 ms on SQLite.
+Targets: under 20 KiB per waiting ask (issue 4); answer-to-wake p99 under 25 ms on one node
+with 10,000 parked, SQLite ``FULL`` and PostgreSQL (issue 35).
 
-    .venv/bin/python benchmarks/waiters_bench.py [--asks 10000] [--answerers 8] \
-        [--sqlite-synchronous full,normal]
+    .venv/bin/python -m benchmarks.waiters_bench [--asks 10000] [--answerers 8] \
+        [--only memory|sqlite|postgresql] [--sqlite-synchronous full,normal] \
+        [--rate 25 --answered 1000] [--postgres-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import logging
+import os
 import statistics
-import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
-from pathlib import Path
 
 import anyio
+import attrs
 import structlog
 
+from benchmarks.scratch import postgres_engine, sqlite_engine
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory import InMemoryClaimRepository, InMemoryHostRepository, InMemoryStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
+from clarion.adapters.postgres_notify import postgres_waiters_and_events
 from clarion.adapters.resume import OutboxResumeDispatcher
 from clarion.adapters.sql import (
     SqlClaimRepository,
     SqlHostRepository,
-    create_engine,
     upgrade_database,
 )
 from clarion.adapters.sql.engine import SqliteSynchronous
@@ -48,8 +58,9 @@ from clarion.domain.model import Answer, Identity, Outcome
 from clarion.domain.questions import OptionDraft, QuestionDraft
 from clarion.domain.resolved_by import Surface
 from clarion.ports.claims import ClaimRepository
-from clarion.ports.events import Event
+from clarion.ports.events import Event, EventPublisher
 from clarion.ports.host import HostRepository
+from clarion.ports.waiters import Waiters
 
 AGENT = Identity.internal()
 DRAFTS = (
@@ -80,7 +91,17 @@ def _services(
 ) -> tuple[Services, InMemoryWaiters, ParkedCounter]:
     waiters = InMemoryWaiters()
     events = ParkedCounter()
-    services = build_services(
+    return _build(claims, host, threads, waiters, events), waiters, events
+
+
+def _build(
+    claims: ClaimRepository,
+    host: HostRepository,
+    threads: int,
+    waiters: Waiters,
+    events: EventPublisher,
+) -> Services:
+    return build_services(
         claims=claims,
         host=host,
         authorizer=HostTaskAuthorizer(host),
@@ -91,7 +112,29 @@ def _services(
         ids=UuidIds(),
         limiter=anyio.CapacityLimiter(threads),
     )
-    return services, waiters, events
+
+
+@attrs.frozen
+class Answering:
+    """How the parked asks are answered: closed loop by ``answerers`` (``rate`` 0), or open
+    loop, ``answered`` of them at ``rate`` per second."""
+
+    answerers: int
+    rate: float = 0.0
+    answered: int = 1_000
+
+
+@attrs.frozen
+class Figures:
+    """One store's run, as printed."""
+
+    name: str
+    parked_s: float
+    kib_per_ask: float
+    timed: int
+    p50_ms: float
+    p99_ms: float
+    answers_per_s: float
 
 
 async def _run(
@@ -101,8 +144,8 @@ async def _run(
     events: ParkedCounter,
     host: HostRepository,
     asks: int,
-    answerers: int,
-) -> None:
+    answering: Answering,
+) -> Figures:
     workspace = host.create_workspace("bench")
     task = host.create_task("bench", workspace.id)
     sessions = [host.create_session(task.id)[0].id for _ in range(asks)]
@@ -110,7 +153,6 @@ async def _run(
 
     woke_at: dict[str, float] = {}
     woken: dict[str, anyio.Event] = {}
-    pending_by_session: dict[str, str] = {}
 
     async def no_progress(count: int) -> None:
         return None
@@ -121,6 +163,32 @@ async def _run(
         )
         woke_at[result.pending_id] = time.perf_counter()
         woken.setdefault(result.pending_id, anyio.Event()).set()
+
+    latencies: list[float] = []
+
+    async def answer(pending_id: str, *, timed: bool) -> None:
+        submitted = time.perf_counter()
+        await services.resolver.resolve(AGENT, pending_id, ANSWER, surface=Surface.REST)
+        # The agent's ask returns after its session-state write; wait for that.
+        await woken.setdefault(pending_id, anyio.Event()).wait()
+        if timed:
+            latencies.append(woke_at[pending_id] - submitted)
+
+    async def closed_loop(queue: list[str], *, timed: bool) -> None:
+        async def answerer() -> None:
+            while queue:
+                await answer(queue.pop(), timed=timed)
+
+        async with anyio.create_task_group() as answerers:
+            for _ in range(answering.answerers):
+                answerers.start_soon(answerer)
+
+    async def open_loop(queue: list[str]) -> None:
+        began = time.perf_counter()
+        async with anyio.create_task_group() as answers:
+            for index, pending_id in enumerate(queue):
+                await anyio.sleep(max(0.0, began + index / answering.rate - time.perf_counter()))
+                answers.start_soon(functools.partial(answer, pending_id, timed=True))
 
     tracemalloc.start()
     baseline = tracemalloc.get_traced_memory()[0]
@@ -137,83 +205,116 @@ async def _run(
         gc.collect()
         per_ask = (tracemalloc.get_traced_memory()[0] - baseline) / asks
         tracemalloc.stop()
-        for entry in waiters._entries.values():
-            pending_by_session[entry.session_id] = entry.pending_id
-
-        latencies: list[float] = []
-        queue = list(pending_by_session.values())
-
-        async def answerer() -> None:
-            while queue:
-                pending_id = queue.pop()
-                submitted = time.perf_counter()
-                await services.resolver.resolve(AGENT, pending_id, ANSWER, surface=Surface.REST)
-                # The agent's ask returns after its session-state write; wait for that.
-                await woken.setdefault(pending_id, anyio.Event()).wait()
-                latencies.append(woke_at[pending_id] - submitted)
-
-        answering = time.perf_counter()
-        async with anyio.create_task_group() as answering_tasks:
-            for _ in range(answerers):
-                answering_tasks.start_soon(answerer)
-        answer_s = time.perf_counter() - answering
+        queue = [entry.pending_id for entry in waiters._entries.values()]
+        measured = min(answering.answered, asks) if answering.rate else asks
+        timing = time.perf_counter()
+        if answering.rate:
+            await open_loop(queue[:measured])
+        else:
+            await closed_loop(queue, timed=True)
+        answer_s = time.perf_counter() - timing
+        await closed_loop(queue[measured:], timed=False)
     latencies.sort()
     p50 = statistics.median(latencies) * 1000
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
+    how = (
+        f"{answering.rate:g}/s offered, {measured} timed"
+        if answering.rate
+        else f"{answering.answerers} answerers"
+    )
+    figures = Figures(name, parked_s, per_ask / 1024, len(latencies), p50, p99, measured / answer_s)
     print(
         f"{name:<10} asks={asks} parked in {parked_s:6.1f}s | "
-        f"memory per waiting ask {per_ask / 1024:6.2f} KiB | "
+        f"memory per waiting ask {figures.kib_per_ask:6.2f} KiB | "
         f"answer-to-wake p50 {p50:6.2f} ms p99 {p99:6.2f} ms | "
-        f"{asks / answer_s:7.0f} answers/s ({answerers} answerers, "
+        f"{figures.answers_per_s:7.0f} answers/s ({how}, "
         f"{services.limiter.total_tokens:g} threads)"
     )
+    return figures
 
 
-def _memory(asks: int, answerers: int, threads: int) -> Callable[[], object]:
+def _memory(asks: int, answering: Answering, threads: int) -> Figures:
     store = InMemoryStore()
     clock, ids = SystemClock(), UuidIds()
     host = InMemoryHostRepository(store, clock, ids)
     services, waiters, events = _services(InMemoryClaimRepository(store, clock, ids), host, threads)
-    return lambda: anyio.run(_run, "in-memory", services, waiters, events, host, asks, answerers)
+    return anyio.run(_run, "in-memory", services, waiters, events, host, asks, answering)
 
 
 def _sqlite(
-    directory: Path, asks: int, answerers: int, threads: int, synchronous: SqliteSynchronous
-) -> Callable[[], object]:
-    engine = create_engine(f"sqlite:///{directory / 'bench.db'}", sqlite_synchronous=synchronous)
-    upgrade_database(engine)
-    clock, ids = SystemClock(), UuidIds()
-    host = SqlHostRepository(engine, clock, ids)
-    services, waiters, events = _services(SqlClaimRepository(engine, clock, ids), host, threads)
-    name = f"sqlite/{synchronous.lower()}"
-    return lambda: anyio.run(_run, name, services, waiters, events, host, asks, answerers)
+    asks: int, answering: Answering, threads: int, synchronous: SqliteSynchronous
+) -> Figures:
+    with sqlite_engine(synchronous=synchronous) as engine:
+        upgrade_database(engine)
+        clock, ids = SystemClock(), UuidIds()
+        host = SqlHostRepository(engine, clock, ids)
+        claims = SqlClaimRepository(engine, clock, ids)
+        services, waiters, events = _services(claims, host, threads)
+        name = f"sqlite/{synchronous.lower()}"
+        return anyio.run(_run, name, services, waiters, events, host, asks, answering)
 
 
-def main() -> None:
+def _postgres(server_url: str, asks: int, answering: Answering, threads: int) -> Figures:
+    """One node on a scratch PostgreSQL database, with the live delivery a PostgreSQL
+    deployment runs (``CLARION_LIVE_DELIVERY=auto``): the local waiters behind LISTEN/NOTIFY."""
+    with postgres_engine(server_url) as engine:
+        upgrade_database(engine)
+        clock, ids = SystemClock(), UuidIds()
+        host = SqlHostRepository(engine, clock, ids)
+        claims = SqlClaimRepository(engine, clock, ids)
+        local_waiters, local_events = InMemoryWaiters(), ParkedCounter()
+        live = postgres_waiters_and_events(
+            engine, claims=claims, local_waiters=local_waiters, local_events=local_events
+        )
+        services = _build(claims, host, threads, live.waiters, live.events)
+
+        async def run() -> Figures:
+            async with live:
+                return await _run(
+                    "postgresql", services, local_waiters, local_events, host, asks, answering
+                )
+
+        return anyio.run(run)
+
+
+def main(argv: list[str] | None = None) -> list[Figures]:
+    """Run the chosen stores in turn; their figures, as printed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--asks", type=int, default=10_000)
-    parser.add_argument("--answerers", type=int, default=8)
+    parser.add_argument("--answerers", type=int, default=8, help="closed loop (no --rate)")
+    parser.add_argument("--rate", type=float, default=0.0, help="answers/s offered (open loop)")
+    parser.add_argument("--answered", type=int, default=1_000, help="answers timed with --rate")
     parser.add_argument("--threads", type=int, default=4, help="worker threads for the ports")
-    parser.add_argument("--only", choices=["memory", "sqlite"], default=None)
+    parser.add_argument("--only", choices=["memory", "sqlite", "postgresql"], default=None)
     parser.add_argument(
         "--sqlite-synchronous",
         default="full",
         help="comma-separated SQLite synchronous modes to run in turn (full, normal)",
     )
-    args = parser.parse_args()
+    parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
+    args = parser.parse_args(argv)
+    if args.rate < 0 or args.answered < 1 or args.answerers < 1:
+        parser.error("--rate must be at least 0, --answered and --answerers at least 1")
     modes: list[SqliteSynchronous] = []
     for mode in args.sqlite_synchronous.split(","):
         if mode.strip().upper() not in ("FULL", "NORMAL"):
             parser.error(f"--sqlite-synchronous: full or normal, not {mode!r}")
         modes.append("FULL" if mode.strip().upper() == "FULL" else "NORMAL")
+    answering = Answering(args.answerers, args.rate, args.answered)
     # A benchmark is an entry point: keep per-event info logs out of the measurement.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    runs: list[Figures] = []
     if args.only in (None, "memory"):
-        _memory(args.asks, args.answerers, args.threads)()
+        runs.append(_memory(args.asks, answering, args.threads))
     if args.only in (None, "sqlite"):
         for mode in modes:  # one fresh database each, in turn (an A/B in one sitting)
-            with tempfile.TemporaryDirectory() as directory:
-                _sqlite(Path(directory), args.asks, args.answerers, args.threads, mode)()
+            runs.append(_sqlite(args.asks, answering, args.threads, mode))
+    if args.only in (None, "postgresql"):
+        if args.postgres_url:
+            runs.append(_postgres(args.postgres_url, args.asks, answering, args.threads))
+        else:
+            print("postgresql: skipped (no --postgres-url or CLARION_TEST_POSTGRES_URL)")
+    return runs
 
 
 if __name__ == "__main__":
