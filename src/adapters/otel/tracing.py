@@ -12,11 +12,12 @@ from typing import Final
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, TracerProvider
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clarion.adapters.route_label import RouteLabel
+
 INSTRUMENTATION: Final = "clarion"
-UNMATCHED: Final = "unmatched"
 # OpenTelemetry's HTTP conventions: a method outside the known set is recorded as "_OTHER" and
 # the span is named "HTTP <route>", so an invented method never becomes a span name or an
 # attribute value (#29 S3; the original is not recorded either: it is the caller's text).
@@ -45,24 +46,17 @@ class OtelTracer:
         return self._tracer
 
 
-def route_template(routes: Sequence[BaseRoute], scope: Scope) -> str:
-    """The path as the route table writes it (a mount's prefix; ``unmatched`` otherwise)."""
-    for route in routes:
-        match, _ = route.matches(scope)
-        if match is Match.FULL:
-            path = getattr(route, "path", "")
-            return path if isinstance(path, str) and path else UNMATCHED
-    return UNMATCHED
-
-
 class TracingMiddleware:
     """Pure ASGI middleware: one server span per HTTP request, named ``METHOD template``
-    (``HTTP template`` for a method outside the known set)."""
+    (``HTTP template`` for a method outside the known set). The template is the route that
+    served the request (:class:`~clarion.adapters.route_label.RouteLabel`), so the span is
+    named once the request was served; until then it bears the method alone, as OpenTelemetry's
+    HTTP conventions name a span whose route is not known."""
 
     def __init__(self, app: ASGIApp, *, tracer: OtelTracer, routes: Sequence[BaseRoute]) -> None:
         self.app = app
         self._tracer = tracer.tracer
-        self._routes = routes
+        self._label = RouteLabel(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,11 +64,10 @@ class TracingMiddleware:
             return
         sent = str(scope.get("method", ""))
         method = sent if sent in KNOWN_METHODS else OTHER_METHOD
-        route = route_template(self._routes, scope)
-        attributes = {"http.request.method": method, "http.route": route}
-        name = f"{'HTTP' if method == OTHER_METHOD else method} {route}"
+        verb = "HTTP" if method == OTHER_METHOD else method
+        routed_before = self._label.before(scope)
         with self._tracer.start_as_current_span(
-            name, kind=SpanKind.SERVER, attributes=attributes
+            verb, kind=SpanKind.SERVER, attributes={"http.request.method": method}
         ) as span:
 
             async def recording(message: Message) -> None:
@@ -82,7 +75,12 @@ class TracingMiddleware:
                     span.set_attribute("http.response.status_code", int(message["status"]))
                 await send(message)
 
-            await self.app(scope, receive, recording)
+            try:
+                await self.app(scope, receive, recording)
+            finally:
+                route = self._label.after(scope, routed_before)
+                span.set_attribute("http.route", route)
+                span.update_name(f"{verb} {route}")
 
 
-__all__ = ["OtelTracer", "TracingMiddleware", "route_template"]
+__all__ = ["OtelTracer", "TracingMiddleware"]

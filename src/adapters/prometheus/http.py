@@ -15,17 +15,17 @@ from typing import Final
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.adapters.prometheus.metrics import PrometheusMetrics, method_label
+from clarion.adapters.route_label import RouteLabel
 from clarion.app.usecases.auth import current_identity
 from clarion.app.usecases.runner import Runner
 from clarion.ports.telemetry import Metrics
 from clarion.ports.threads import Offload
 
 METRICS_PATH: Final = "/metrics"
-UNMATCHED: Final = "unmatched"
 
 
 def metrics_route(
@@ -57,21 +57,14 @@ def metrics_route(
 class RouteTimer:
     """Pure ASGI middleware timing every HTTP request under its route template (the path as
     the route table writes it, ``/api/v1/clarification/{pending_id}/respond``; a mount's
-    prefix for MCP and ``unmatched`` for anything else — never the raw path), method (one of
-    :data:`KNOWN_METHODS`, else ``other``) and status."""
+    prefix for MCP and ``unmatched`` for anything else — never the raw path;
+    :class:`~clarion.adapters.route_label.RouteLabel`), method (one of :data:`KNOWN_METHODS`,
+    else ``other``) and status."""
 
     def __init__(self, app: ASGIApp, *, metrics: Metrics, routes: Sequence[BaseRoute]) -> None:
         self.app = app
         self._metrics = metrics
-        self._routes = routes
-
-    def _template(self, scope: Scope) -> str:
-        for route in self._routes:
-            match, _ = route.matches(scope)
-            if match is Match.FULL:
-                path = getattr(route, "path", "")
-                return path if isinstance(path, str) and path else UNMATCHED
-        return UNMATCHED
+        self._label = RouteLabel(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,6 +72,7 @@ class RouteTimer:
             return
         started = time.perf_counter()
         status = 500
+        routed_before = self._label.before(scope)
 
         async def recording(message: Message) -> None:
             nonlocal status
@@ -90,7 +84,7 @@ class RouteTimer:
             await self.app(scope, receive, recording)
         finally:
             self._metrics.http_request(
-                self._template(scope),
+                self._label.after(scope, routed_before),
                 method_label(str(scope.get("method", ""))),
                 status,
                 time.perf_counter() - started,
