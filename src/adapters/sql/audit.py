@@ -24,6 +24,7 @@ found inside the statement.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator
 from typing import Any, Final
 
@@ -54,7 +55,15 @@ _SCOPE: Final = """coalesce((
     )
 ), '')"""
 
-_PG_APPEND: Final = sa.text(f"""
+
+def _driver_sql(sql: str) -> str:
+    """``sql`` with its ``:name`` parameters in psycopg's ``%(name)s`` style."""
+    return re.sub(r"(?<!:):([a-z_]+)", r"%(\1)s", sql)
+
+
+# Both statements go to the driver as they are (``exec_driver_sql``: no compilation, no result
+# set-up), the append being the one statement every claim adds: sqlite3 takes ``:name``.
+_PG_APPEND: Final = _driver_sql(f"""
 WITH target AS (SELECT {_SCOPE} AS scope),
 head AS (
     INSERT INTO audit_heads (scope, seq, prev_hash, hash)
@@ -73,7 +82,7 @@ INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
 SELECT scope, seq, CAST(:pending_id AS text), prev_hash, hash, CAST(:body AS text) FROM head
 """)
 
-_SQLITE_APPEND: Final = sa.text(f"""
+_SQLITE_APPEND: Final = f"""
 INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
 SELECT target.scope, coalesce(h.seq, 0) + 1, CAST(:pending_id AS text),
        coalesce(h.hash, CAST(:genesis AS text)),
@@ -81,7 +90,7 @@ SELECT target.scope, coalesce(h.seq, 0) + 1, CAST(:pending_id AS text),
        CAST(:body AS text)
 FROM (SELECT {_SCOPE} AS scope) AS target
 LEFT JOIN audit_heads AS h ON h.scope = target.scope
-""")
+"""
 
 
 def append_record(connection: Connection, entry: ChainEntry) -> None:
@@ -95,7 +104,7 @@ def append_record(connection: Connection, entry: ChainEntry) -> None:
         "genesis": GENESIS_HASH,
     }
     postgresql = connection.dialect.name == "postgresql"
-    connection.execute(_PG_APPEND if postgresql else _SQLITE_APPEND, params)
+    connection.exec_driver_sql(_PG_APPEND if postgresql else _SQLITE_APPEND, params)
 
 
 def _record(row: Any) -> ChainRecord:
