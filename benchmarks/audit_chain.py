@@ -6,7 +6,7 @@ In one run, on a fresh SQLite file and (with ``CLARION_TEST_POSTGRES_URL`` or
 
 - **claims/s, one caller**: one claim with the chain, then one without (a repository built
   with ``audit_chain=False``), alternating over ``--claims`` bundles, so load from other
-  processes falls on both alike;
+  processes falls on both alike; also the calling thread's CPU per claim, each way;
 - **claims/s, ``--threads`` callers** at once, every bundle in ONE workspace (the worst case:
   every claim waits for the same chain head), with and then without the chain; then the same
   over bundles spread across 8 workspaces (8 heads);
@@ -127,24 +127,36 @@ def _claimer(
     return claim
 
 
-def claims_alternating(engine: Engine, pending_ids: list[str]) -> tuple[float, float]:
-    """(claims/s with the chain, without), one claim of each in turn over ``pending_ids``."""
+@attrs.frozen
+class Alternating:
+    """One caller's claims, with the chain and without: per second (wall) and the calling
+    thread's CPU per claim (``time.thread_time``: on SQLite the database's work too, it runs
+    in the thread; on PostgreSQL the client's only) — the CPU figure moves less with load from
+    other processes than the wall one."""
+
+    chained_per_s: float
+    bare_per_s: float
+    chained_cpu_us: float
+    bare_cpu_us: float
+
+
+def claims_alternating(engine: Engine, pending_ids: list[str]) -> Alternating:
+    """One claim of each in turn over ``pending_ids``."""
     count = len(pending_ids) // 2
-    with_chain, without = _claimer(engine, chained=True), _claimer(engine, chained=False)
+    claimers = (_claimer(engine, chained=True), _claimer(engine, chained=False))
     warm = min(20, count // 10)
     for index in range(warm):
-        with_chain(pending_ids[2 * index])
-        without(pending_ids[2 * index + 1])
-    chained_seconds = bare_seconds = 0.0
+        for side, claim in enumerate(claimers):
+            claim(pending_ids[2 * index + side])
+    wall, cpu = [0.0, 0.0], [0.0, 0.0]
     for index in range(warm, count):
-        started = time.perf_counter()
-        with_chain(pending_ids[2 * index])
-        middle = time.perf_counter()
-        without(pending_ids[2 * index + 1])
-        chained_seconds += middle - started
-        bare_seconds += time.perf_counter() - middle
+        for side, claim in enumerate(claimers):
+            started, thread_started = time.perf_counter(), time.thread_time()
+            claim(pending_ids[2 * index + side])
+            cpu[side] += time.thread_time() - thread_started
+            wall[side] += time.perf_counter() - started
     timed = count - warm
-    return timed / chained_seconds, timed / bare_seconds
+    return Alternating(timed / wall[0], timed / wall[1], cpu[0] / timed * 1e6, cpu[1] / timed * 1e6)
 
 
 ROUNDS = 5  # concurrent runs alternate with and without the chain, so load falls on both
@@ -267,8 +279,12 @@ def _run(name: str, make: Callable[[], Any], args: argparse.Namespace) -> None:
         loader = Loader(engine)
         single, spread = _bundles(loader, 4 * args.claims)
         half = 2 * args.claims
-        chained, bare = claims_alternating(engine, single[:half])
-        print(f"{name}: one caller: {chained:,.0f} claims/s with the chain, {bare:,.0f} without")
+        one = claims_alternating(engine, single[:half])
+        print(
+            f"{name}: one caller: {one.chained_per_s:,.0f} claims/s with the chain, "
+            f"{one.bare_per_s:,.0f} without; CPU per claim {one.chained_cpu_us:,.0f} µs with, "
+            f"{one.bare_cpu_us:,.0f} µs without"
+        )
         for where, pending_ids in (("one workspace", single[half:]), ("8 workspaces", spread)):
             chained, bare = claims_concurrent(engine, pending_ids[:half], args.threads)
             print(
