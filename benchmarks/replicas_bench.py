@@ -32,6 +32,9 @@ It prints (and writes with ``--json``):
   ``/proc`` (so PostgreSQL must run on this machine; ``pg_stat_statements`` needs a server
   restart to preload and counts time, not CPU). Shared background work (WAL writer,
   checkpointer) is not in it;
+- the cores the run kept busy in the answer window (servers, database backends and this
+  client's own CPU, which runs every agent and answerer) against the machine's: above about
+  0.8 of them, every latency figure includes queueing for a core;
 - memory per parked agent, per replica: the replica's RSS after parking minus before, over
   the agents it holds;
 - the list page (``GET /clarification/pending``, 50) median/p95 idle and under load (sampled
@@ -464,6 +467,7 @@ async def _window(
     cpu.record("window")
     sessions_before = cpu.sessions()
     server_before, database_before = cpu.sample()
+    client_before = time.process_time()
     started = time.perf_counter()
     async with (
         httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http,
@@ -479,6 +483,7 @@ async def _window(
                 await agent.done.wait()
         finished.set()
     ended = max([agent.woke for agent in agents if agent.woke] or [time.perf_counter()])
+    client_cpu_s = time.process_time() - client_before
     server_after, database_after = cpu.sample()
     cpu.signal(signal.SIGUSR2)
     cpu.stop_recording()
@@ -490,6 +495,7 @@ async def _window(
         "answers": len(sent),
         "server_cpu_s": server_after - server_before,
         "database_cpu_s": Cpu.database_delta(database_before, database_after),
+        "client_cpu_s": client_cpu_s,
         "database_sessions": sessions,
         "wake": blocking,
         "task_wake": tasked,
@@ -501,12 +507,14 @@ async def _window(
     }
 
 
-async def _background(cpu: Cpu, seconds: float) -> tuple[float, float]:
-    """CPU seconds per second (servers, database) of the parked fleet with nobody answering:
-    task polls, progress notifications, heartbeats, the notification worker's polls."""
+async def _background(cpu: Cpu, seconds: float) -> tuple[float, float, float]:
+    """CPU seconds per second (servers, database, this client) of the parked fleet with
+    nobody answering: task polls, progress notifications, heartbeats, the notification
+    worker's polls."""
     cpu.signal(signal.SIGUSR1, "background")
     cpu.record("background")
     server_before, database_before = cpu.sample()
+    client_before = time.process_time()
     started = time.perf_counter()
     await anyio.sleep(seconds)
     server_after, database_after = cpu.sample()
@@ -516,6 +524,7 @@ async def _background(cpu: Cpu, seconds: float) -> tuple[float, float]:
     return (
         (server_after - server_before) / seconds,
         Cpu.database_delta(database_before, database_after) / seconds,
+        (time.process_time() - client_before) / seconds,
     )
 
 
@@ -676,8 +685,9 @@ def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
 
 def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> dict[str, Any]:
     answers = max(1, raw["answers"])
-    server_idle, db_idle = raw["background_cpu_per_s"]
+    server_idle, db_idle, client_idle = raw["background_cpu_per_s"]
     seconds = raw["seconds"]
+    busy = raw["server_cpu_s"] + raw["database_cpu_s"] + raw["client_cpu_s"]
     return {
         "database": database,
         "sizes": attrs.asdict(sizes),
@@ -691,7 +701,15 @@ def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> 
         "server_cpu_ms_per_answer": 1000 * raw["server_cpu_s"] / answers,
         "database_cpu_ms_per_answer": 1000 * raw["database_cpu_s"] / answers,
         "database_connections_opened": raw["database_sessions"],
-        "background_cpu_ms_per_s": {"server": 1000 * server_idle, "database": 1000 * db_idle},
+        "background_cpu_ms_per_s": {
+            "server": 1000 * server_idle,
+            "database": 1000 * db_idle,
+            "client": 1000 * client_idle,
+        },
+        # The machine's cores the run kept busy in the answer window: the servers, their
+        # database backends and this client (which runs every agent and answerer).
+        "client_cpu_ms_per_s": 1000 * raw["client_cpu_s"] / seconds,
+        "cores_busy": {"window": busy / seconds, "of": os.cpu_count() or 1},
         "server_cpu_ms_per_answer_net": 1000
         * (raw["server_cpu_s"] - server_idle * seconds)
         / answers,
@@ -746,6 +764,10 @@ def report(figures: dict[str, Any]) -> str:
         f"  less the parked fleet's background (server {background['server']:.0f} ms/s, "
         f"database {background['database']:.0f} ms/s while nobody answers): server "
         f"{server_net:.2f} ms, database {database_net:.2f} ms per answer",
+        f"cores busy in the answer window: {figures['cores_busy']['window']:.2f} of "
+        f"{figures['cores_busy']['of']} (servers, database and this client, which used "
+        f"{figures['client_cpu_ms_per_s']:.0f} ms/s; {background['client']:.0f} ms/s while "
+        f"nobody answered)",
         f"memory per parked agent, per replica: {memory} KiB",
         f"list page of 50: idle median {listed['idle_median']:.1f} ms (p95 "
         f"{listed['idle_p95']:.1f}); under load median {listed['load_median']:.1f} ms (p95 "

@@ -41,6 +41,9 @@ def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
     assert figures["task_wake_ms"]["p50"] > 0
     assert figures["server_cpu_ms_per_answer"] > 0
     assert figures["database_cpu_ms_per_answer"] >= 0
+    assert figures["client_cpu_ms_per_s"] > 0
+    assert figures["cores_busy"]["window"] > 0
+    assert figures["cores_busy"]["of"] >= 1
     assert len(figures["memory_kib_per_agent"]) == sizes["replicas"]
     assert figures["list_ms"]["load_samples"] >= 1
     assert figures["floor_updates_per_s"] > 0
