@@ -30,6 +30,7 @@ FROZEN_DIGESTS = {
     "__init__.py": "1dc0ab25373a415b6042f5fd223f1269580053c9c166b7f0057c70a619dbcff9",
     "bundles.py": "da8b88c89f83ac604d77d71faf9ca6e4ba88d0a8d94e7aaa5e85aefc63cb2fed",
     "columns.py": "83a099c74bcf38886fd5a007edfbcbaba3bf51882484503af2e95b5f104c210e",
+    "messages.py": "3576650872fbdb9f1366ea82ad9aab4e4523ce08d05f0cbe277d046422e0ac87",
     "metadata.py": "75cac0b5034b646d6774ca26074b40af1409118b23b1fb0be7b7358b8afe58b6",
 }
 

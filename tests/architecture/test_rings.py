@@ -40,7 +40,7 @@ def _subpackages(package: str) -> set[str]:
 
 # Shared by several technologies on purpose; each has a contract forbidding it to import any
 # technology adapter instead.
-SHARED_ADAPTER_PACKAGES = {"clarion.adapters.wire"}
+SHARED_ADAPTER_PACKAGES = {"clarion.adapters.stores", "clarion.adapters.wire"}
 
 
 def test_every_adapter_package_is_in_the_independence_contract() -> None:

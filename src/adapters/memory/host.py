@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection
 
 import attrs
 
 from clarion.adapters.memory.store import InMemoryRepository, frozen_metadata
+from clarion.adapters.stores.host import HostRecords
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility, task_visible
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
-from clarion.domain.transitions import new_message, new_session
 
 
-class InMemoryHostRepository(InMemoryRepository):
+class InMemoryHostRepository(InMemoryRepository, HostRecords):
     """Workspaces, tasks, sessions, turns and the transcript, held in an :class:`InMemoryStore`."""
 
-    def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
-        workspace = Workspace(
-            id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
-        )
+    def _insert_workspace(self, workspace: Workspace) -> Workspace:
         return self._store.insert(self._store.workspaces, workspace)
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
@@ -52,13 +48,7 @@ class InMemoryHostRepository(InMemoryRepository):
             ]
         return cut_page(sorted(found, key=lambda w: (w.created_at, w.id)), page.limit)
 
-    def create_task(self, title: str, workspace_id: str = "") -> Task:
-        task = Task(
-            id=self._ids.new_id(),
-            title=title,
-            workspace_id=workspace_id,
-            created_at=self._clock.now(),
-        )
+    def _insert_task(self, task: Task) -> Task:
         return self._store.insert(self._store.tasks, task)
 
     def get_task(self, task_id: str) -> Task | None:
@@ -106,22 +96,13 @@ class InMemoryHostRepository(InMemoryRepository):
         with self._store.lock:
             return self._store.delete_task(task_id)
 
-    def create_session(
-        self, task_id: str, *, is_primary: bool = False, agent_token_hash: str = ""
-    ) -> tuple[Session, Turn]:
+    def _add_session(self, task_id: str, session: Callable[[], Session]) -> tuple[Session, Turn]:
         with self._store.lock:
             if task_id not in self._store.tasks:
                 raise NotFound(resource=Resource.TASK, key=task_id)
-            now = self._clock.now()
-            session = new_session(
-                self._ids.new_id(),
-                task_id,
-                now,
-                is_primary=is_primary,
-                agent_token_hash=agent_token_hash,
-            )
-            self._store.sessions[session.id] = session
-            return session, self._new_turn(session.id)
+            created = session()
+            self._store.sessions[created.id] = created
+            return created, self._new_turn(created.id)
 
     def get_session(self, session_id: str) -> Session | None:
         return self._store.lookup(self._store.sessions, session_id)
@@ -173,16 +154,8 @@ class InMemoryHostRepository(InMemoryRepository):
             self._store.put_turn(completed)
             return completed
 
-    def append_message(
-        self,
-        session_id: str,
-        *,
-        turn_id: str,
-        content: str,
-        author_type: str = "user",
-        type: str = "message",
-        metadata: Mapping[str, Any] | None = None,
-        task_id: str | None = None,
+    def _append(
+        self, session_id: str, turn_id: str, message: Callable[[Session], MessageRecord]
     ) -> MessageRecord:
         with self._store.lock:
             session = self._store.sessions.get(session_id)
@@ -191,17 +164,7 @@ class InMemoryHostRepository(InMemoryRepository):
             turn = self._store.turns.get(turn_id)
             if turn is None or turn.session_id != session_id:
                 raise NotFound(resource=Resource.TURN, key=turn_id)
-            record = new_message(
-                message_id=self._ids.new_id(),
-                session_id=session_id,
-                task_id=session.task_id if task_id is None else task_id,
-                turn_id=turn_id,
-                now=self._clock.now(),
-                content=content,
-                author_type=author_type,
-                type=type,
-                metadata=metadata or {},
-            )
+            record = message(session)
             record = attrs.evolve(record, metadata=frozen_metadata(record.metadata))
             self._store.put_message(record)
             return record

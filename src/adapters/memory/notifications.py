@@ -4,43 +4,22 @@ lock as the transition that causes them)."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import attrs
 
 from clarion.adapters.memory.store import InMemoryRepository
-from clarion.domain.notifications import (
-    DUE,
-    NewEntry,
-    OutboxEntry,
-    Route,
-    RouteSpec,
-    check_route_spec,
-)
+from clarion.adapters.stores.notifications import Finishing, NotificationRecords, internal_id
+from clarion.domain.notifications import DUE, OutboxEntry, Route
 from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
-def _internal_id() -> str:
-    """Outbox entry ids and lease tokens: internal, so drawn apart from the injected id
-    generator (whose ids surfaces show, and which the worker must not disturb)."""
-    return uuid.uuid4().hex
-
-
-class InMemoryNotificationStore(InMemoryRepository):
+class InMemoryNotificationStore(InMemoryRepository, NotificationRecords):
     """Routes and outbox entries in the store; every method holds the store lock."""
 
     # -- routes ----------------------------------------------------------------------------
 
-    def add_route(self, spec: RouteSpec, *, created_by: str) -> Route:
-        spec = check_route_spec(spec)
-        route = Route(
-            **attrs.asdict(spec, recurse=False),
-            id=self._ids.new_id(),
-            created_by=created_by,
-            created_at=self._clock.now(),
-        )
+    def _insert_route(self, route: Route) -> Route:
         return self._store.insert(self._store.notification_routes, route)
 
     def get_route(self, route_id: str) -> Route | None:
@@ -74,7 +53,7 @@ class InMemoryNotificationStore(InMemoryRepository):
             )[:limit]
             claimed = []
             for entry in due:
-                held = attrs.evolve(entry, lease_token=_internal_id())
+                held = attrs.evolve(entry, lease_token=internal_id())
                 self._store.notification_outbox[entry.id] = held
                 leases[entry.id] = now + timedelta(seconds=lease_s)
                 claimed.append(held)
@@ -86,55 +65,25 @@ class InMemoryNotificationStore(InMemoryRepository):
             return None
         return entry if entry.lease_token == lease_token else None
 
-    def finish(
-        self,
-        entry_id: str,
-        lease_token: str,
-        status: str,
-        *,
-        follow_ups: Sequence[NewEntry] = (),
-        error: str = "",
-    ) -> bool:
-        return self._finish(entry_id, lease_token, status, follow_ups, error, None) is not None
-
-    def finish_and_take(
-        self,
-        entry_id: str,
-        lease_token: str,
-        status: str,
-        *,
-        follow_ups: Sequence[NewEntry],
-        now: datetime,
-        lease_s: float,
-        error: str = "",
-    ) -> tuple[OutboxEntry, ...] | None:
-        take = (now, now + timedelta(seconds=lease_s))
-        return self._finish(entry_id, lease_token, status, follow_ups, error, take)
-
-    def _finish(
-        self,
-        entry_id: str,
-        lease_token: str,
-        status: str,
-        follow_ups: Sequence[NewEntry],
-        error: str,
-        take: tuple[datetime, datetime] | None,
-    ) -> tuple[OutboxEntry, ...] | None:
+    def _finish(self, finishing: Finishing) -> tuple[OutboxEntry, ...] | None:
+        entry_id, lease_token, take = finishing.entry_id, finishing.lease_token, finishing.take
         with self._store.lock:
             entry = self._held(entry_id, lease_token)
             if entry is None:
                 return None
             outbox = self._store.notification_outbox
-            outbox[entry_id] = attrs.evolve(entry, status=status, lease_token="", last_error=error)
+            outbox[entry_id] = attrs.evolve(
+                entry, status=finishing.status, lease_token="", last_error=finishing.error
+            )
             self._store.outbox_leases.pop(entry_id, None)
             known = {existing.idempotency_key for existing in outbox.values()}
             recorded_at = self._clock.now()
             taken: list[OutboxEntry] = []
-            for new in follow_ups:
+            for new in finishing.follow_ups:
                 if new.idempotency_key in known:
                     continue
                 known.add(new.idempotency_key)
-                new_id = _internal_id()
+                new_id = internal_id()
                 outbox[new_id] = OutboxEntry(
                     **attrs.asdict(new, recurse=False),
                     id=new_id,
@@ -143,7 +92,7 @@ class InMemoryNotificationStore(InMemoryRepository):
                     created_at=recorded_at,
                 )
                 if take is not None and new.due_at <= take[0]:
-                    held = attrs.evolve(outbox[new_id], lease_token=_internal_id())
+                    held = attrs.evolve(outbox[new_id], lease_token=internal_id())
                     outbox[new_id] = held
                     self._store.outbox_leases[new_id] = take[1]
                     taken.append(held)
@@ -207,16 +156,9 @@ class InMemoryNotificationStore(InMemoryRepository):
 
     # -- chat accounts linked to users (issue #18) ----------------------------------------
 
-    def link_chat_user(self, provider: str, external_id: str, user_id: str) -> ChatUserLink:
-        link = ChatUserLink(
-            provider=provider,
-            external_id=external_id,
-            user_id=user_id,
-            created_at=self._clock.now(),
-        )
+    def _keep_link(self, link: ChatUserLink) -> None:
         with self._store.lock:
-            self._store.chat_user_links[(provider, external_id)] = link
-        return link
+            self._store.chat_user_links[(link.provider, link.external_id)] = link
 
     def unlink_chat_user(self, provider: str, external_id: str) -> bool:
         with self._store.lock:

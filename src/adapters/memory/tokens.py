@@ -7,18 +7,16 @@ from datetime import datetime
 import attrs
 
 from clarion.adapters.memory.store import InMemoryRepository
+from clarion.adapters.stores.tokens import NewToken, TokenRecords
 from clarion.domain.errors import NotFound, Resource
-from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
+from clarion.domain.host import LOGIN_SESSION, AccessToken, User
 from clarion.ports.tokens import CredentialLookup
 
 
-class InMemoryTokenStore(InMemoryRepository):
+class InMemoryTokenStore(InMemoryRepository, TokenRecords):
     """Users and personal-access-token records (hashes only) in an :class:`InMemoryStore`."""
 
-    def create_user(self, name: str, *, is_admin: bool = False) -> User:
-        user = User(
-            id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
-        )
+    def _insert_user(self, user: User) -> User:
         return self._store.insert(self._store.users, user)
 
     def get_user(self, user_id: str) -> User | None:
@@ -39,52 +37,19 @@ class InMemoryTokenStore(InMemoryRepository):
             self._store.users[user_id] = attrs.evolve(user, active=False)
             return True
 
-    def create_token(
-        self,
-        user_id: str,
-        *,
-        token_id: str,
-        token_hash: str,
-        name: str = "",
-        expires_at: datetime | None = None,
-        kind: str = PERSONAL_ACCESS_TOKEN,
-        parent_id: str = "",
-    ) -> AccessToken:
+    def _add_token(self, user_id: str, token: NewToken) -> AccessToken:
         with self._store.lock:
             if user_id not in self._store.users:
                 raise NotFound(resource=Resource.USER, key=user_id)
-            token = AccessToken(
-                id=token_id,
-                user_id=user_id,
-                name=name,
-                token_hash=token_hash,
-                created_at=self._clock.now(),
-                expires_at=expires_at,
-                kind=kind,
-                parent_id=parent_id,
-            )
-            self._store.tokens[token.id] = token
-            return token
+            created = token(self._clock.now())
+            self._store.tokens[created.id] = created
+            return created
 
-    def create_login_session(
-        self,
-        user_id: str,
-        *,
-        token_id: str,
-        token_hash: str,
-        parent_id: str,
-        expires_at: datetime | None,
-        keep: int,
+    def _add_login_session(
+        self, user_id: str, token: NewToken, keep: int
     ) -> tuple[AccessToken, int]:
         with self._store.lock:
-            created = self.create_token(
-                user_id,
-                token_id=token_id,
-                token_hash=token_hash,
-                expires_at=expires_at,
-                kind=LOGIN_SESSION,
-                parent_id=parent_id,
-            )
+            created = self._add_token(user_id, token)
             now = self._clock.now()
             live = sorted(
                 (
@@ -99,8 +64,8 @@ class InMemoryTokenStore(InMemoryRepository):
                 reverse=True,
             )
             ended = live[max(keep - 1, 0) :]
-            for token in ended:
-                self._store.tokens[token.id] = attrs.evolve(token, revoked_at=now)
+            for other in ended:
+                self._store.tokens[other.id] = attrs.evolve(other, revoked_at=now)
             return created, len(ended)
 
     def find_token(self, token_hash: str) -> AccessToken | None:

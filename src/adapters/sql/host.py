@@ -5,7 +5,7 @@ messages, turn completion) take the session's write lock (:mod:`clarion.adapters
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import attrs
@@ -45,12 +45,12 @@ from clarion.adapters.sql.schema import (
     tasks,
     workspaces,
 )
+from clarion.adapters.stores.host import HostRecords
 from clarion.domain.errors import NotFound, Resource
 from clarion.domain.host import Session, Task, Turn, Workspace
 from clarion.domain.listing import Visibility
 from clarion.domain.paging import Page, PageRequest, cut_page
 from clarion.domain.rows import MessageRecord
-from clarion.domain.transitions import new_message, new_session
 
 
 def _workspace(row: RowMapping) -> Workspace:
@@ -101,15 +101,12 @@ def _insert_or_keep(connection: Connection, values: dict[str, Any]) -> Any:
     return insert_or_skip(connection, workspaces, "agents_owner").values(**values)
 
 
-class SqlHostRepository(SqlStore):
+class SqlHostRepository(SqlStore, HostRecords):
     """See the module docstring; ids from ``ids``, timestamps from ``clock``."""
 
     # -- workspaces and tasks --------------------------------------------------------------
 
-    def create_workspace(self, name: str, owner_id: str = "") -> Workspace:
-        workspace = Workspace(
-            id=self._ids.new_id(), name=name, owner_id=owner_id, created_at=self._clock.now()
-        )
+    def _insert_workspace(self, workspace: Workspace) -> Workspace:
         return insert_record(self._writes, workspaces, workspace, updated_at=workspace.created_at)
 
     def get_workspace(self, workspace_id: str) -> Workspace | None:
@@ -155,13 +152,7 @@ class SqlHostRepository(SqlStore):
             rows = [build(row) for row in connection.execute(statement).mappings()]
         return cut_page(rows, page.limit)
 
-    def create_task(self, title: str, workspace_id: str = "") -> Task:
-        task = Task(
-            id=self._ids.new_id(),
-            title=title,
-            workspace_id=workspace_id,
-            created_at=self._clock.now(),
-        )
+    def _insert_task(self, task: Task) -> Task:
         return insert_record(self._writes, tasks, task, updated_at=task.created_at)
 
     def get_task(self, task_id: str) -> Task | None:
@@ -243,26 +234,17 @@ class SqlHostRepository(SqlStore):
 
     # -- sessions and turns ------------------------------------------------------------------
 
-    def create_session(
-        self, task_id: str, *, is_primary: bool = False, agent_token_hash: str = ""
-    ) -> tuple[Session, Turn]:
+    def _add_session(self, task_id: str, session: Callable[[], Session]) -> tuple[Session, Turn]:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(tasks.c.id).where(tasks.c.id == task_id))
             if exists.first() is None:
                 raise NotFound(resource=Resource.TASK, key=task_id)
-            now = self._clock.now()
-            session = new_session(
-                self._ids.new_id(),
-                task_id,
-                now,
-                is_primary=is_primary,
-                agent_token_hash=agent_token_hash,
-            )
-            connection.execute(sa.insert(task_sessions).values(row_values(task_sessions, session)))
+            created = session()
+            connection.execute(sa.insert(task_sessions).values(row_values(task_sessions, created)))
             turn = insert_turn(
-                connection, turn_id=self._ids.new_id(), session=session, now=self._clock.now()
+                connection, turn_id=self._ids.new_id(), session=created, now=self._clock.now()
             )
-        return session, turn
+        return created, turn
 
     def get_session(self, session_id: str) -> Session | None:
         with read_transaction(self._engine) as connection:
@@ -326,16 +308,8 @@ class SqlHostRepository(SqlStore):
 
     # -- the transcript ----------------------------------------------------------------------
 
-    def append_message(
-        self,
-        session_id: str,
-        *,
-        turn_id: str,
-        content: str,
-        author_type: str = "user",
-        type: str = "message",
-        metadata: Mapping[str, Any] | None = None,
-        task_id: str | None = None,
+    def _append(
+        self, session_id: str, turn_id: str, message: Callable[[Session], MessageRecord]
     ) -> MessageRecord:
         with self._writes.begin() as connection:
             lock_sessions(connection, [session_id])
@@ -349,17 +323,7 @@ class SqlHostRepository(SqlStore):
             ).scalar()
             if turn_owner != session_id:
                 raise NotFound(resource=Resource.TURN, key=turn_id)
-            record = new_message(
-                message_id=self._ids.new_id(),
-                session_id=session_id,
-                task_id=session.task_id if task_id is None else task_id,
-                turn_id=turn_id,
-                now=self._clock.now(),
-                content=content,
-                author_type=author_type,
-                type=type,
-                metadata=metadata or {},
-            )
+            record = message(session)
             insert_messages(connection, [record])
             # Read back what was stored, so callers see the metadata as every reader will.
             return select_messages(connection, messages.c.id == record.id)[0]

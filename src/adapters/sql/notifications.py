@@ -13,8 +13,6 @@ causes it is; ``claim_due`` and ``entries`` take them into the outbox first.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,15 +32,8 @@ from clarion.adapters.sql.schema import chat_user_links as links
 from clarion.adapters.sql.schema import notification_outbox as outbox
 from clarion.adapters.sql.schema import notification_routes as routes
 from clarion.adapters.sql.schema import posted_messages as posted
-from clarion.domain.notifications import (
-    DUE,
-    NewEntry,
-    OutboxEntry,
-    Route,
-    RouteSpec,
-    check_route_spec,
-    parse_channel,
-)
+from clarion.adapters.stores.notifications import Finishing, NotificationRecords, internal_id
+from clarion.domain.notifications import DUE, OutboxEntry, Route, parse_channel
 from clarion.ports.notifications import ChatUserLink, PostedMessage
 
 
@@ -56,25 +47,12 @@ def _route(row: Any) -> Route:
     )
 
 
-def _internal_id() -> str:
-    """Outbox entry ids and lease tokens: internal, so drawn apart from the injected id
-    generator (whose ids surfaces show, and which the worker must not disturb)."""
-    return uuid.uuid4().hex
-
-
-class SqlNotificationStore(SqlStore):
+class SqlNotificationStore(SqlStore, NotificationRecords):
     """Routes and outbox on ``engine`` (see the module docstring)."""
 
     # -- routes ----------------------------------------------------------------------------
 
-    def add_route(self, spec: RouteSpec, *, created_by: str) -> Route:
-        spec = check_route_spec(spec)
-        route = Route(
-            **attrs.asdict(spec, recurse=False),
-            id=self._ids.new_id(),
-            created_by=created_by,
-            created_at=self._clock.now(),
-        )
+    def _insert_route(self, route: Route) -> Route:
         channel, events = str(route.channel), list(route.events)
         return insert_record(self._writes, routes, route, channel=channel, events=events)
 
@@ -117,7 +95,7 @@ class SqlNotificationStore(SqlStore):
         with self._writes.begin() as connection:
             take_events(connection)
             for entry_id in connection.execute(query).scalars().all():
-                token = _internal_id()
+                token = internal_id()
                 row = connection.execute(
                     sa.update(outbox)
                     .where(outbox.c.id == entry_id)
@@ -136,58 +114,30 @@ class SqlNotificationStore(SqlStore):
             outbox.c.lease_token != "",
         )
 
-    def finish(
-        self,
-        entry_id: str,
-        lease_token: str,
-        status: str,
-        *,
-        follow_ups: Sequence[NewEntry] = (),
-        error: str = "",
-    ) -> bool:
-        return self._finish(entry_id, lease_token, status, follow_ups, error, None) is not None
-
-    def finish_and_take(
-        self,
-        entry_id: str,
-        lease_token: str,
-        status: str,
-        *,
-        follow_ups: Sequence[NewEntry],
-        now: datetime,
-        lease_s: float,
-        error: str = "",
-    ) -> tuple[OutboxEntry, ...] | None:
-        take = (now, now + timedelta(seconds=lease_s))
-        return self._finish(entry_id, lease_token, status, follow_ups, error, take)
-
-    def _finish(
-        self,
-        entry_id: str,
-        lease_token: str,
-        status: str,
-        follow_ups: Sequence[NewEntry],
-        error: str,
-        take: tuple[datetime, datetime] | None,
-    ) -> tuple[OutboxEntry, ...] | None:
-        """Finish the entry and record ``follow_ups``; with ``take`` (now, lease end) those
+    def _finish(self, finishing: Finishing) -> tuple[OutboxEntry, ...] | None:
+        """Finish the entry and record its follow-ups; with ``take`` (now, lease end) those
         due by now are inserted leased to the caller and read back (a follow-up skipped for
         its known key keeps whoever's lease it has)."""
         recorded_at = self._clock.now()
-        rows = [entry_values(entry, _internal_id(), recorded_at) for entry in follow_ups]
+        rows = [entry_values(entry, internal_id(), recorded_at) for entry in finishing.follow_ups]
         tokens = []
-        if take is not None:
-            now, until = take
+        if finishing.take is not None:
+            now, until = finishing.take
             for row in rows:
                 if row["due_at"] <= now:
-                    row["lease_token"] = token = _internal_id()
+                    row["lease_token"] = token = internal_id()
                     row["locked_until"] = until
                     tokens.append(token)
         with self._writes.begin() as connection:
             done = connection.execute(
                 sa.update(outbox)
-                .where(self._held(entry_id, lease_token))
-                .values(status=status, lease_token="", locked_until=None, last_error=error)
+                .where(self._held(finishing.entry_id, finishing.lease_token))
+                .values(
+                    status=finishing.status,
+                    lease_token="",
+                    locked_until=None,
+                    last_error=finishing.error,
+                )
             )
             if done.rowcount != 1:
                 return None
@@ -267,19 +217,12 @@ class SqlNotificationStore(SqlStore):
 
     # -- chat accounts linked to users (issue #18) ----------------------------------------
 
-    def link_chat_user(self, provider: str, external_id: str, user_id: str) -> ChatUserLink:
-        link = ChatUserLink(
-            provider=provider,
-            external_id=external_id,
-            user_id=user_id,
-            created_at=self._clock.now(),
-        )
-        key = sa.and_(links.c.provider == provider, links.c.external_id == external_id)
+    def _keep_link(self, link: ChatUserLink) -> None:
+        key = sa.and_(links.c.provider == link.provider, links.c.external_id == link.external_id)
         with self._writes.begin() as connection:
             # Linking again replaces the user: delete and insert in one transaction.
             connection.execute(sa.delete(links).where(key))
             connection.execute(sa.insert(links), attrs.asdict(link))
-        return link
 
     def unlink_chat_user(self, provider: str, external_id: str) -> bool:
         key = sa.and_(links.c.provider == provider, links.c.external_id == external_id)

@@ -14,8 +14,9 @@ from sqlalchemy.engine import Connection
 from clarion.adapters.sql.engine import SqlStore, read_one, read_transaction
 from clarion.adapters.sql.rows import from_row, insert_record, row_values
 from clarion.adapters.sql.schema import access_tokens, users
+from clarion.adapters.stores.tokens import NewToken, TokenRecords
 from clarion.domain.errors import NotFound, Resource
-from clarion.domain.host import LOGIN_SESSION, PERSONAL_ACCESS_TOKEN, AccessToken, User
+from clarion.domain.host import LOGIN_SESSION, AccessToken, User
 from clarion.ports.tokens import CredentialLookup
 
 
@@ -75,13 +76,10 @@ def _token_with_parent() -> sa.Select[Any]:
     )
 
 
-class SqlTokenStore(SqlStore):
+class SqlTokenStore(SqlStore, TokenRecords):
     """See the module docstring; user ids from ``ids``, timestamps from ``clock``."""
 
-    def create_user(self, name: str, *, is_admin: bool = False) -> User:
-        user = User(
-            id=self._ids.new_id(), name=name, is_admin=is_admin, created_at=self._clock.now()
-        )
+    def _insert_user(self, user: User) -> User:
         return insert_record(self._writes, users, user)
 
     def get_user(self, user_id: str) -> User | None:
@@ -111,43 +109,17 @@ class SqlTokenStore(SqlStore):
             )
         return result.rowcount == 1
 
-    def create_token(
-        self,
-        user_id: str,
-        *,
-        token_id: str,
-        token_hash: str,
-        name: str = "",
-        expires_at: datetime | None = None,
-        kind: str = PERSONAL_ACCESS_TOKEN,
-        parent_id: str = "",
-    ) -> AccessToken:
+    def _add_token(self, user_id: str, token: NewToken) -> AccessToken:
         with self._writes.begin() as connection:
             exists = connection.execute(sa.select(users.c.id).where(users.c.id == user_id))
             if exists.first() is None:
                 raise NotFound(resource=Resource.USER, key=user_id)
-            token = AccessToken(
-                id=token_id,
-                user_id=user_id,
-                name=name,
-                token_hash=token_hash,
-                created_at=self._clock.now(),
-                expires_at=expires_at,
-                kind=kind,
-                parent_id=parent_id,
-            )
-            _insert_token(connection, token)
-        return token
+            created = token(self._clock.now())
+            _insert_token(connection, created)
+        return created
 
-    def create_login_session(
-        self,
-        user_id: str,
-        *,
-        token_id: str,
-        token_hash: str,
-        parent_id: str,
-        expires_at: datetime | None,
-        keep: int,
+    def _add_login_session(
+        self, user_id: str, token: NewToken, keep: int
     ) -> tuple[AccessToken, int]:
         """One write transaction: the user's row is locked first (``FOR UPDATE`` on
         PostgreSQL; SQLite's write lock serializes every writer), so two processes logging
@@ -159,23 +131,14 @@ class SqlTokenStore(SqlStore):
             if connection.execute(user).first() is None:
                 raise NotFound(resource=Resource.USER, key=user_id)
             now = self._clock.now()
-            token = AccessToken(
-                id=token_id,
-                user_id=user_id,
-                name="",
-                token_hash=token_hash,
-                created_at=now,
-                expires_at=expires_at,
-                kind=LOGIN_SESSION,
-                parent_id=parent_id,
-            )
-            _insert_token(connection, token)
+            created = token(now)
+            _insert_token(connection, created)
             others = (
                 sa.select(access_tokens.c.id)
                 .where(
                     access_tokens.c.user_id == user_id,
                     access_tokens.c.kind == LOGIN_SESSION,
-                    access_tokens.c.id != token_id,
+                    access_tokens.c.id != created.id,
                     access_tokens.c.revoked_at.is_(None),
                     sa.or_(access_tokens.c.expires_at.is_(None), access_tokens.c.expires_at > now),
                 )
@@ -188,7 +151,7 @@ class SqlTokenStore(SqlStore):
                     .where(access_tokens.c.id.in_(ended))
                     .values(revoked_at=now)
                 )
-        return token, len(ended)
+        return created, len(ended)
 
     def find_token(self, token_hash: str) -> AccessToken | None:
         statement = sa.select(access_tokens).where(access_tokens.c.token_hash == token_hash)

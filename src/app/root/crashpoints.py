@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Collection, Mapping
-from typing import Any, Final, TypeVar, cast
+from collections.abc import Callable, Mapping
+from typing import Any, Final, cast
 
 import structlog
 
 from clarion.domain.errors import ValidationError
-from clarion.domain.model import Answer
-from clarion.domain.resolved_by import ResolvedBy
 from clarion.domain.rows import ClarificationRow
-from clarion.ports.claims import ClaimRepository, ClaimResult, LiveDelivery, ResumeRecord
+from clarion.ports.claims import ClaimRepository, ClaimResult
 from clarion.ports.resume import ResumeDispatcher, ResumeRequest
 
 log = structlog.get_logger(__name__)
-
-_Written = TypeVar("_Written")
 
 CRASH_POINTS: Final = (
     "claim",  # the winning claim committed
@@ -51,6 +47,26 @@ def _die(point: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _wrote(written: object) -> bool:
+    """A write that returns what it wrote returns None when it wrote nothing."""
+    return written is not None
+
+
+def _claimed(result: ClaimResult) -> bool:
+    return result.claimed
+
+
+# The claim repository's writes a point follows: the method, the point, and whether its
+# result says the step did write (a process dies only after a write that happened).
+_WRITES: Final[Mapping[str, tuple[str, Callable[[Any], bool]]]] = {
+    "complete_active_bundle": ("claim", _claimed),
+    "record_resume": ("resume-recorded", _wrote),
+    "finalize_delivery": ("finalize", _wrote),
+    "finalize_live_delivery": ("finalize", _wrote),
+    "restore_active_bundle": ("restore", _wrote),
+}
+
+
 class _CrashingClaims:
     """Delegates everything to ``inner``; dies after the named write committed."""
 
@@ -59,61 +75,19 @@ class _CrashingClaims:
         self._point = point
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        method = getattr(self._inner, name)
+        write = _WRITES.get(name)
+        if write is None or write[0] != self._point:
+            return method
+        point, wrote = write
 
-    def _after(self, point: str, written: _Written | None) -> _Written | None:
-        """``written``, unless the step did write (not None) and this process is to die
-        right after ``point``."""
-        if written is not None and self._point == point:
-            _die(point)
-        return written
+        def then_die(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            if wrote(result):
+                _die(point)
+            return result
 
-    def complete_active_bundle(
-        self,
-        pending_id: str,
-        terminal: str,
-        responses: Mapping[str, Answer] | None,
-        *,
-        resolved_by: ResolvedBy | None = None,
-    ) -> ClaimResult:
-        result = self._inner.complete_active_bundle(
-            pending_id, terminal, responses, resolved_by=resolved_by
-        )
-        if result.claimed and self._point == "claim":
-            _die(self._point)
-        return result
-
-    def record_resume(
-        self,
-        pending_id: str,
-        terminal: str,
-        claimed_ids: Collection[str],
-        resume: ResumeRecord,
-    ) -> tuple[ClarificationRow, ...] | None:
-        return self._after(
-            "resume-recorded", self._inner.record_resume(pending_id, terminal, claimed_ids, resume)
-        )
-
-    def finalize_delivery(
-        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
-    ) -> tuple[ClarificationRow, ...] | None:
-        return self._after(
-            "finalize", self._inner.finalize_delivery(pending_id, terminal, claimed_ids)
-        )
-
-    def finalize_live_delivery(
-        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
-    ) -> LiveDelivery | None:
-        return self._after(
-            "finalize", self._inner.finalize_live_delivery(pending_id, terminal, claimed_ids)
-        )
-
-    def restore_active_bundle(
-        self, pending_id: str, terminal: str, claimed_ids: Collection[str]
-    ) -> tuple[ClarificationRow, ...] | None:
-        return self._after(
-            "restore", self._inner.restore_active_bundle(pending_id, terminal, claimed_ids)
-        )
+        return then_die
 
 
 class _CrashingDispatcher:

@@ -374,17 +374,15 @@ class Asking:
             )
             return True
 
-        resolution = await self._wait_live(
+        wait = _LiveWait(
             prepared.session,
             prepared.pending_id,
             questions,
             make_visible,
-            alongside=alongside,
-            on_progress=on_progress,
-            progress_interval=progress_interval,
+            alongside,
             replays_end_the_wait=False,
         )
-        return AskResult.from_resolution(questions, resolution)
+        return await self._wait_live(wait, on_progress, progress_interval)
 
     async def offer(
         self,
@@ -459,46 +457,35 @@ class Asking:
             identity,
             session_id,
         )
-        questions = bundle.questions
 
         async def still_active() -> bool:
             active = await self._run(self._claims.active_pending_ids, session.id)
             return pending_id in active
 
-        resolution = await self._wait_live(
+        wait = _LiveWait(
             session,
             pending_id,
-            questions,
+            bundle.questions,
             still_active,
-            alongside=alongside,
-            on_progress=on_progress,
-            progress_interval=progress_interval,
+            alongside,
             replays_end_the_wait=True,
         )
-        return AskResult.from_resolution(questions, resolution)
+        return await self._wait_live(wait, on_progress, progress_interval)
 
     async def _wait_live(
-        self,
-        session: Session,
-        pending_id: str,
-        questions: tuple[Question, ...],
-        before: Callable[[], Awaitable[bool]],
-        *,
-        alongside: Alongside | None,
-        on_progress: ProgressCallback | None,
-        progress_interval: float,
-        replays_end_the_wait: bool,
-    ) -> Resolution:
-        """Register and wait on ``pending_id``; ``before()`` runs once this task already waits
-        (so no answer slips past it) and says whether the bundle is open for answers — False
-        ends the wait with the winner's replay, or CANCELLED when nobody won. Then
-        ``alongside`` runs until the wait ends. With ``replays_end_the_wait``, a replay that
-        ``alongside`` reports ends the wait unless a delivery to it is already under way
-        (:meth:`Waiters.cancel` then returns False and the delivery arrives).
+        self, wait: _LiveWait, on_progress: ProgressCallback | None, progress_interval: float
+    ) -> AskResult:
+        """Register and wait on ``wait.pending_id``; ``wait.before()`` runs once this task
+        already waits (so no answer slips past it) and says whether the bundle is open for
+        answers — False ends the wait with the winner's replay, or CANCELLED when nobody won.
+        Then ``wait.alongside`` runs until the wait ends. With ``wait.replays_end_the_wait``, a
+        replay that ``alongside`` reports ends the wait unless a delivery to it is already
+        under way (:meth:`Waiters.cancel` then returns False and the delivery arrives).
+        Returns the answers to ``wait.questions``.
         """
-        wait = _LiveWait(session, pending_id, questions, before, alongside, replays_end_the_wait)
         resolution, ended = await self._wait_registered(wait, on_progress, progress_interval)
-        return await self._wait_outcome(wait, resolution, ended)
+        outcome = await self._wait_outcome(wait, resolution, ended)
+        return AskResult.from_resolution(wait.questions, outcome)
 
     async def _wait_registered(
         self,

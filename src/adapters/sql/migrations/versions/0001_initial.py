@@ -11,6 +11,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 from clarion.adapters.sql.migrations.frozen.columns import EMPTY, Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.messages import MESSAGES, kind_columns
 from clarion.adapters.sql.migrations.frozen.metadata import (
     is_clarification,
     is_pendingish,
@@ -117,11 +118,7 @@ def upgrade() -> None:
     op.create_index("ix_task_session_messages_turn_id", "task_session_messages", ["turn_id"])
     # The expression and partial indexes are written with the same functions the queries use,
     # because both databases match an index only against the identical expression.
-    message = sa.table(
-        "task_session_messages",
-        sa.column("type", sa.Text),
-        sa.column("metadata", sa.JSON().with_variant(JSONB(), "postgresql")),
-    )
+    message = sa.table(MESSAGES, *kind_columns())
     op.create_index(
         "ix_task_session_messages_pending_id", "task_session_messages", [pending_id_of(message)]
     )

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import JSONB
 
 from clarion.adapters.sql.migrations.frozen.columns import Key
+from clarion.adapters.sql.migrations.frozen.messages import MESSAGES, kind_columns
 from clarion.adapters.sql.migrations.frozen.metadata import is_clarification, is_pendingish
 
 revision = "0004_bundle_asker"
@@ -24,11 +24,7 @@ down_revision: str | None = "0003_bundle_keys"
 branch_labels: tuple[str, ...] | None = None
 depends_on: tuple[str, ...] | None = None
 
-message = sa.table(
-    "task_session_messages",
-    sa.column("type", sa.Text),
-    sa.column("metadata", sa.JSON().with_variant(JSONB(), "postgresql")),
-)
+message = sa.table(MESSAGES, *kind_columns())
 
 
 def upgrade() -> None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import JSONB
 
 from clarion.adapters.sql.migrations.frozen.bundles import bundles_of, execute_in_batches
-from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import Key
+from clarion.adapters.sql.migrations.frozen.messages import MESSAGES, message_columns
 
 revision = "0010_bundle_facts"
 down_revision: str | None = "0009_slack"
@@ -28,17 +28,8 @@ depends_on: tuple[str, ...] | None = None
 BATCH = 5_000
 
 message = sa.table(
-    "task_session_messages",
-    sa.column("id", Key),
-    sa.column("task_session_id", Key),
-    sa.column("task_id", Key),
-    sa.column("turn_id", Key),
-    sa.column("author_type", sa.Text),
-    sa.column("content", sa.Text),
-    sa.column("type", sa.Text),
-    sa.column("metadata", sa.JSON().with_variant(JSONB(), "postgresql")),
-    sa.column("created_at", UtcDateTime),
-    sa.column("updated_at", UtcDateTime),
+    MESSAGES,
+    *message_columns(),
     sa.column("bundle_task_id", Key),
     sa.column("bundle_complete", sa.Boolean),
 )

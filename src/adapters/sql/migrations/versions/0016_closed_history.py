@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import JSONB
 
+from clarion.adapters.sql.migrations.frozen.messages import MESSAGES, kind_columns
 from clarion.adapters.sql.migrations.frozen.metadata import (
     TERMINAL_SESSION_STATES,
     const,
@@ -25,11 +25,7 @@ down_revision: str | None = "0015_agents_workspace"
 branch_labels: tuple[str, ...] | None = None
 depends_on: tuple[str, ...] | None = None
 
-message = sa.table(
-    "task_session_messages",
-    sa.column("type", sa.Text),
-    sa.column("metadata", sa.JSON().with_variant(JSONB(), "postgresql")),
-)
+message = sa.table(MESSAGES, *kind_columns())
 session = sa.table("task_sessions", sa.column("state", sa.Text))
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import JSONB
 
 from clarion.adapters.sql.migrations.frozen.audit_chain_0019 import backfill
-from clarion.adapters.sql.migrations.frozen.columns import Key, UtcDateTime
+from clarion.adapters.sql.migrations.frozen.columns import Key
+from clarion.adapters.sql.migrations.frozen.messages import MESSAGES, message_columns
 
 revision = "0019_audit_chain"
 down_revision: str | None = "0018_approvals"
@@ -25,17 +25,8 @@ branch_labels: tuple[str, ...] | None = None
 depends_on: tuple[str, ...] | None = None
 
 message = sa.table(
-    "task_session_messages",
-    sa.column("id", Key),
-    sa.column("task_session_id", Key),
-    sa.column("task_id", Key),
-    sa.column("turn_id", Key),
-    sa.column("author_type", sa.Text),
-    sa.column("content", sa.Text),
-    sa.column("type", sa.Text),
-    sa.column("metadata", sa.JSON().with_variant(JSONB(), "postgresql")),
-    sa.column("created_at", UtcDateTime),
-    sa.column("updated_at", UtcDateTime),
+    MESSAGES,
+    *message_columns(),
     sa.column("bundle_pending_id", Key),
     sa.column("asker_id", Key),
     sa.column("asker_via", sa.Text),
