@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ from tests.integration.notifications.conftest import BACKENDS
 from tests.integration.notifications.support import (
     FakeChannel,
     NotifyWorld,
+    count_bundle_loads,
     notify_world,
     storage_for,
 )
@@ -200,5 +202,61 @@ async def test_a_delivery_that_waited_past_its_lease_is_handed_out_again_later(
         assert [e.attempts for e in waiting] == [0]
         await world.drain()  # the clock is past its lease by now: handed out again
         assert sorted(n.pending_id for n in channel.sent) == ["p-1", "p-2"]
+        if storage.close_probe is not None:
+            storage.close_probe()
+
+
+class GatedChannel(FakeChannel):
+    """Like :class:`FakeChannel`, but its first delivery waits until ``ready()``."""
+
+    def __init__(self, ready: Callable[[], bool]) -> None:
+        super().__init__()
+        self._ready = ready
+
+    async def deliver(self, notification: Notification) -> DeliveryOutcome:
+        if not self.sent:
+            with anyio.fail_after(30):
+                while not self._ready():
+                    await anyio.sleep(0.01)
+        return await super().deliver(notification)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("waits_for", ["its route", "a slot"])
+async def test_a_delivery_that_waited_reads_its_bundle_anew(
+    backend: str,
+    waits_for: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    notify_clock: ManualClock,
+) -> None:
+    """#32: entries handed out together share a read of their bundle only while none of them
+    waits — a delivery that waited behind its route's earlier one, or for a free slot, reads
+    the bundle again, so it sends the bundle as it is after the wait, as before reads were
+    shared."""
+    with storage_for(backend, request, tmp_path) as storage:
+        # The first delivery holds its route's lane and the one slot until the second waits.
+        channel = GatedChannel(
+            lambda: (
+                worker._slots.statistics().tasks_waiting > 0
+                or any(lane.statistics().tasks_waiting for lane in worker._lanes.values())
+            )
+        )
+        world = notify_world(storage, notify_clock, {"webhook": channel}, notify_concurrency=1)
+        worker: Any = world.worker
+        world.route("", FAST, events=(ANSWERABLE,))
+        # Two routes of one bundle wait for the one slot; two bundles of one route for its lane.
+        pending_ids = ["p-1"] if waits_for == "a slot" else ["p-1", "p-2"]
+        if waits_for == "a slot":
+            world.route("", "webhook:https://other.example/hook", events=(ANSWERABLE,))
+        for pending_id in pending_ids:
+            world.ask("", pending_id=pending_id)
+        loads = count_bundle_loads(world)
+        assert await world.worker.run_once() == len(pending_ids)  # fan-outs, then deliveries
+        assert len(channel.sent) == 2
+        second = channel.sent[1].pending_id
+        # A fan-out's load serves the first delivery; the one that waited loads anew.
+        assert len(loads.keys) == len(set(loads.keys)) + 1
+        assert loads.keys.count(second) == 2
         if storage.close_probe is not None:
             storage.close_probe()
