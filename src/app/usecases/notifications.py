@@ -20,7 +20,8 @@ entry's stable idempotency key. Each kind of entry:
   exponential backoff, and given up after ``max_attempts``;
 - the entries handed out together (one claim, or the deliveries a fan-out takes) share their
   reads (:class:`_SharedReads`): each bundle, task and workspace's routes is read once for all
-  of them, so an e-mail costs one bundle load and one task read;
+  of them while the read is fresh (``SHARED_READ_S``), so an e-mail costs one bundle load and
+  one task read;
 - a *deadline* applies its route's ``on_deadline``: ``keep`` decides nothing, ``expire`` ends
   the bundle with the ordinary expire transition, ``default:<option id>`` answers it through
   the one resolver with the system identity. Either races a human answer through the same
@@ -122,23 +123,30 @@ class _TaskFacts:
 
 _T = TypeVar("_T")
 
+# How long a shared read serves the entries handed out with it: one that waited longer (for its
+# route or for a slot) reads anew, so what it sends is as fresh as a read of its own would be.
+SHARED_READ_S = 1.0
+
 
 @attrs.define
 class _Once(Generic[_T]):
-    """Reads of one kind, each made at most once: whoever asks for a key while it is being
-    read waits for that read (a failed read is not kept: the next asker reads again)."""
+    """Reads of one kind, each made at most once while it is fresh (``SHARED_READ_S``):
+    whoever asks for a key while it is being read waits for that read (a failed read is not
+    kept: the next asker reads again)."""
 
-    _found: dict[str, _T] = attrs.field(factory=dict)
+    _clock: Clock
+    _found: dict[str, tuple[datetime, _T]] = attrs.field(factory=dict)
     _locks: dict[str, anyio.Lock] = attrs.field(factory=dict)
 
     async def get(self, key: str, read: Callable[[str], Awaitable[_T]]) -> _T:
         async with self._locks.setdefault(key, anyio.Lock()):
-            if key not in self._found:
-                self._found[key] = await read(key)
-            return self._found[key]
+            found, now = self._found.get(key), self._clock.now()
+            if found is None or (now - found[0]).total_seconds() > SHARED_READ_S:
+                found = self._found[key] = (now, await read(key))
+            return found[1]
 
 
-@attrs.define
+@attrs.frozen
 class _SharedReads:
     """The reads shared by the entries handed out together — one claim, or the deliveries one
     fan-out takes (issue #32): each bundle, each task's facts and each workspace's routes are
@@ -146,20 +154,17 @@ class _SharedReads:
 
     What a delivery decides at send time is read anew for it: its route, the route's user and,
     for an event asking for an answer, whether the bundle is still answerable. A shared bundle
-    is as good as its own read would be, a moment later: its questions and context never
-    change, a ``resolved`` answer still being delivered is retried (and read again then), and
-    once delivered it stands. A delivery that had to wait for its route or for a slot, and the
-    follow-ups a delivery takes (a terminal update: the bundle has changed since), keep only
-    the reads that stay true however long they wait (:meth:`lasting`)."""
+    read at most ``SHARED_READ_S`` ago is as good as a read of its own, a moment later: its
+    questions and context never change, a ``resolved`` answer still being delivered is retried
+    (and read again then), and once delivered it stands."""
 
-    bundles: _Once[Bundle | None] = attrs.field(factory=_Once)
-    facts: _Once[_TaskFacts] = attrs.field(factory=_Once)
-    routes: _Once[tuple[Route, ...]] = attrs.field(factory=_Once)
+    bundles: _Once[Bundle | None]
+    facts: _Once[_TaskFacts]
+    routes: _Once[tuple[Route, ...]]
 
-    def lasting(self) -> _SharedReads:
-        """These reads without those that may be out of date later (the bundles): the task
-        facts, which never change."""
-        return _SharedReads(facts=self.facts)
+    @classmethod
+    def on(cls, clock: Clock) -> _SharedReads:
+        return cls(_Once(clock), _Once(clock), _Once(clock))
 
 
 # The task group of the round (``run_once``) or loop (``run_forever``) handling an entry: the
@@ -243,7 +248,7 @@ class NotificationWorker:
         """Handle every entry due now (up to one batch), concurrently, and wait for them all;
         returns how many were handed out."""
         entries = await self._claim(self._policy.batch)
-        reads = _SharedReads()
+        reads = _SharedReads.on(self._clock)
         async with anyio.create_task_group() as tasks:
             round_token = _ROUND.set(tasks)
             try:
@@ -271,7 +276,7 @@ class NotificationWorker:
             try:
                 if room > 0:
                     entries = await self._claim(room)
-                    claimed, reads = len(entries), _SharedReads()
+                    claimed, reads = len(entries), _SharedReads.on(self._clock)
                     for entry in entries:
                         self._in_flight.add(entry.id)
                         tasks.start_soon(self._tracked, entry, self._clock.now(), reads)
@@ -304,8 +309,6 @@ class NotificationWorker:
                 return
             # A route's deliveries go one at a time, in the order they were claimed.
             lane = self._lanes.setdefault(entry.route_id, anyio.Lock())
-            if lane.locked():
-                reads = reads.lasting()
             try:
                 async with lane:
                     await self._handle_in_lane(entry, claimed_at, reads)
@@ -329,8 +332,6 @@ class NotificationWorker:
         if backing_off is not None and self._clock.now() < backing_off[0]:
             await self._postpone(entry, backing_off[0])
             return
-        if self._slots.available_tokens < 1:
-            reads = reads.lasting()
         async with self._slots:
             await self._handle_now(entry, reads)
 
@@ -389,7 +390,7 @@ class NotificationWorker:
                 error=why,
             )
             finished = taken is not None
-            shared = _SharedReads() if reads is None else reads
+            shared = _SharedReads.on(self._clock) if reads is None else reads
             for handed in taken or ():
                 self._in_flight.add(handed.id)
                 tasks.start_soon(self._tracked, handed, now, shared)
@@ -578,7 +579,8 @@ class NotificationWorker:
                 follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
             if entry.event in ASKING_EVENTS and _updates_in_place(notifier):
                 follow_ups += await self._settled_meanwhile(entry, route)
-            await self._finish(entry, DONE, follow_ups=follow_ups, reads=reads.lasting())
+            # Its follow-ups (a terminal update: the bundle changed since) read anew.
+            await self._finish(entry, DONE, follow_ups=follow_ups)
         elif outcome.status is Sent.RETRY:
             await self._retry(entry, outcome.detail)
         else:
@@ -744,4 +746,4 @@ def _policy_entries(entry: OutboxEntry, route: Route) -> list[NewEntry]:
     return found
 
 
-__all__ = ["DeliveryPolicy", "NotificationWorker", "default_outcome"]
+__all__ = ["SHARED_READ_S", "DeliveryPolicy", "NotificationWorker", "default_outcome"]

@@ -61,7 +61,7 @@ class Counting:
     def __init__(self, inner: object, *names: str) -> None:
         self._inner, self._names = inner, names
         self.calls: list[str] = []
-        self.keys: list[object] = []
+        self.keys: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self._inner, name)
