@@ -338,6 +338,25 @@ async def test_entries_claimed_together_about_one_bundle_read_it_once(world: Not
     assert routes.calls == ["routes_for"]
 
 
+async def test_a_batch_about_several_bundles_loads_each_once(world: NotifyWorld) -> None:
+    """#35: a batch holding the events of several bundles, and the deliveries its fan-outs
+    take, loads each bundle once — not once per entry — and reads the routes once."""
+    world.route("", HOOK_A)
+    pending_ids = ["p-1", "p-2", "p-3"]
+    for pending_id in pending_ids:
+        world.ask("", pending_id=pending_id)
+        await world.answer(pending_id)
+    bundles = count_bundle_loads(world)
+    worker: Any = world.worker
+    routes = worker._store = Counting(worker._store, "routes_for")
+    assert await worker.run_once() == 2 * len(pending_ids)
+    # Each bundle's answerable delivery is dropped (answered), its resolved one sent.
+    assert sorted(n.pending_id for n in world.channel.sent) == pending_ids
+    assert {n.event for n in world.channel.sent} == {RESOLVED}
+    assert sorted(bundles.keys) == pending_ids
+    assert routes.calls == ["routes_for"]
+
+
 async def test_a_delivery_reads_its_bundle_once_and_its_task_once(world: NotifyWorld) -> None:
     """#32: a delivery handed out on its own (here a reminder) reads the bundle once and the
     task once — for the recipient's send-time check and the workspace it reports alike."""
