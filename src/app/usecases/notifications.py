@@ -11,14 +11,17 @@ entry's stable idempotency key. Each kind of entry:
   escalation and deadline as entries due later; all recorded with the event's completion, and
   keyed so a repeat after a crash records nothing twice. The entries due at once are taken in
   that same transaction under this worker's lease (:meth:`NotificationOutbox.finish_and_take`)
-  and handled in the same round (issue #32), each carrying the fan-out's read of the task;
-  every entry records the key of the event it follows from (``origin_key``);
+  and handled in the same round (issue #32); every entry records the key of the event it
+  follows from (``origin_key``);
 - a *delivery* (also reminders and escalations) is dropped when it asks a person to act and
   the bundle is no longer answerable, when a ``resolved`` event's claim was rolled back, when
   its route was removed, or when the route's identity may not see the bundle's task (checked
-  now, at send time, with one read of the bundle and at most one of its task); otherwise it
-  is sent with the route's channel, retried with exponential backoff, and given up after
-  ``max_attempts``;
+  now, at send time); otherwise it is sent with the route's channel, retried with
+  exponential backoff, and given up after ``max_attempts``;
+- the entries handed out together (one claim, or the deliveries a fan-out takes) share their
+  reads (:class:`_SharedReads`): each bundle, task and workspace's routes is read once for all
+  of them while the read is fresh (``SHARED_READ_S``), so an e-mail costs one bundle load and
+  one task read;
 - a *deadline* applies its route's ``on_deadline``: ``keep`` decides nothing, ``expire`` ends
   the bundle with the ordinary expire transition, ``default:<option id>`` answers it through
   the one resolver with the system identity. Either races a human answer through the same
@@ -48,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import anyio
 import attrs
@@ -112,11 +115,56 @@ class _TaskFacts:
     the workspace exist and the workspace's owner (the L1c inputs). A task's workspace and a
     workspace's owner never change, so a fan-out's read serves the deliveries it hands on."""
 
-    pending_id: str
     task_exists: bool
     workspace_id: str = ""
     workspace_exists: bool = False
     owner_id: str = ""
+
+
+_T = TypeVar("_T")
+
+# How long a shared read serves the entries handed out with it: one that waited longer (for its
+# route or for a slot) reads anew, so what it sends is as fresh as a read of its own would be.
+SHARED_READ_S = 1.0
+
+
+@attrs.define
+class _Once(Generic[_T]):
+    """Reads of one kind, each made at most once while it is fresh (``SHARED_READ_S``):
+    whoever asks for a key while it is being read waits for that read (a failed read is not
+    kept: the next asker reads again)."""
+
+    _clock: Clock
+    _found: dict[str, tuple[datetime, _T]] = attrs.field(factory=dict)
+    _locks: dict[str, anyio.Lock] = attrs.field(factory=dict)
+
+    async def get(self, key: str, read: Callable[[str], Awaitable[_T]]) -> _T:
+        async with self._locks.setdefault(key, anyio.Lock()):
+            found, now = self._found.get(key), self._clock.now()
+            if found is None or (now - found[0]).total_seconds() > SHARED_READ_S:
+                found = self._found[key] = (now, await read(key))
+            return found[1]
+
+
+@attrs.frozen
+class _SharedReads:
+    """The reads shared by the entries handed out together — one claim, or the deliveries one
+    fan-out takes (issue #32): each bundle, each task's facts and each workspace's routes are
+    read once for all of them, so several entries about one bundle cost one load.
+
+    What a delivery decides at send time is read anew for it: its route, the route's user and,
+    for an event asking for an answer, whether the bundle is still answerable. A shared bundle
+    read at most ``SHARED_READ_S`` ago is as good as a read of its own, a moment later: its
+    questions and context never change, a ``resolved`` answer still being delivered is retried
+    (and read again then), and once delivered it stands."""
+
+    bundles: _Once[Bundle | None]
+    facts: _Once[_TaskFacts]
+    routes: _Once[tuple[Route, ...]]
+
+    @classmethod
+    def on(cls, clock: Clock) -> _SharedReads:
+        return cls(_Once(clock), _Once(clock), _Once(clock))
 
 
 # The task group of the round (``run_once``) or loop (``run_forever``) handling an entry: the
@@ -200,11 +248,12 @@ class NotificationWorker:
         """Handle every entry due now (up to one batch), concurrently, and wait for them all;
         returns how many were handed out."""
         entries = await self._claim(self._policy.batch)
+        reads = _SharedReads.on(self._clock)
         async with anyio.create_task_group() as tasks:
             round_token = _ROUND.set(tasks)
             try:
                 for entry in entries:
-                    tasks.start_soon(self._tracked, entry, self._clock.now())
+                    tasks.start_soon(self._tracked, entry, self._clock.now(), reads)
             finally:
                 _ROUND.reset(round_token)
         return len(entries)
@@ -227,10 +276,10 @@ class NotificationWorker:
             try:
                 if room > 0:
                     entries = await self._claim(room)
-                    claimed = len(entries)
+                    claimed, reads = len(entries), _SharedReads.on(self._clock)
                     for entry in entries:
                         self._in_flight.add(entry.id)
-                        tasks.start_soon(self._tracked, entry, self._clock.now())
+                        tasks.start_soon(self._tracked, entry, self._clock.now(), reads)
                 if claimed < room or room <= 0:
                     before = self._clock.now() - timedelta(seconds=self._policy.retention_s)
                     await self._run.guarded(NOTIFY_FAILED, self._store.purge_finished, before)
@@ -241,13 +290,11 @@ class NotificationWorker:
             else:
                 await anyio.sleep(self._policy.poll_interval_s)
 
-    async def _tracked(
-        self, entry: OutboxEntry, claimed_at: datetime, facts: _TaskFacts | None = None
-    ) -> None:
+    async def _tracked(self, entry: OutboxEntry, claimed_at: datetime, reads: _SharedReads) -> None:
         """Handle ``entry`` in its own task: a failure is logged (the entry comes back when
         its lease passes), never raised into the task group the other entries share."""
         try:
-            await self._handle(entry, claimed_at, facts)
+            await self._handle(entry, claimed_at, reads)
         except ClarionError as exc:
             log.warning("notifications.round_failed", **failure_fields(exc))
         finally:
@@ -255,18 +302,16 @@ class NotificationWorker:
 
     # -- one entry ---------------------------------------------------------------------------
 
-    async def _handle(
-        self, entry: OutboxEntry, claimed_at: datetime, facts: _TaskFacts | None
-    ) -> None:
+    async def _handle(self, entry: OutboxEntry, claimed_at: datetime, reads: _SharedReads) -> None:
         try:
             if not entry.route_id or entry.event == DEADLINE:
-                await self._handle_now(entry, facts)
+                await self._handle_now(entry, reads)
                 return
             # A route's deliveries go one at a time, in the order they were claimed.
             lane = self._lanes.setdefault(entry.route_id, anyio.Lock())
             try:
                 async with lane:
-                    await self._handle_in_lane(entry, claimed_at, facts)
+                    await self._handle_in_lane(entry, claimed_at, reads)
             finally:
                 if not lane.locked() and lane.statistics().tasks_waiting == 0:
                     self._lanes.pop(entry.route_id, None)
@@ -275,7 +320,7 @@ class NotificationWorker:
             await self._retry(entry, type(exc).__name__)
 
     async def _handle_in_lane(
-        self, entry: OutboxEntry, claimed_at: datetime, facts: _TaskFacts | None
+        self, entry: OutboxEntry, claimed_at: datetime, reads: _SharedReads
     ) -> None:
         policy = self._policy
         waited = (self._clock.now() - claimed_at).total_seconds()
@@ -288,23 +333,21 @@ class NotificationWorker:
             await self._postpone(entry, backing_off[0])
             return
         async with self._slots:
-            await self._handle_now(entry, facts)
+            await self._handle_now(entry, reads)
 
-    async def _handle_now(self, entry: OutboxEntry, facts: _TaskFacts | None) -> None:
-        """Handle ``entry`` with one read of its bundle (and, for a delivery, at most one of
-        its task: none when ``facts``, the fan-out's read, came with it)."""
+    async def _handle_now(self, entry: OutboxEntry, reads: _SharedReads) -> None:
+        """Handle ``entry`` with the shared read of its bundle (and, for a fan-out or a
+        delivery, of its task)."""
         try:
-            bundle = await self._run.guarded(
-                NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id
-            )
+            bundle = await reads.bundles.get(entry.pending_id, self._load_bundle)
             if bundle is None:
                 await self._finish(entry, DROPPED, "the bundle no longer exists")
             elif not entry.route_id:
-                await self._fan_out(entry, bundle)
+                await self._fan_out(entry, bundle, reads)
             elif entry.event == DEADLINE:
                 await self._deadline(entry, bundle)
             else:
-                await self._deliver(entry, bundle, facts)
+                await self._deliver(entry, bundle, reads)
         except ClarionError as exc:
             log.warning("notification.failed", pending_id=entry.pending_id, **failure_fields(exc))
             await self._retry(entry, type(exc).__name__)
@@ -315,11 +358,11 @@ class NotificationWorker:
         status: str,
         why: str = "",
         follow_ups: tuple[NewEntry, ...] = (),
-        facts: _TaskFacts | None = None,
+        reads: _SharedReads | None = None,
     ) -> None:
         """Finish ``entry``; within a round, and while fewer than ``max_in_flight`` entries
         would be in flight, the follow-ups due now are taken in the same transaction and
-        handled at once (with ``facts``), so they wait for no later round."""
+        handled at once (sharing ``reads``), so they wait for no later round."""
         tasks = _ROUND.get()
         room = self._policy.max_in_flight - len(self._in_flight)
         if not follow_ups or tasks is None or len(follow_ups) > room:
@@ -347,9 +390,10 @@ class NotificationWorker:
                 error=why,
             )
             finished = taken is not None
+            shared = _SharedReads.on(self._clock) if reads is None else reads
             for handed in taken or ():
                 self._in_flight.add(handed.id)
-                tasks.start_soon(self._tracked, handed, now, facts)
+                tasks.start_soon(self._tracked, handed, now, shared)
         log.info(
             "notification.finished",
             pending_id=entry.pending_id,
@@ -397,32 +441,35 @@ class NotificationWorker:
             NOTIFY_FAILED, self._store.retry, entry.id, entry.lease_token, due, why
         )
 
-    async def _task_facts(self, bundle: Bundle) -> _TaskFacts:
-        """One read of the bundle's task and its workspace."""
-        found = await self._run.guarded(
-            NOTIFY_FAILED, self._host.get_task_and_workspace, bundle.task_id
-        )
+    async def _load_bundle(self, pending_id: str) -> Bundle | None:
+        return await self._run.guarded(NOTIFY_FAILED, self._claims.load_bundle, pending_id)
+
+    async def _routes_for(self, workspace_id: str) -> tuple[Route, ...]:
+        return await self._run.guarded(NOTIFY_FAILED, self._store.routes_for, workspace_id)
+
+    async def _task_facts(self, task_id: str) -> _TaskFacts:
+        """One read of a task and its workspace."""
+        found = await self._run.guarded(NOTIFY_FAILED, self._host.get_task_and_workspace, task_id)
         if found is None:
-            return _TaskFacts(pending_id=bundle.pending_id, task_exists=False)
+            return _TaskFacts(task_exists=False)
         task, workspace = found
         return _TaskFacts(
-            pending_id=bundle.pending_id,
             task_exists=True,
             workspace_id=task.workspace_id,
             workspace_exists=workspace is not None,
             owner_id=workspace.owner_id if workspace is not None else "",
         )
 
-    async def _fan_out(self, entry: OutboxEntry, bundle: Bundle) -> None:
-        facts = await self._task_facts(bundle)
-        routes = await self._run.guarded(NOTIFY_FAILED, self._store.routes_for, facts.workspace_id)
+    async def _fan_out(self, entry: OutboxEntry, bundle: Bundle, reads: _SharedReads) -> None:
+        facts = await reads.facts.get(bundle.task_id, self._task_facts)
+        routes = await reads.routes.get(facts.workspace_id, self._routes_for)
         follow_ups: list[NewEntry] = []
         for route in routes:
             if route.hears(entry.event):
                 follow_ups.append(_scheduled(entry, route, entry.event, entry.created_at))
             if entry.event == ANSWERABLE:
                 follow_ups.extend(_policy_entries(entry, route))
-        await self._finish(entry, DONE, follow_ups=tuple(follow_ups), facts=facts)
+        await self._finish(entry, DONE, follow_ups=tuple(follow_ups), reads=reads)
 
     async def _is_answerable(self, bundle: Bundle) -> bool:
         active = await self._run.guarded(
@@ -462,7 +509,7 @@ class NotificationWorker:
             visibility, facts.workspace_id, facts.workspace_exists, facts.owner_id
         )
 
-    async def _deliver(self, entry: OutboxEntry, bundle: Bundle, facts: _TaskFacts | None) -> None:
+    async def _deliver(self, entry: OutboxEntry, bundle: Bundle, reads: _SharedReads) -> None:
         route = await self._run.guarded(NOTIFY_FAILED, self._store.get_route, entry.route_id)
         if route is None:
             await self._finish(entry, DROPPED, "the route was removed")
@@ -484,11 +531,12 @@ class NotificationWorker:
                 # claim's event announces the answer, so each route hears "resolved" once.
                 await self._finish(entry, DROPPED, "a later claim superseded this one")
                 return
-        # Checked now, at send time: the route's user as it is now, and the task with this
-        # delivery's one read of it (a fan-out's read is as good: what it decides never changes).
+        # Checked now, at send time: the route's user as it is now, and the task with the
+        # shared read of it (a fan-out's read is as good: what it decides never changes).
         recipient = await self._identity(route)
-        if recipient is not None and (facts is None or facts.pending_id != bundle.pending_id):
-            facts = await self._task_facts(bundle)
+        facts = None
+        if recipient is not None:
+            facts = await reads.facts.get(bundle.task_id, self._task_facts)
         if recipient is None or facts is None or not self._may_see(recipient, facts):
             await self._finish(entry, DROPPED, "the route's identity may not see this task")
             return
@@ -531,7 +579,8 @@ class NotificationWorker:
                 follow_ups = (_reminder(entry, route, entry.sequence + 1, nxt),)
             if entry.event in ASKING_EVENTS and _updates_in_place(notifier):
                 follow_ups += await self._settled_meanwhile(entry, route)
-            await self._finish(entry, DONE, follow_ups=follow_ups, facts=facts)
+            # Its follow-ups (a terminal update: the bundle changed since) read anew.
+            await self._finish(entry, DONE, follow_ups=follow_ups)
         elif outcome.status is Sent.RETRY:
             await self._retry(entry, outcome.detail)
         else:
@@ -558,8 +607,8 @@ class NotificationWorker:
         was settled while its message was being posted, the terminal update for this route,
         due now. Another process may already have applied the terminal event to the route's
         messages before this one was recorded; the update is idempotent, so a second one is
-        harmless."""
-        bundle = await self._run.guarded(NOTIFY_FAILED, self._claims.load_bundle, entry.pending_id)
+        harmless. The bundle is read anew: what matters is what happened while posting."""
+        bundle = await self._load_bundle(entry.pending_id)
         if bundle is None:
             return ()
         winner = replay_winner(bundle.pending_id, bundle.rows)
@@ -697,4 +746,4 @@ def _policy_entries(entry: OutboxEntry, route: Route) -> list[NewEntry]:
     return found
 
 
-__all__ = ["DeliveryPolicy", "NotificationWorker", "default_outcome"]
+__all__ = ["SHARED_READ_S", "DeliveryPolicy", "NotificationWorker", "default_outcome"]

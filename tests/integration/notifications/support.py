@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -51,6 +52,36 @@ class FakeChannel:
 
     def events(self) -> list[tuple[str, str]]:
         return [(n.event, n.route.channel.target) for n in self.sent]
+
+
+class Counting:
+    """A port the worker reads through, counting the calls of ``names`` (issue #32): their
+    names in ``calls``, their first arguments in ``keys``."""
+
+    def __init__(self, inner: object, *names: str) -> None:
+        self._inner, self._names = inner, names
+        self.calls: list[str] = []
+        self.keys: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name not in self._names:
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            self.keys.append(args[0] if args else None)
+            return found(*args, **kwargs)
+
+        return counted
+
+
+def count_bundle_loads(world: NotifyWorld) -> Counting:
+    """Count the worker's bundle loads from now on."""
+    worker: Any = world.worker
+    bundles = Counting(worker._claims, "load_bundle", "load_visible_bundle", "reread_bundle")
+    worker._claims = bundles
+    return bundles
 
 
 @attrs.define

@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from clarion.app.usecases.notifications import SHARED_READ_S
 from clarion.domain.model import EXPIRED
 from clarion.domain.notifications import ANSWERABLE, DONE, EXPIRED_EVENT
 from clarion.ports.notifications import DeliveryOutcome, Notification, Sent
@@ -19,6 +21,7 @@ from tests.integration.notifications.conftest import BACKENDS
 from tests.integration.notifications.support import (
     FakeChannel,
     NotifyWorld,
+    count_bundle_loads,
     notify_world,
     storage_for,
 )
@@ -200,5 +203,50 @@ async def test_a_delivery_that_waited_past_its_lease_is_handed_out_again_later(
         assert [e.attempts for e in waiting] == [0]
         await world.drain()  # the clock is past its lease by now: handed out again
         assert sorted(n.pending_id for n in channel.sent) == ["p-1", "p-2"]
+        if storage.close_probe is not None:
+            storage.close_probe()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("waits_for", ["its route", "a slot"])
+@pytest.mark.parametrize("wait_s", [SHARED_READ_S / 2, SHARED_READ_S * 2])
+async def test_a_delivery_that_waited_long_reads_its_bundle_anew(
+    backend: str,
+    waits_for: str,
+    wait_s: float,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    notify_clock: ManualClock,
+) -> None:
+    """#32: entries handed out together share a read of their bundle for ``SHARED_READ_S``
+    — a delivery that waited longer behind its route's earlier one, or for a free slot, reads
+    the bundle again, so it sends the bundle as it is after the wait, as before reads were
+    shared; one that waited less shares its fan-out's read."""
+    with storage_for(backend, request, tmp_path) as storage:
+        # The first delivery holds its route's lane and the one slot for ``wait_s``, once the
+        # second waits for them.
+        channel = ClockAdvancingChannel(
+            notify_clock,
+            wait_s,
+            lambda: (
+                worker._slots.statistics().tasks_waiting > 0
+                or any(lane.statistics().tasks_waiting for lane in worker._lanes.values())
+            ),
+        )
+        world = notify_world(storage, notify_clock, {"webhook": channel}, notify_concurrency=1)
+        worker: Any = world.worker
+        world.route("", FAST, events=(ANSWERABLE,))
+        # Two routes of one bundle wait for the one slot; two bundles of one route for its lane.
+        pending_ids = ["p-1"] if waits_for == "a slot" else ["p-1", "p-2"]
+        if waits_for == "a slot":
+            world.route("", "webhook:https://other.example/hook", events=(ANSWERABLE,))
+        for pending_id in pending_ids:
+            world.ask("", pending_id=pending_id)
+        loads = count_bundle_loads(world)
+        assert await world.worker.run_once() == len(pending_ids)  # fan-outs, then deliveries
+        assert len(channel.sent) == 2
+        # A fan-out's load serves its deliveries; one that waited long loads anew.
+        again = [channel.sent[1].pending_id] if wait_s > SHARED_READ_S else []
+        assert sorted(loads.keys) == sorted(pending_ids + again)
         if storage.close_probe is not None:
             storage.close_probe()

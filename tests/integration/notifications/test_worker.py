@@ -25,7 +25,12 @@ from clarion.domain.notifications import (
 )
 from clarion.domain.resolved_by import IdentityKind, Surface
 from clarion.ports.notifications import Sent
-from tests.integration.notifications.support import PUBLIC_URL, NotifyWorld
+from tests.integration.notifications.support import (
+    PUBLIC_URL,
+    Counting,
+    NotifyWorld,
+    count_bundle_loads,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -285,37 +290,17 @@ async def test_a_deadline_racing_a_human_answer_has_exactly_one_winner(
         assert human == [row.response.selected_options]
 
 
-class _Counting:
-    """A port the worker reads through, counting the calls of ``names`` (issue #32)."""
-
-    def __init__(self, inner: object, *names: str) -> None:
-        self._inner, self._names = inner, names
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(self._inner, name)
-        if name not in self._names:
-            return found
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return found(*args, **kwargs)
-
-        return counted
-
-
-def _count_reads(world: NotifyWorld) -> tuple[_Counting, _Counting]:
+def _count_reads(world: NotifyWorld) -> tuple[Counting, Counting]:
     """Count the worker's bundle loads and task reads from now on."""
     worker: Any = world.worker
-    bundles = _Counting(worker._claims, "load_bundle", "load_visible_bundle", "reread_bundle")
-    tasks = _Counting(worker._host, "get_task", "get_task_and_workspace")
-    worker._claims, worker._host = bundles, tasks
-    return bundles, tasks
+    tasks = Counting(worker._host, "get_task", "get_task_and_workspace")
+    worker._host = tasks
+    return count_bundle_loads(world), tasks
 
 
 async def test_an_event_is_delivered_in_the_round_that_fans_it_out(world: NotifyWorld) -> None:
     """#32: the fan-out takes its deliveries due now with its own finish, under a lease, and
-    sends them in the same round, reading the bundle's task once for all of them."""
+    sends them in the same round, reading the bundle and its task once for all of them."""
     tokens = world.clarion.storage.tokens
     owner = tokens.create_user("owner")
     workspace = world.workspace(owner_id=owner.id)
@@ -331,9 +316,45 @@ async def test_an_event_is_delivered_in_the_round_that_fans_it_out(world: Notify
     assert {n.workspace_id for n in world.channel.sent} == {workspace.id}
     assert _statuses(world, ANSWERABLE) == [DONE, DONE]
     assert await world.worker.run_once() == 0
-    # One bundle load for the fan-out and one per delivery; one task read in all.
-    assert bundles.calls == ["load_bundle"] * 3
+    # One bundle load and one task read in all: the deliveries share the fan-out's.
+    assert bundles.calls == ["load_bundle"]
     assert tasks.calls == ["get_task_and_workspace"]
+
+
+async def test_entries_claimed_together_about_one_bundle_read_it_once(world: NotifyWorld) -> None:
+    """#32 and #35: the answerable and resolved events of one bundle, claimed in one batch,
+    and the resolved delivery that follows share one load of the bundle, one read of its
+    task and one of its workspace's routes."""
+    world.route("", HOOK_A, events=(RESOLVED,))
+    world.ask("")
+    await world.answer("p-1")
+    bundles, tasks = _count_reads(world)
+    worker: Any = world.worker
+    routes = worker._store = Counting(worker._store, "routes_for")
+    assert await worker.run_once() == 2
+    assert world.channel.events() == [(RESOLVED, "https://hooks.example/a")]
+    assert bundles.calls == ["load_bundle"]
+    assert tasks.calls == ["get_task_and_workspace"]
+    assert routes.calls == ["routes_for"]
+
+
+async def test_a_batch_about_several_bundles_loads_each_once(world: NotifyWorld) -> None:
+    """#35: a batch holding the events of several bundles, and the deliveries its fan-outs
+    take, loads each bundle once — not once per entry — and reads the routes once."""
+    world.route("", HOOK_A)
+    pending_ids = ["p-1", "p-2", "p-3"]
+    for pending_id in pending_ids:
+        world.ask("", pending_id=pending_id)
+        await world.answer(pending_id)
+    bundles = count_bundle_loads(world)
+    worker: Any = world.worker
+    routes = worker._store = Counting(worker._store, "routes_for")
+    assert await worker.run_once() == 2 * len(pending_ids)
+    # Each bundle's answerable delivery is dropped (answered), its resolved one sent.
+    assert sorted(n.pending_id for n in world.channel.sent) == pending_ids
+    assert {n.event for n in world.channel.sent} == {RESOLVED}
+    assert sorted(bundles.keys) == pending_ids
+    assert routes.calls == ["routes_for"]
 
 
 async def test_a_delivery_reads_its_bundle_once_and_its_task_once(world: NotifyWorld) -> None:
