@@ -3,20 +3,43 @@
 The partial unique index on the open rows' ``(owner, scope, retry_key)`` makes
 :meth:`SqlAskRecords.reserve` atomic across processes on SQLite and PostgreSQL alike: a second
 open row for one key fails to insert, and the loser reads the winner's row.
+
+:meth:`SqlAskRecords.returned` lists, in the statement after its ``UPDATE``, the asker's
+other open asks whose bundle may no longer wait: of the oldest ``limit``, those whose bundle
+has no row being delivered and either no row at all or a row that is not pending, lies on a
+session that ended or on a turn a later turn superseded — a few probes by pending id per ask
+(``ix_task_session_messages_pending_id``) instead of a re-read of every bundle. It keeps
+every ask :func:`clarion.domain.asks.still_waiting` says is settled (it judges all of the
+bundle's rows where that rule reads the first row's session and turn), and maybe a few more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from functools import cache
 from typing import Any
 
 import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import RowMapping
 
-from clarion.adapters.sql.engine import SqlRepository, read_one, read_transaction
+from clarion.adapters.sql.engine import SqlRepository, read_one
+from clarion.adapters.sql.metadata_sql import (
+    DefaultCollation,
+    Inline,
+    is_clarification,
+    is_delivery_pending,
+    is_pendingish,
+    pending_id_of,
+)
 from clarion.adapters.sql.rows import from_row, row_values
-from clarion.adapters.sql.schema import agent_asks
+from clarion.adapters.sql.schema import (
+    agent_asks,
+    messages,
+    session_has_ended,
+    task_session_turns,
+    task_sessions,
+)
 from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskRecord, AskState
 
 _t = agent_asks.c
@@ -77,22 +100,7 @@ class SqlAskRecords(SqlRepository):
             .limit(1)
         )
 
-    def waiting(self, owner: str, scope: str, limit: int) -> tuple[AskRecord, ...]:
-        query = (
-            sa.select(agent_asks)
-            .where(
-                _t.owner == owner,
-                _t.scope == scope,
-                _t.state == AskState.OPEN.value,
-                _t.as_task.is_(False),
-            )
-            .order_by(_t.created_at, _t.id)
-            .limit(limit)
-        )
-        with read_transaction(self._engine) as connection:
-            return tuple(_record(row) for row in connection.execute(query).mappings())
-
-    def returned(self, ask_id: str) -> int | None:
+    def returned(self, ask_id: str, limit: int) -> tuple[AskRecord, ...] | None:
         with self._writes.begin() as connection:
             moved = connection.execute(
                 sa.update(agent_asks)
@@ -102,17 +110,10 @@ class SqlAskRecords(SqlRepository):
             ).first()
             if moved is None:
                 return None
-            count = connection.execute(
-                sa.select(sa.func.count())
-                .select_from(agent_asks)
-                .where(
-                    _t.owner == moved.owner,
-                    _t.scope == moved.scope,
-                    _t.state == AskState.OPEN.value,
-                    _t.as_task.is_(False),
-                )
-            ).scalar_one()
-        return int(count)
+            found = connection.execute(
+                _earlier(), {"owner": moved.owner, "scope": moved.scope, "limit": limit}
+            )
+            return tuple(_record(row) for row in found.mappings())
 
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         with self._writes.begin() as connection:
@@ -122,3 +123,79 @@ class SqlAskRecords(SqlRepository):
                 .values(state=to.value)
             )
         return bool(result.rowcount)
+
+
+_ONE = Inline(1, sa.Integer())
+RowTerm = Callable[[sa.FromClause], sa.ColumnElement[bool]]
+
+
+def _bundle_row(key: sa.ColumnElement[str], name: str, *terms: RowTerm) -> Any:
+    """One clarification row of the bundle ``key`` (a ``messages`` alias ``name``) meeting
+    every term, as a scalar probe: NULL when there is none."""
+    row = messages.alias(name)
+    return (
+        sa.select(_ONE)
+        .select_from(row)
+        .where(pending_id_of(row) == key, is_clarification(row), *(term(row) for term in terms))
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _session_ended(row: sa.FromClause) -> sa.ColumnElement[bool]:
+    session = task_sessions.alias("ask_session")
+    return sa.exists().where(session.c.id == row.c.task_session_id, session_has_ended(session))
+
+
+def _superseded(row: sa.FromClause) -> sa.ColumnElement[bool]:
+    """A later turn of the row's session started after the row's turn (the order of
+    ``session_facts``' next turn)."""
+    turn = task_session_turns.alias("ask_turn")
+    newer = task_session_turns.alias("ask_newer")
+    return sa.exists().where(
+        turn.c.id == row.c.turn_id,
+        newer.c.task_session_id == row.c.task_session_id,
+        sa.tuple_(newer.c.started_at, newer.c.created_at, newer.c.id)
+        > sa.tuple_(turn.c.started_at, turn.c.created_at, turn.c.id),
+    )
+
+
+def _not_open(row: sa.FromClause) -> sa.ColumnElement[bool]:
+    """The row does not keep its bundle open: not pending, or on an ended session or a
+    superseded turn."""
+    return sa.or_(sa.not_(is_pendingish(row)), _session_ended(row), _superseded(row))
+
+
+def _may_be_settled(key: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
+    """The bundle ``key`` may no longer wait: no row of it is being delivered, and it has no
+    row at all or one that does not keep it open."""
+    return sa.and_(
+        _bundle_row(key, "ask_marked", is_delivery_pending).is_(None),
+        sa.or_(
+            _bundle_row(key, "ask_any").is_(None),
+            _bundle_row(key, "ask_closing", _not_open).is_not(None),
+        ),
+    )
+
+
+@cache
+def _earlier() -> sa.Select[Any]:
+    """Of the ``limit`` oldest open asks of ``owner`` in ``scope`` not made as tasks, the
+    ones whose bundle may no longer wait, oldest first."""
+    oldest = (
+        sa.select(agent_asks)
+        .where(
+            _t.owner == sa.bindparam("owner", type_=sa.Text()),
+            _t.scope == sa.bindparam("scope", type_=sa.Text()),
+            _t.state == AskState.OPEN.value,
+            _t.as_task.is_(False),
+        )
+        .order_by(_t.created_at, _t.id)
+        .limit(sa.bindparam("limit", type_=sa.Integer()))
+        .subquery("oldest")
+    )
+    return (
+        sa.select(oldest)
+        .where(_may_be_settled(DefaultCollation(oldest.c.pending_id)))
+        .order_by(oldest.c.created_at, oldest.c.id)
+    )
