@@ -356,8 +356,10 @@ class AgentAsks:
             NotFound: no such record, or another owner's (the same error for each).
             ClaimError: the store failed.
         """
-        record = await self._owned(asker, ask_id)
-        status = await self._status_of(record)
+        record, reread = await self._run.guarded(
+            RECORD_FAILED, self._owned_with_bundle, asker, ask_id
+        )
+        status = _status(record, reread)
         if status.progress is not Progress.WAITING and record.state is AskState.OPEN:
             await self._move(record, AskState.RETURNED)
         return status
@@ -452,10 +454,19 @@ class AgentAsks:
     # -- helpers ---------------------------------------------------------------------------
 
     async def _owned(self, asker: Asker, ask_id: str) -> AskRecord:
-        record = await self._run.guarded(RECORD_FAILED, self._records.get, ask_id)
+        return await self._run.guarded(RECORD_FAILED, self._owned_record, asker, ask_id)
+
+    def _owned_record(self, asker: Asker, ask_id: str) -> AskRecord:
+        record = self._records.get(ask_id)
         if record is None or record.owner != asker.owner:
             raise NotFound("task not found")
         return record
+
+    def _owned_with_bundle(self, asker: Asker, ask_id: str) -> tuple[AskRecord, Reread]:
+        """The owned record and one snapshot of its bundle, read on ONE worker thread (a
+        ``tasks/get`` poll: one hop instead of two)."""
+        record = self._owned_record(asker, ask_id)
+        return record, self._claims.reread_bundle(record.pending_id)
 
     async def _status_of(self, record: AskRecord) -> AskStatus:
         """The ask's progress from ONE read of its bundle and session (a snapshot): a claim
@@ -466,17 +477,7 @@ class AgentAsks:
             self._claims.reread_bundle,
             record.pending_id,
         )
-        bundle = reread.bundle
-        if bundle is None:
-            return AskStatus(record, Progress.ENDED, ended=_ended(record))
-        questions, context = bundle.questions, bundle.context
-        progress, winner = _progress(reread)
-        if winner is not None:
-            return AskStatus(
-                record, Progress.RESOLVED, questions, context, result=_result(questions, winner)
-            )
-        ended = _ended(record) if progress is Progress.ENDED else None
-        return AskStatus(record, progress, questions, context, ended=ended)
+        return _status(record, reread)
 
     async def _hand_over(self, ask_id: str, result: AskResult) -> Answered:
         """The call is about to return ``result``: its record is returned, in one transaction
@@ -510,6 +511,21 @@ def _progress(reread: Reread) -> tuple[Progress, Resolution | None]:
     if winner is not None:
         return Progress.RESOLVED, winner
     return Progress.ENDED, None
+
+
+def _status(record: AskRecord, reread: Reread) -> AskStatus:
+    """``record``'s ask as its agent may see it, from one snapshot of its bundle."""
+    bundle = reread.bundle
+    if bundle is None:
+        return AskStatus(record, Progress.ENDED, ended=_ended(record))
+    questions, context = bundle.questions, bundle.context
+    progress, winner = _progress(reread)
+    if winner is not None:
+        return AskStatus(
+            record, Progress.RESOLVED, questions, context, result=_result(questions, winner)
+        )
+    ended = _ended(record) if progress is Progress.ENDED else None
+    return AskStatus(record, progress, questions, context, ended=ended)
 
 
 def _result(questions: tuple[Question, ...], resolution: Resolution) -> AskResult:
