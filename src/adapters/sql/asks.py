@@ -52,17 +52,12 @@ def _record(row: RowMapping) -> AskRecord:
 class SqlAskRecords(SqlRepository):
     """See the module docstring."""
 
-    def _one(self, query: sa.Select[Any]) -> AskRecord | None:
-        row = read_one(self._engine, query)
+    def _one(self, query: sa.Select[Any], **parameters: str) -> AskRecord | None:
+        row = read_one(self._engine, query, parameters)
         return _record(row) if row is not None else None
 
-    def _holder(self, owner: str, scope: str, retry_key: str) -> sa.Select[Any]:
-        return sa.select(agent_asks).where(
-            _t.owner == owner,
-            _t.scope == scope,
-            _t.retry_key == retry_key,
-            _t.state == AskState.OPEN.value,
-        )
+    def _holder(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:
+        return self._one(_by_key(AskState.OPEN), owner=owner, scope=scope, retry_key=retry_key)
 
     def reserve(self, record: AskRecord) -> AskRecord:
         stored = attrs.evolve(record, state=AskState.OPEN)
@@ -75,30 +70,20 @@ class SqlAskRecords(SqlRepository):
                         )
                     )
             except sa.exc.IntegrityError:
-                held = self._one(self._holder(stored.owner, stored.scope, stored.retry_key))
+                held = self._holder(stored.owner, stored.scope, stored.retry_key)
                 if held is not None:
                     return held
                 continue  # the holder was returned meanwhile: the key is free again
             return stored
 
     def get(self, ask_id: str) -> AskRecord | None:
-        return self._one(sa.select(agent_asks).where(_t.id == ask_id))
+        return self._one(_by_id(), ask_id=ask_id)
 
     def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:
-        held = self._one(self._holder(owner, scope, retry_key))
+        held = self._holder(owner, scope, retry_key)
         if held is not None or not retry_key.startswith(IDEMPOTENCY_PREFIX):
             return held
-        return self._one(
-            sa.select(agent_asks)
-            .where(
-                _t.owner == owner,
-                _t.scope == scope,
-                _t.retry_key == retry_key,
-                _t.state == AskState.RETURNED.value,
-            )
-            .order_by(_t.created_at.desc(), _t.id.desc())
-            .limit(1)
-        )
+        return self._one(_by_key(AskState.RETURNED), owner=owner, scope=scope, retry_key=retry_key)
 
     def returned(self, ask_id: str, limit: int) -> tuple[AskRecord, ...] | None:
         with self._writes.begin() as connection:
@@ -123,6 +108,29 @@ class SqlAskRecords(SqlRepository):
                 .values(state=to.value)
             )
         return bool(result.rowcount)
+
+
+# The reads by id and by key are built once (issue #35: building and cache-keying a statement
+# cost about as much CPU as running it, on every tasks/get poll and every ask).
+@cache
+def _by_id() -> sa.Select[Any]:
+    return sa.select(agent_asks).where(_t.id == sa.bindparam("ask_id"))
+
+
+@cache
+def _by_key(state: AskState) -> sa.Select[Any]:
+    """The newest record in ``state`` holding the key ``owner``, ``scope``, ``retry_key``."""
+    return (
+        sa.select(agent_asks)
+        .where(
+            _t.owner == sa.bindparam("owner"),
+            _t.scope == sa.bindparam("scope"),
+            _t.retry_key == sa.bindparam("retry_key"),
+            _t.state == state.value,
+        )
+        .order_by(_t.created_at.desc(), _t.id.desc())
+        .limit(1)
+    )
 
 
 _ONE = Inline(1, sa.Integer())
@@ -185,8 +193,8 @@ def _earlier() -> sa.Select[Any]:
     oldest = (
         sa.select(agent_asks)
         .where(
-            _t.owner == sa.bindparam("owner", type_=sa.Text()),
-            _t.scope == sa.bindparam("scope", type_=sa.Text()),
+            _t.owner == sa.bindparam("owner"),
+            _t.scope == sa.bindparam("scope"),
             _t.state == AskState.OPEN.value,
             _t.as_task.is_(False),
         )
