@@ -24,11 +24,14 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 import attrs
+
+from clarion.domain.history import SessionFacts, closed_reason
+from clarion.domain.rows import ClarificationRow
 
 IDEMPOTENCY_PREFIX: Final = "key:"
 ARGUMENTS_PREFIX: Final = "args:"
@@ -81,3 +84,18 @@ def owner_key(user_id: str, credential: str) -> str:
     """The owner of an ask: the identity and the credential it used ("" for each when
     authentication is disabled — every caller is then the same synthetic identity)."""
     return f"{user_id}\n{credential}"
+
+
+def still_waiting(rows: Sequence[ClarificationRow], facts: SessionFacts | None) -> bool:
+    """Whether an ask on the bundle whose rows are ``rows`` still waits for its outcome, from
+    one snapshot of the rows and of their session's ``facts`` (None: not read): a row is being
+    delivered (the claim may yet be restored), or no row was answered or rejected and the
+    bundle is still open — a row is pending and it did not close
+    (:func:`~clarion.domain.history.closed_reason`). A bundle without rows is gone: it does
+    not wait."""
+    if any(row.delivery_pending for row in rows):
+        return True
+    if not rows or any(row.is_resolved for row in rows):
+        return False
+    closed = closed_reason(rows, facts) if facts is not None else None
+    return closed is None and any(row.is_pending for row in rows)

@@ -16,6 +16,10 @@ class AskRecords(Protocol):
       inserts; every other returns that record.
     - A record is read back unchanged by :meth:`get` until :meth:`move` changes its state.
     - :meth:`move` is a compare-and-set: it changes the state only from one of ``from_states``.
+    - :meth:`returned` never leaves out an earlier ask whose bundle no longer waits; a store
+      that shares the claim repository's world also leaves out every one whose bundle has a
+      row being delivered, or only pending rows on the current turn of a session that has
+      not ended.
     """
 
     def reserve(self, record: AskRecord) -> AskRecord:
@@ -32,15 +36,17 @@ class AskRecords(Protocol):
         that was returned (a retry of a finished call gets its outcome again); else None."""
         ...
 
-    def waiting(self, owner: str, scope: str, limit: int) -> tuple[AskRecord, ...]:
-        """Up to ``limit`` open records of ``owner`` in ``scope`` that were not made as tasks,
-        oldest first (the asks whose outcome the agent has not received)."""
-        ...
+    def returned(self, ask_id: str, limit: int) -> tuple[AskRecord, ...] | None:
+        """Move an open record to RETURNED and, in the same transaction, list the earlier
+        asks its owner may be handed with its outcome: of the ``limit`` oldest *other* open
+        records of its owner in its scope that were not made as tasks, oldest first, those
+        whose ask may be settled. None when the record was not open.
 
-    def returned(self, ask_id: str) -> int | None:
-        """Move an open record to RETURNED and say how many *other* open records not made as
-        tasks its owner still has in its scope (what :meth:`waiting` would list besides it),
-        in one transaction; None when the record was not open."""
+        A record is left out only when its bundle still waits
+        (:func:`clarion.domain.asks.still_waiting`) as far as the store can tell from the
+        bundle's rows and session: none whose ask is settled is ever left out, and some that
+        still wait may be listed (a store that cannot see the bundles lists them all), so the
+        caller reads each listed bundle again before handing its outcome over."""
         ...
 
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:

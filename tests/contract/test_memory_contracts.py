@@ -20,6 +20,7 @@ from clarion.adapters.memory import (
 )
 from clarion.adapters.system import UuidIds
 from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.domain.asks import retry_key
 from clarion.ports import AnswerLinkStore, AskRecords, TaskAuthorizer
 from clarion.ports.testing import (
     AnswerLinkStoreContract,
@@ -34,6 +35,7 @@ from clarion.ports.testing import (
     TaskAuthorizerContract,
     TokenStoreContract,
 )
+from clarion.ports.testing.asks import ask_record
 
 
 def memory_world(store: InMemoryStore | None = None) -> ContractWorld:
@@ -110,6 +112,26 @@ def test_importing_the_ports_and_memory_adapters_does_not_import_pytest() -> Non
 
 
 class TestInMemoryAskRecords(AskRecordsContract):
+    @pytest.fixture(name="store")
+    def fixture_store(self) -> InMemoryStore:
+        return InMemoryStore()
+
+    @pytest.fixture(name="world")
+    def fixture_world(self, store: InMemoryStore) -> ContractWorld:
+        return memory_world(store)
+
     @pytest.fixture(name="records")
-    def fixture_records(self) -> AskRecords:
-        return InMemoryAskRecords()
+    def fixture_records(self, store: InMemoryStore) -> AskRecords:
+        return InMemoryAskRecords(store)
+
+
+def test_ask_records_without_the_world_list_asks_still_waiting_too() -> None:
+    """Beside a host's own claim repository the in-memory ask records cannot see the bundles:
+    ``returned`` then lists every earlier ask (the superset the port allows), and the use case
+    tells the settled ones by re-reading each."""
+    world = memory_world()
+    world.bundle_in_new_session("pending")
+    records = InMemoryAskRecords()
+    records.reserve(ask_record("mine", key=retry_key("", {"n": 1})))
+    waiting = records.reserve(ask_record("w", key=retry_key("", {"n": 2}), pending_id="pending"))
+    assert records.returned("mine", 10) == (waiting,)

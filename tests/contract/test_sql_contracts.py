@@ -130,6 +130,10 @@ class TestPostgresAnswerLinkStore(AnswerLinkStoreContract):
 
 
 class TestSqliteAskRecords(AskRecordsContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, sqlite_engine: Engine) -> ContractWorld:
+        return sql_world(sqlite_engine)
+
     @pytest.fixture(name="records")
     def fixture_records(self, sqlite_engine: Engine) -> AskRecords:
         return SqlAskRecords(sqlite_engine)
@@ -137,6 +141,10 @@ class TestSqliteAskRecords(AskRecordsContract):
 
 @pytest.mark.postgres
 class TestPostgresAskRecords(AskRecordsContract):
+    @pytest.fixture(name="world")
+    def fixture_world(self, postgres_engine: Engine) -> ContractWorld:
+        return sql_world(postgres_engine)
+
     @pytest.fixture(name="records")
     def fixture_records(self, postgres_engine: Engine) -> AskRecords:
         return SqlAskRecords(postgres_engine)

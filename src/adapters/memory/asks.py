@@ -7,13 +7,21 @@ from collections.abc import Collection
 
 import attrs
 
-from clarion.domain.asks import AskRecord, AskState
+from clarion.adapters.memory.history import session_facts
+from clarion.adapters.memory.store import InMemoryStore
+from clarion.domain.asks import AskRecord, AskState, still_waiting
+from clarion.domain.model import CLARIFICATION_REQUEST
+from clarion.domain.rows import order_rows, parse_row
 
 
 @attrs.define
 class InMemoryAskRecords:
-    """Agent asks in a dict under a lock, in insertion order."""
+    """Agent asks in a dict under a lock, in insertion order. Given the in-memory world the
+    claim repository keeps its bundles in (``store``), :meth:`returned` leaves out the asks
+    whose bundle still waits, by the rule the use case applies; without it (a host's own
+    claim repository, whose bundles it cannot see) it leaves out none."""
 
+    _store: InMemoryStore | None = attrs.field(default=None, alias="store")
     _records: dict[str, AskRecord] = attrs.field(factory=dict, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
@@ -57,32 +65,38 @@ class InMemoryAskRecords:
             return max(returned, key=lambda record: record.created_at)
         return None
 
-    def waiting(self, owner: str, scope: str, limit: int) -> tuple[AskRecord, ...]:
-        with self._lock:
-            found = [
-                record
-                for record in self._records.values()
-                if record.owner == owner
-                and record.scope == scope
-                and record.state is AskState.OPEN
-                and not record.as_task
-            ]
-        found.sort(key=lambda record: (record.created_at, record.id))
-        return tuple(found[:limit])
-
-    def returned(self, ask_id: str) -> int | None:
+    def returned(self, ask_id: str, limit: int) -> tuple[AskRecord, ...] | None:
         with self._lock:
             record = self._records.get(ask_id)
             if record is None or record.state is not AskState.OPEN:
                 return None
             self._records[ask_id] = attrs.evolve(record, state=AskState.RETURNED)
-            return sum(
-                1
-                for other in self._records.values()
-                if (other.owner, other.scope) == (record.owner, record.scope)
-                and other.state is AskState.OPEN
-                and not other.as_task
+            others = sorted(
+                (
+                    other
+                    for other in self._records.values()
+                    if (other.owner, other.scope) == (record.owner, record.scope)
+                    and other.state is AskState.OPEN
+                    and not other.as_task
+                ),
+                key=lambda other: (other.created_at, other.id),
             )
+            return tuple(other for other in others[:limit] if not self._waits(other))
+
+    def _waits(self, record: AskRecord) -> bool:
+        """Whether ``record``'s bundle still waits, from one look at the world."""
+        if self._store is None:
+            return False
+        store = self._store
+        with store.lock:
+            rows = order_rows(
+                parse_row(message)
+                for message in store.records_with_pending_id(record.pending_id)
+                if message.type == CLARIFICATION_REQUEST
+            )
+            if not rows:
+                return False
+            return still_waiting(rows, session_facts(store, rows[0].session_id, rows[0].turn_id))
 
     def move(self, ask_id: str, from_states: Collection[AskState], to: AskState) -> bool:
         with self._lock:

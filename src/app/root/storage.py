@@ -105,7 +105,7 @@ class Storage:
             tokens=InMemoryTokenStore(store, clock, ids),
             answer_links=InMemoryAnswerLinkStore(),
             notifications=InMemoryNotificationStore(store, clock, ids),
-            asks=InMemoryAskRecords(),
+            asks=InMemoryAskRecords(store),
             label="in memory (nothing is kept)",
             groups=InMemoryGroupDirectory(store, clock, ids),
             standing=InMemoryStandingApprovals(store),

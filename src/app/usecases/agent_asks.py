@@ -17,7 +17,7 @@ Every MCP ask is recorded (:class:`~clarion.domain.asks.AskRecord`, through the
 - **Late answers.** A call that ended before its answer leaves its record open. The outcome is
   handed over the next time the agent comes back: by retrying the ask (what the wait-ended
   text tells it to do), by ``tasks/get``, or, when its next call is a different ask, in that
-  call's result (:meth:`AgentAsks.take_earlier`) — exactly once: handing it over moves the
+  call's result (``Answered.earlier``) — exactly once: handing it over moves the
   record from open to returned with a compare-and-set.
 
 What counts as handed over is an outcome a call *returned*: a call that died after its answer
@@ -38,7 +38,7 @@ from clarion.app.usecases.access import authorize_bundle
 from clarion.app.usecases.ask import Alongside, Asking, AskResult, ProgressCallback
 from clarion.app.usecases.publishing import BUNDLE_CANCELLED, publish_bundles
 from clarion.app.usecases.runner import Runner, StoreFailure
-from clarion.domain.asks import AskRecord, AskState, owner_key
+from clarion.domain.asks import AskRecord, AskState, owner_key, still_waiting
 from clarion.domain.errors import NOT_FOUND_MESSAGE, NotFound
 from clarion.domain.model import Identity, Question, Resolution
 from clarion.domain.questions import QuestionDraft
@@ -221,7 +221,7 @@ class AgentAsks:
             return await self.attach(
                 asker, retried.record, on_progress=on_progress, progress_interval=progress_interval
             )
-        return await self._hand_over(asker, reserved[0].id, result)
+        return await self._hand_over(reserved[0].id, result)
 
     async def attach(
         self,
@@ -254,7 +254,7 @@ class AgentAsks:
                 alongside=alongside,
             )
         if status.result is not None:
-            return await self._hand_over(asker, record.id, status.result)
+            return await self._hand_over(record.id, status.result)
         await self._move(record, AskState.RETURNED)
         assert status.ended is not None
         raise status.ended
@@ -285,7 +285,7 @@ class AgentAsks:
             progress_interval=progress_interval,
             alongside=alongside,
         )
-        return await self._hand_over(asker, record.id, result)
+        return await self._hand_over(record.id, result)
 
     async def start_task(
         self,
@@ -356,8 +356,10 @@ class AgentAsks:
             NotFound: no such record, or another owner's (the same error for each).
             ClaimError: the store failed.
         """
-        record = await self._owned(asker, ask_id)
-        status = await self._status_of(record)
+        record, reread = await self._run.guarded(
+            RECORD_FAILED, self._owned_with_bundle, asker, ask_id
+        )
+        status = _status(record, reread)
         if status.progress is not Progress.WAITING and record.state is AskState.OPEN:
             await self._move(record, AskState.RETURNED)
         return status
@@ -390,15 +392,16 @@ class AgentAsks:
             log.info("clarification.cancelled", pending_id=record.pending_id, by="agent")
             publish_bundles(self._events, BUNDLE_CANCELLED, rows, bundle.task_id)
 
-    async def take_earlier(self, asker: Asker, *, besides: str = "") -> tuple[AskStatus, ...]:
-        """The settled outcomes of this asker's earlier asks that no call returned yet (their
-        calls ended first), handed over now: each exactly once, oldest first. ``besides`` is
-        the pending id of the ask the calling call is about (left out)."""
-        waiting = await self._run.guarded(
-            RECORD_FAILED, self._records.waiting, asker.owner, asker.scope, EARLIER_LIMIT
-        )
+    async def _take_earlier(
+        self, earlier: Sequence[AskRecord], *, besides: str
+    ) -> tuple[AskStatus, ...]:
+        """The settled outcomes among ``earlier`` (the asker's open asks whose calls ended
+        first, oldest first, as :meth:`AskRecords.returned` listed them), handed over now:
+        each exactly once. The store's list may hold asks still waiting; each bundle's own
+        re-read decides. ``besides`` is the pending id of the ask the calling call is about
+        (left out)."""
         taken: list[AskStatus] = []
-        for record in waiting:
+        for record in earlier:
             if record.pending_id == besides:
                 continue
             status = await self._status_of(record)
@@ -451,10 +454,19 @@ class AgentAsks:
     # -- helpers ---------------------------------------------------------------------------
 
     async def _owned(self, asker: Asker, ask_id: str) -> AskRecord:
-        record = await self._run.guarded(RECORD_FAILED, self._records.get, ask_id)
+        return await self._run.guarded(RECORD_FAILED, self._owned_record, asker, ask_id)
+
+    def _owned_record(self, asker: Asker, ask_id: str) -> AskRecord:
+        record = self._records.get(ask_id)
         if record is None or record.owner != asker.owner:
             raise NotFound("task not found")
         return record
+
+    def _owned_with_bundle(self, asker: Asker, ask_id: str) -> tuple[AskRecord, Reread]:
+        """The owned record and one snapshot of its bundle, read on ONE worker thread (a
+        ``tasks/get`` poll: one hop instead of two)."""
+        record = self._owned_record(asker, ask_id)
+        return record, self._claims.reread_bundle(record.pending_id)
 
     async def _status_of(self, record: AskRecord) -> AskStatus:
         """The ask's progress from ONE read of its bundle and session (a snapshot): a claim
@@ -465,26 +477,18 @@ class AgentAsks:
             self._claims.reread_bundle,
             record.pending_id,
         )
-        bundle = reread.bundle
-        if bundle is None:
-            return AskStatus(record, Progress.ENDED, ended=_ended(record))
-        questions, context = bundle.questions, bundle.context
-        progress, winner = _progress(reread)
-        if winner is not None:
-            return AskStatus(
-                record, Progress.RESOLVED, questions, context, result=_result(questions, winner)
-            )
-        ended = _ended(record) if progress is Progress.ENDED else None
-        return AskStatus(record, progress, questions, context, ended=ended)
+        return _status(record, reread)
 
-    async def _hand_over(self, asker: Asker, ask_id: str, result: AskResult) -> Answered:
-        """The call is about to return ``result``: its record is returned (one statement that
-        also counts the asker's other open asks) and, only when there are some, the settled
-        outcomes among them go with it (:meth:`take_earlier`)."""
-        remaining = await self._run.guarded(RECORD_FAILED, self._records.returned, ask_id)
-        if not remaining:
+    async def _hand_over(self, ask_id: str, result: AskResult) -> Answered:
+        """The call is about to return ``result``: its record is returned, in one transaction
+        that also lists the asker's other open asks that may be settled, and only when there
+        are some the settled outcomes among them go with it (:meth:`_take_earlier`)."""
+        earlier = await self._run.guarded(
+            RECORD_FAILED, self._records.returned, ask_id, EARLIER_LIMIT
+        )
+        if not earlier:
             return Answered(result)
-        return Answered(result, await self.take_earlier(asker, besides=result.pending_id))
+        return Answered(result, await self._take_earlier(earlier, besides=result.pending_id))
 
     async def _move(
         self, record: AskRecord, to: AskState, *, also_from: tuple[AskState, ...] = ()
@@ -495,20 +499,33 @@ class AgentAsks:
 
 
 def _progress(reread: Reread) -> tuple[Progress, Resolution | None]:
-    """Where a bundle stands, from one snapshot of it and its session: being delivered
-    (WAITING: the claim may yet be restored), settled (RESOLVED, with the winner), closed
-    without an answer or unreadable (ENDED), else still open (WAITING)."""
+    """Where a bundle stands, from one snapshot of it and its session: being delivered or
+    still open (WAITING, :func:`~clarion.domain.asks.still_waiting`), settled (RESOLVED, with
+    the winner), else closed without an answer or unreadable (ENDED)."""
     bundle = reread.bundle
     if bundle is None:
         return Progress.ENDED, None
-    if any(row.delivery_pending for row in bundle.rows):
+    if still_waiting(bundle.rows, reread.facts):
         return Progress.WAITING, None
     winner = replay_winner(bundle.pending_id, bundle.rows)
     if winner is not None:
         return Progress.RESOLVED, winner
-    if reread.closed is None and any(row.is_pending for row in bundle.rows):
-        return Progress.WAITING, None
     return Progress.ENDED, None
+
+
+def _status(record: AskRecord, reread: Reread) -> AskStatus:
+    """``record``'s ask as its agent may see it, from one snapshot of its bundle."""
+    bundle = reread.bundle
+    if bundle is None:
+        return AskStatus(record, Progress.ENDED, ended=_ended(record))
+    questions, context = bundle.questions, bundle.context
+    progress, winner = _progress(reread)
+    if winner is not None:
+        return AskStatus(
+            record, Progress.RESOLVED, questions, context, result=_result(questions, winner)
+        )
+    ended = _ended(record) if progress is Progress.ENDED else None
+    return AskStatus(record, progress, questions, context, ended=ended)
 
 
 def _result(questions: tuple[Question, ...], resolution: Resolution) -> AskResult:

@@ -38,7 +38,8 @@ Usage — subclass each suite in your own test module and provide a fresh world 
 
 ``HostRepositoryContract`` and ``TokenStoreContract`` are subclassed the same way;
 ``AnswerLinkStoreContract`` needs a ``store`` fixture (a fresh answer-link store) instead, and
-``AskRecordsContract`` a ``records`` fixture (a fresh store of agent asks), and
+``AskRecordsContract`` a ``records`` fixture (a fresh store of agent asks) besides the
+``world`` whose bundles it sees, and
 ``AuditChainContract`` an ``audit`` fixture (the audit chain's reader on the world's store).
 ``WaitersContract`` (async, anyio) needs a ``waiters`` fixture instead of a world, and an
 implementation spanning processes also overrides ``responder`` (see its module). The world's

@@ -14,15 +14,17 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from clarion.adapters.sql import SqlNotificationStore
+from clarion.adapters.sql import SqlAskRecords, SqlNotificationStore
 from clarion.adapters.system import UuidIds
 from clarion.domain.approvals import Candidates
+from clarion.domain.asks import retry_key
 from clarion.domain.history import ResolvedQuery
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
 from clarion.domain.notifications import ANSWERABLE, RESOLVED
 from clarion.ports.testing import ContractWorld
 from clarion.ports.testing.approvals import ask_approval, vote, voter
+from clarion.ports.testing.asks import ask_record
 from clarion.ports.testing.world import answers_for, sample_questions
 from tests.integration.sql.support import add_resolved_history, sql_world
 
@@ -39,7 +41,8 @@ PARTIAL_INDEXES = (
 )
 # Every alias the repositories give task_session_messages.
 _SQLITE_MESSAGE_SCAN = re.compile(
-    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow|vrow)\b"
+    r"^SCAN (task_session_messages(_\d+)?|act|pending|msg|head|earlier|qrow|trow|vrow"
+    r"|ask_marked|ask_any|ask_closing)\b"
 )
 
 Statement = tuple[str, Any]
@@ -141,6 +144,21 @@ def test_loading_a_visible_bundle_never_scans_the_messages(
 
     statements = _captured(engine, reads)
     assert len(statements) == 5
+    assert _full_scans(engine, statements) == []
+
+
+def test_returning_an_ask_probes_its_earlier_asks_bundles_by_pending_id(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #35: the earlier asks an answered call may hand over are told from those still
+    waiting by probes of each one's bundle, never a read of the message history."""
+    records = SqlAskRecords(engine)
+    for n in range(5):
+        key = retry_key("", {"n": n})
+        records.reserve(ask_record(f"a-{n}", key=key, minutes=n, pending_id=f"p-{n}"))
+    world.host.start_turn(world.bundle("p-3").rows[0].session_id)  # p-3 no longer waits
+    statements = _captured(engine, lambda: records.returned("a-0", 20))
+    assert [record.id for record in records.returned("a-1", 20) or ()] == ["a-3"]
     assert _full_scans(engine, statements) == []
 
 

@@ -1,0 +1,77 @@
+"""Issue #35: a ``tasks/get`` poll reads the ask's record and its bundle on ONE worker thread
+(one hop through the Runner), not one hop for each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from clarion.adapters.memory.asks import InMemoryAskRecords
+from clarion.app.usecases.agent_asks import AgentAsks, Asker, Progress, session_scope
+from clarion.app.usecases.authorization import HostTaskAuthorizer
+from clarion.app.usecases.runner import Runner
+from clarion.app.usecases.services import build_services
+from clarion.domain.errors import NotFound
+from clarion.domain.model import ANSWERED, Answer
+
+from .world import ALICE, BOB, AppWorld, drafts, make_world
+
+pytestmark = pytest.mark.anyio
+
+
+class CountingRunner(Runner):
+    """A Runner that counts the calls it runs on a worker thread."""
+
+    hops = 0
+
+    async def __call__(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        self.hops += 1
+        return await super().__call__(function, *args, **kwargs)
+
+
+def _asks(world: AppWorld, runner: Runner) -> AgentAsks:
+    services = build_services(
+        claims=world.memory_claims,
+        host=world.host,
+        authorizer=HostTaskAuthorizer(world.host),
+        waiters=world.waiters,
+        dispatcher=world.dispatcher,
+        events=world.events,
+        clock=world.clock,
+        ids=world.ids,
+        runner=runner,
+        ask_records=InMemoryAskRecords(world.store),
+    )
+    assert services.agent_asks is not None
+    return services.agent_asks
+
+
+async def test_a_tasks_get_poll_is_one_hop_and_a_settled_one_adds_the_hand_over() -> None:
+    world = make_world()
+    runner = CountingRunner()
+    asks = _asks(world, runner)
+    session = world.session()
+    asker = Asker.of(ALICE, "token", session_scope(session.id))
+    record = await asks.start_task(asker, "key", session.id, drafts(1), "")
+
+    runner.hops = 0
+    assert (await asks.status(asker, record.id)).progress is Progress.WAITING
+    assert runner.hops == 1
+
+    won = world.memory_claims.complete_active_bundle(
+        record.pending_id, ANSWERED, {"q1": Answer(question_id="q1", selected_options=("q1_opt1",))}
+    )
+    assert world.memory_claims.finalize_delivery(record.pending_id, ANSWERED, won.claimed_ids)
+    runner.hops = 0
+    assert (await asks.status(asker, record.id)).progress is Progress.RESOLVED
+    assert runner.hops == 2  # the read, then the record handed over (moved to returned)
+    runner.hops = 0
+    assert (await asks.status(asker, record.id)).progress is Progress.RESOLVED
+    assert runner.hops == 1
+
+    runner.hops = 0
+    with pytest.raises(NotFound):
+        await asks.status(Asker.of(BOB, "token", session_scope(session.id)), record.id)
+    assert runner.hops == 1
