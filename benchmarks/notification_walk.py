@@ -24,7 +24,8 @@ import asyncio
 import logging
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from email.message import Message
 from email.parser import BytesParser
 from pathlib import Path
@@ -170,20 +171,26 @@ async def walk(database: Path, port: int, sink: Sink, event: str = ANSWERABLE) -
     return counts
 
 
+@contextmanager
+def smtp_sink() -> Iterator[tuple[Sink, int]]:
+    """A :class:`Sink` listening on a free loopback port (aiosmtpd), and that port."""
+    sink, port = Sink(), _free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield sink, port
+    finally:
+        controller.stop()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--event", choices=(ANSWERABLE, RESOLVED), default=ANSWERABLE)
     event = parser.parse_args(argv).event
     logging.disable(logging.CRITICAL)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
-    sink, port = Sink(), _free_port()
-    controller = Controller(sink, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            counts = asyncio.run(walk(Path(scratch) / "clarion.db", port, sink, event))
-    finally:
-        controller.stop()
+    with smtp_sink() as (sink, port), tempfile.TemporaryDirectory() as scratch:
+        counts = asyncio.run(walk(Path(scratch) / "clarion.db", port, sink, event))
     print(f"the {event} e-mail, from the first claim of the outbox to the sink")
     print(f"poll rounds (claims that found work): {counts.rounds}")
     print(f"store transactions:                   {counts.transactions}")

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiosmtpd.controller import Controller
 
-from benchmarks.notification_walk import Counts, Sink, _free_port, walk
+from benchmarks.notification_walk import Counts, Sink, smtp_sink, walk
 from clarion.domain.notifications import ANSWERABLE, RESOLVED
 
 pytestmark = [pytest.mark.anyio, pytest.mark.server]
@@ -19,13 +18,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.server]
 
 @pytest.fixture(name="smtp")
 def fixture_smtp() -> Iterator[tuple[Sink, int]]:
-    sink, port = Sink(), _free_port()
-    controller = Controller(sink, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield sink, port
-    finally:
-        controller.stop()
+    with smtp_sink() as served:
+        yield served
 
 
 @pytest.mark.parametrize("event", [ANSWERABLE, RESOLVED])
