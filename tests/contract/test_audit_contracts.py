@@ -12,19 +12,11 @@ from clarion.adapters.memory.audit import InMemoryAuditChain
 from clarion.adapters.sql.audit import SqlAuditChain
 from clarion.ports.audit import AuditChain
 from clarion.ports.testing import AuditChainContract, ContractWorld
-from tests.contract.test_memory_contracts import memory_world
+from tests.contract.test_memory_contracts import OneMemoryStore
 from tests.integration.sql.support import sql_world
 
 
-class TestInMemoryAuditChain(AuditChainContract):
-    @pytest.fixture(name="store")
-    def fixture_store(self) -> InMemoryStore:
-        return InMemoryStore()
-
-    @pytest.fixture(name="world")
-    def fixture_world(self, store: InMemoryStore) -> ContractWorld:
-        return memory_world(store)
-
+class TestInMemoryAuditChain(OneMemoryStore, AuditChainContract):
     @pytest.fixture(name="audit")
     def fixture_audit(self, store: InMemoryStore) -> AuditChain:
         return InMemoryAuditChain(store)

@@ -111,7 +111,10 @@ def test_importing_the_ports_and_memory_adapters_does_not_import_pytest() -> Non
     assert completed.returncode == 0
 
 
-class TestInMemoryAskRecords(AskRecordsContract):
+class OneMemoryStore:
+    """For a contract whose store under test shares the world's memory: ``store`` is that
+    one :class:`InMemoryStore` and ``world`` the :func:`memory_world` over it."""
+
     @pytest.fixture(name="store")
     def fixture_store(self) -> InMemoryStore:
         return InMemoryStore()
@@ -120,6 +123,8 @@ class TestInMemoryAskRecords(AskRecordsContract):
     def fixture_world(self, store: InMemoryStore) -> ContractWorld:
         return memory_world(store)
 
+
+class TestInMemoryAskRecords(OneMemoryStore, AskRecordsContract):
     @pytest.fixture(name="records")
     def fixture_records(self, store: InMemoryStore) -> AskRecords:
         return InMemoryAskRecords(store)

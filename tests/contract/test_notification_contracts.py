@@ -13,22 +13,14 @@ from clarion.adapters.sql import SqlNotificationStore
 from clarion.adapters.system import UuidIds
 from clarion.ports.notifications import NotificationStore
 from clarion.ports.testing import ContractWorld, NotificationStoreContract
-from tests.contract.test_memory_contracts import memory_world
+from tests.contract.test_memory_contracts import OneMemoryStore
 from tests.integration.sql.support import (
     empty_database,
     sql_world,
 )
 
 
-class TestInMemoryNotificationStore(NotificationStoreContract):
-    @pytest.fixture(name="store")
-    def fixture_store(self) -> InMemoryStore:
-        return InMemoryStore()
-
-    @pytest.fixture(name="world")
-    def fixture_world(self, store: InMemoryStore) -> ContractWorld:
-        return memory_world(store)
-
+class TestInMemoryNotificationStore(OneMemoryStore, NotificationStoreContract):
     @pytest.fixture(name="notifications")
     def fixture_notifications(
         self, store: InMemoryStore, world: ContractWorld
