@@ -10,9 +10,7 @@ import pytest
 
 from clarion.adapters.memory.asks import InMemoryAskRecords
 from clarion.app.usecases.agent_asks import AgentAsks, Asker, Progress, session_scope
-from clarion.app.usecases.authorization import HostTaskAuthorizer
 from clarion.app.usecases.runner import Runner
-from clarion.app.usecases.services import build_services
 from clarion.domain.errors import NotFound
 from clarion.domain.model import ANSWERED, Answer
 
@@ -32,17 +30,8 @@ class CountingRunner(Runner):
 
 
 def _asks(world: AppWorld, runner: Runner) -> AgentAsks:
-    services = build_services(
-        claims=world.memory_claims,
-        host=world.host,
-        authorizer=HostTaskAuthorizer(world.host),
-        waiters=world.waiters,
-        dispatcher=world.dispatcher,
-        events=world.events,
-        clock=world.clock,
-        ids=world.ids,
-        runner=runner,
-        ask_records=InMemoryAskRecords(world.store),
+    services = world.services_over(
+        world.memory_claims, runner=runner, ask_records=InMemoryAskRecords(world.store)
     )
     assert services.agent_asks is not None
     return services.agent_asks

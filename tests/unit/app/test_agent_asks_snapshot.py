@@ -15,8 +15,6 @@ import pytest
 from clarion.adapters.memory import InMemoryClaimRepository
 from clarion.adapters.memory.asks import InMemoryAskRecords
 from clarion.app.usecases.agent_asks import AgentAsks, Asker, session_scope
-from clarion.app.usecases.authorization import HostTaskAuthorizer
-from clarion.app.usecases.services import build_services
 from clarion.domain.asks import AskRecord
 from clarion.domain.model import ANSWERED, Answer
 from clarion.ports.claims import ClaimRepository
@@ -66,18 +64,7 @@ async def _offered(
     world: AppWorld, claims: ClaimAfterFirstRead
 ) -> tuple[AgentAsks, Asker, AskRecord]:
     typed: ClaimRepository = claims
-    services = build_services(
-        claims=typed,
-        host=world.host,
-        authorizer=HostTaskAuthorizer(world.host),
-        waiters=world.waiters,
-        dispatcher=world.dispatcher,
-        events=world.events,
-        clock=world.clock,
-        ids=world.ids,
-        watch_interval=0.01,
-        ask_records=InMemoryAskRecords(),
-    )
+    services = world.services_over(typed, ask_records=InMemoryAskRecords())
     asks = services.agent_asks
     assert asks is not None
     session = world.session()

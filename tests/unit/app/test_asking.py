@@ -10,8 +10,6 @@ import pytest
 from anyio import wait_all_tasks_blocked
 
 from clarion.app.usecases.ask import AskResult
-from clarion.app.usecases.authorization import HostTaskAuthorizer
-from clarion.app.usecases.services import build_services
 from clarion.domain.errors import (
     InvalidArgument,
     InvalidQuestions,
@@ -526,17 +524,7 @@ async def test_the_asker_is_recognised_by_a_replica_that_did_not_create_the_bund
     """Issue #13, two replicas: the asker is stored with the bundle, so a LiveRequests
     instance that did not create it (another replica over the same store and waiters) still
     makes the asker's wait the live waiter and a bystander's only a watch."""
-    other = build_services(
-        claims=world.claims,
-        host=world.host,
-        authorizer=HostTaskAuthorizer(world.host),
-        waiters=world.waiters,
-        dispatcher=world.dispatcher,
-        events=world.events,
-        clock=world.clock,
-        ids=world.ids,
-        watch_interval=0.01,
-    ).requests
+    other = world.services_over(world.claims).requests
     session = world.session(owner_id="")
     pending_id = await world.services.asking.create(ALICE, session.id, drafts(1), "")
     assert world.claims.load_bundle(pending_id).asker == Asker("alice", ASKED_BY_REQUEST)

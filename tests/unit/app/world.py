@@ -228,6 +228,23 @@ class AppWorld:
         session, _ = self.host.create_session(self.task(owner_id).id, is_primary=is_primary)
         return session
 
+    def services_over(self, claims: ClaimRepository, **options: Any) -> Services:
+        """Another set of services over this world's host, waiters, dispatcher, events, clock
+        and ids, with ``claims`` and ``options`` (``build_services``' keywords; a watch
+        interval of 0.01 s unless given)."""
+        options.setdefault("watch_interval", 0.01)
+        return build_services(
+            claims=claims,
+            host=self.host,
+            authorizer=HostTaskAuthorizer(self.host),
+            waiters=self.waiters,
+            dispatcher=self.dispatcher,
+            events=self.events,
+            clock=self.clock,
+            ids=self.ids,
+            **options,
+        )
+
     def restarted(self, *, resume_timeout: float = 30.0) -> AppWorld:
         """A fresh process over the same store: new waiters, events, dispatcher, services."""
         return make_world(self.store, self.clock, self.ids, resume_timeout=resume_timeout)
