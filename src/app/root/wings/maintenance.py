@@ -39,6 +39,7 @@ def storage_wing(startup: Startup, *, noted: Callable[[], None]) -> Wing:
     @asynccontextmanager
     async def started() -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            # Before serving, so outside the Runner: nothing else is running yet.
             await anyio.to_thread.run_sync(startup.upgrade)
             noted()
             if storage.engine is not None:
@@ -115,6 +116,9 @@ class Recovery:
             await anyio.sleep(self._settings.recovery_interval_s)
             if self._lease is not None:
                 try:
+                    # Not through the Runner: with every worker thread busy the renewal
+                    # would queue behind them, and a late renewal lets other replicas take
+                    # this process's deliveries over while it is alive.
                     await anyio.to_thread.run_sync(self._lease.renew)
                 except Exception as exc:  # noqa: BLE001 - the database is away: the next round retries
                     log.warning("lease.renew_failed", **failure_fields(exc))
