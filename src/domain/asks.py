@@ -66,6 +66,18 @@ class AskRecord:
         return self.retry_key.startswith(IDEMPOTENCY_PREFIX)
 
 
+@attrs.frozen
+class AskProbe:
+    """An ask's record and, from the same read, whether its bundle surely still waits
+    (:meth:`clarion.ports.asks.AskRecords.probe`): ``waits`` is True only when the store saw,
+    in one snapshot of the bundle's rows and session, what :func:`still_waiting` calls waiting;
+    False when the bundle may be settled or the store cannot tell. A ``tasks/get`` poll of a
+    question nobody has answered yet needs nothing more (issue #35)."""
+
+    record: AskRecord
+    waits: bool
+
+
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
     """A digest of a call's exact arguments (key order does not matter, everything else does)."""
     text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

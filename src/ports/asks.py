@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol
 
-from clarion.domain.asks import AskRecord, AskState
+from clarion.domain.asks import AskProbe, AskRecord, AskState
 
 
 class AskRecords(Protocol):
@@ -16,6 +16,8 @@ class AskRecords(Protocol):
       inserts; every other returns that record.
     - A record is read back unchanged by :meth:`get` until :meth:`move` changes its state.
     - :meth:`move` is a compare-and-set: it changes the state only from one of ``from_states``.
+    - :meth:`probe` reads what :meth:`get` reads, and says an ask waits only when its bundle
+      still waits (:func:`clarion.domain.asks.still_waiting`) in one snapshot of it.
     - :meth:`returned` never leaves out an earlier ask whose bundle no longer waits; a store
       that shares the claim repository's world also leaves out every one whose bundle has a
       row being delivered, or only pending rows on the current turn of a session that has
@@ -29,6 +31,14 @@ class AskRecords(Protocol):
 
     def get(self, ask_id: str) -> AskRecord | None:
         """The record with this id, or None."""
+        ...
+
+    def probe(self, ask_id: str) -> AskProbe | None:
+        """The record with this id (None when there is none) and whether its bundle surely
+        still waits, from ONE read: ``waits`` is True only when the bundle has a row being
+        delivered, or rows that are all pending on the current turn of a session that has not
+        ended (:func:`clarion.domain.asks.still_waiting`); a store that cannot see the
+        bundles says False, and the caller reads the bundle."""
         ...
 
     def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:

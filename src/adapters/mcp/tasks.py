@@ -182,18 +182,21 @@ class TaskMethods:
         server.extensions[TASKS_EXTENSION] = {}
 
     async def _status(
-        self, ctx: ServerRequestContext[Any, Any], task_id: str
+        self, ctx: ServerRequestContext[Any, Any], task_id: str, *, questions: bool = True
     ) -> tuple[Asker, AskStatus]:
         asker = _asker(ctx)
         try:
-            return asker, await self._asks.status(asker, task_id)
+            return asker, await self._asks.status(asker, task_id, questions=questions)
         except NotFound:
             raise MCPError(INVALID_PARAMS, TASK_NOT_FOUND) from None
 
     async def get(
         self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
     ) -> dict[str, Any]:
-        _, status = await self._status(ctx, params.task_id)
+        # The questions only go into a form; a poll that shows none is served by the ask
+        # record's probe while nobody has answered (issue #35).
+        shows_form = self._forms and _offers_form(ctx)
+        _, status = await self._status(ctx, params.task_id, questions=shows_form)
         record = status.record
         if status.cancelled:
             return _task(record, "cancelled", ttl_ms=self._ttl_ms) | {
@@ -203,7 +206,7 @@ class TaskMethods:
             task = _task(record, "working", ttl_ms=self._ttl_ms) | {
                 "statusMessage": WORKING_MESSAGE
             }
-            if self._forms and _offers_form(ctx) and status.questions:
+            if shows_form and status.questions:
                 form = ElicitRequest(
                     params=ElicitRequestFormParams(
                         message=form_message(status.questions, status.context),

@@ -9,7 +9,7 @@ import attrs
 
 from clarion.adapters.memory.history import session_facts
 from clarion.adapters.memory.store import InMemoryStore
-from clarion.domain.asks import AskRecord, AskState, still_waiting
+from clarion.domain.asks import AskProbe, AskRecord, AskState, still_waiting
 from clarion.domain.model import CLARIFICATION_REQUEST
 from clarion.domain.rows import order_rows, parse_row
 
@@ -18,8 +18,9 @@ from clarion.domain.rows import order_rows, parse_row
 class InMemoryAskRecords:
     """Agent asks in a dict under a lock, in insertion order. Given the in-memory world the
     claim repository keeps its bundles in (``store``), :meth:`returned` leaves out the asks
-    whose bundle still waits, by the rule the use case applies; without it (a host's own
-    claim repository, whose bundles it cannot see) it leaves out none."""
+    whose bundle still waits, by the rule the use case applies, and :meth:`probe` says which
+    ask waits; without it (a host's own claim repository, whose bundles it cannot see) it
+    leaves out none and says none waits."""
 
     _store: InMemoryStore | None = attrs.field(default=None, alias="store")
     _records: dict[str, AskRecord] = attrs.field(factory=dict, init=False)
@@ -49,6 +50,10 @@ class InMemoryAskRecords:
     def get(self, ask_id: str) -> AskRecord | None:
         with self._lock:
             return self._records.get(ask_id)
+
+    def probe(self, ask_id: str) -> AskProbe | None:
+        record = self.get(ask_id)
+        return AskProbe(record, self._waits(record)) if record is not None else None
 
     def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:
         with self._lock:

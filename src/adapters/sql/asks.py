@@ -11,6 +11,8 @@ session that ended or on a turn a later turn superseded — a few probes by pend
 (``ix_task_session_messages_pending_id``) instead of a re-read of every bundle. It keeps
 every ask :func:`clarion.domain.asks.still_waiting` says is settled (it judges all of the
 bundle's rows where that rule reads the first row's session and turn), and maybe a few more.
+:meth:`SqlAskRecords.probe` reads a record with the negation of the same test: its ask
+surely waits when its bundle has a row being delivered, or rows that all keep it open.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from clarion.adapters.sql.schema import (
     task_session_turns,
     task_sessions,
 )
-from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskRecord, AskState
+from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskProbe, AskRecord, AskState
 
 _t = agent_asks.c
 
@@ -78,6 +80,10 @@ class SqlAskRecords(SqlRepository):
 
     def get(self, ask_id: str) -> AskRecord | None:
         return self._one(_by_id(), ask_id=ask_id)
+
+    def probe(self, ask_id: str) -> AskProbe | None:
+        row = read_one(self._engine, _probe(), {"ask_id": ask_id})
+        return AskProbe(_record(row), bool(row["waits"])) if row is not None else None
 
     def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:
         held = self._holder(owner, scope, retry_key)
@@ -184,6 +190,15 @@ def _may_be_settled(key: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
             _bundle_row(key, "ask_closing", _not_open).is_not(None),
         ),
     )
+
+
+@cache
+def _probe() -> sa.Select[Any]:
+    """The record ``ask_id`` and whether its bundle surely still waits (``waits``): the
+    negation of :func:`_may_be_settled`, by the same few probes, in the same statement — one
+    snapshot on either database, and one round trip for a ``tasks/get`` poll (issue #35)."""
+    waits = sa.not_(_may_be_settled(DefaultCollation(_t.pending_id)))
+    return sa.select(agent_asks, waits.label("waits")).where(_t.id == sa.bindparam("ask_id"))
 
 
 @cache

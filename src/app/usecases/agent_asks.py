@@ -348,17 +348,24 @@ class AgentAsks:
 
     # -- reading and ending a recorded ask (MCP tasks) ---------------------------------------
 
-    async def status(self, asker: Asker, ask_id: str) -> AskStatus:
+    async def status(self, asker: Asker, ask_id: str, *, questions: bool = True) -> AskStatus:
         """The recorded ask ``ask_id`` as its owner sees it; a settled outcome counts as handed
         over (it is not offered again as an earlier answer).
+
+        With ``questions=False`` (a caller that shows nothing of an ask still waiting but that
+        it waits: a ``tasks/get`` poll without a form), an ask the store's probe finds surely
+        waiting comes back WAITING without its questions and context, from that one read
+        instead of a snapshot of its bundle (issue #35).
 
         Raises:
             NotFound: no such record, or another owner's (the same error for each).
             ClaimError: the store failed.
         """
         record, reread = await self._run.guarded(
-            RECORD_FAILED, self._owned_with_bundle, asker, ask_id
+            RECORD_FAILED, self._owned_with_bundle, asker, ask_id, questions
         )
+        if reread is None:
+            return AskStatus(record, Progress.WAITING)
         status = _status(record, reread)
         if status.progress is not Progress.WAITING and record.state is AskState.OPEN:
             await self._move(record, AskState.RETURNED)
@@ -462,11 +469,21 @@ class AgentAsks:
             raise NotFound("task not found")
         return record
 
-    def _owned_with_bundle(self, asker: Asker, ask_id: str) -> tuple[AskRecord, Reread]:
+    def _owned_with_bundle(
+        self, asker: Asker, ask_id: str, questions: bool
+    ) -> tuple[AskRecord, Reread | None]:
         """The owned record and one snapshot of its bundle, read on ONE worker thread (a
-        ``tasks/get`` poll: one hop instead of two)."""
-        record = self._owned_record(asker, ask_id)
-        return record, self._claims.reread_bundle(record.pending_id)
+        ``tasks/get`` poll: one hop instead of two). Without ``questions``, the record's probe
+        first: no snapshot (None) when it says the ask surely waits."""
+        if questions:
+            record = self._owned_record(asker, ask_id)
+            return record, self._claims.reread_bundle(record.pending_id)
+        probe = self._records.probe(ask_id)
+        if probe is None or probe.record.owner != asker.owner:
+            raise NotFound("task not found")
+        if probe.waits:
+            return probe.record, None
+        return probe.record, self._claims.reread_bundle(probe.record.pending_id)
 
     async def _status_of(self, record: AskRecord) -> AskStatus:
         """The ask's progress from ONE read of its bundle and session (a snapshot): a claim

@@ -178,6 +178,39 @@ class AskRecordsContract:
         world.claims.finalize_delivery("later", ANSWERED, claimed(world, "later"))
         assert listed(records) == ["later"]
 
+    def test_probe_says_an_ask_waits_only_while_its_bundle_surely_waits(
+        self, world: ContractWorld, records: AskRecords
+    ) -> None:
+        """``probe`` reads the record ``get`` reads; ``waits`` is True for the bundles
+        ``returned`` leaves out (pending, being delivered, detached) and False for every one
+        it lists (answered, cancelled, expired, superseded, on an ended session, gone)."""
+        world.bundle_in_new_session("pending", questions=2)
+        world.bundle_in_new_session("delivering")
+        claimed(world, "delivering")
+        detached = world.bundle_in_new_session("detached")
+        assert world.claims.detach_active_bundles(detached.session_id)
+        world.bundle_in_new_session("answered")
+        world.claims.finalize_delivery("answered", ANSWERED, claimed(world, "answered"))
+        cancelled = world.bundle_in_new_session("cancelled")
+        assert world.claims.cancel_active_bundle(cancelled.session_id, "cancelled")
+        expired = world.bundle_in_new_session("expired")
+        assert world.claims.expire_active_bundle(expired.session_id, "expired")
+        superseded = world.bundle_in_new_session("superseded", questions=2)
+        world.host.start_turn(superseded.session_id)
+        ended = world.bundle_in_new_session("ended")
+        assert world.host.set_session_state(ended.session_id, SessionState.FAILED)
+        waiting = ["pending", "delivering", "detached"]
+        settled = ["answered", "cancelled", "expired", "superseded", "ended", "gone"]
+        for minutes, name in enumerate(waiting + settled):
+            asked(records, name, name, minutes)
+        records.move("pending", (AskState.OPEN,), AskState.CANCELLED)  # the record's own state
+        for name in waiting + settled:
+            probe = records.probe(name)
+            assert probe is not None
+            assert probe.record == records.get(name)
+            assert probe.waits is (name in waiting), name
+        assert records.probe("unknown") is None
+
     def test_returned_looks_at_the_oldest_asks_up_to_its_limit(
         self, world: ContractWorld, records: AskRecords
     ) -> None:

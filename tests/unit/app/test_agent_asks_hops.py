@@ -64,3 +64,59 @@ async def test_a_tasks_get_poll_is_one_hop_and_a_settled_one_adds_the_hand_over(
     with pytest.raises(NotFound):
         await asks.status(Asker.of(BOB, "token", session_scope(session.id)), record.id)
     assert runner.hops == 1
+
+
+class CountingReads:
+    """The in-memory claim repository, counting its bundle snapshots."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.rereads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def reread_bundle(self, pending_id: str) -> Any:
+        self.rereads += 1
+        return self.inner.reread_bundle(pending_id)
+
+
+async def test_a_poll_without_a_form_is_served_by_the_record_probe_while_the_ask_waits() -> None:
+    """Issue #35: ``status(questions=False)`` answers a waiting ask from the ask record's probe
+    (no snapshot of the bundle, no questions), and a settled one exactly as before."""
+    world = make_world()
+    claims = CountingReads(world.memory_claims)
+    services = world.services_over(
+        claims, runner=CountingRunner(), ask_records=InMemoryAskRecords(world.store)
+    )
+    asks = services.agent_asks
+    assert asks is not None
+    session = world.session()
+    asker = Asker.of(ALICE, "token", session_scope(session.id))
+    record = await asks.start_task(asker, "key", session.id, drafts(2), "why")
+
+    waiting = await asks.status(asker, record.id, questions=False)
+    assert (waiting.progress, waiting.questions, waiting.context) == (Progress.WAITING, (), "")
+    assert waiting.record == record
+    assert claims.rereads == 0
+    shown = await asks.status(asker, record.id)
+    assert shown.progress is Progress.WAITING
+    assert [q.id for q in shown.questions] == ["q1", "q2"]
+    assert claims.rereads == 1
+    with pytest.raises(NotFound):
+        await asks.status(
+            Asker.of(BOB, "token", session_scope(session.id)), record.id, questions=False
+        )
+
+    answers = {
+        qid: Answer(question_id=qid, selected_options=(f"{qid}_opt1",)) for qid in ("q1", "q2")
+    }
+    won = world.memory_claims.complete_active_bundle(record.pending_id, ANSWERED, answers)
+    assert (await asks.status(asker, record.id, questions=False)).progress is Progress.WAITING
+    assert claims.rereads == 1  # being delivered: still waiting, and the probe says so
+    assert world.memory_claims.finalize_delivery(record.pending_id, ANSWERED, won.claimed_ids)
+    settled = await asks.status(asker, record.id, questions=False)
+    assert settled.progress is Progress.RESOLVED
+    assert settled.result is not None
+    assert [q.id for q in settled.questions] == ["q1", "q2"]
+    assert claims.rereads == 2
