@@ -38,7 +38,9 @@ It prints (and writes with ``--json``):
 - memory per parked agent, per replica: the replica's RSS after parking minus before, over
   the agents it holds;
 - the list page (``GET /clarification/pending``, 50) median/p95 idle and under load (sampled
-  every ``--list-every`` seconds during the answer window);
+  every ``--list-every`` seconds during the answer window), both taken by a
+  :mod:`benchmarks.list_probe` process of its own: a person's browser does not wait in this
+  client's event loop behind a thousand agents (it did until the seventh pass, issue #35);
 - the floor: bare single-row conditional ``UPDATE`` + commit per second on the same database,
   right after the answer window.
 
@@ -359,24 +361,46 @@ class Cpu:
         return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
-async def _list_page(http: httpx2.AsyncClient, replica: Replica) -> float:
-    started = time.perf_counter()
-    response = await http.get(f"{replica.base_url}/api/v1/clarification/pending?limit=50")
-    spent = time.perf_counter() - started
-    if response.status_code != 200 or len(response.json()["bundles"]) != 50:
-        raise RuntimeError(f"list page: {response.status_code} {response.text[:200]}")
-    return spent
+ROOT: Final = Path(__file__).resolve().parents[1]
 
 
-async def _idle_list(
-    http: httpx2.AsyncClient, replicas: list[Replica], count: int
-) -> tuple[list[float], float]:
-    """List page latencies with nothing else running, and the servers' CPU per page."""
-    await _list_page(http, replicas[-1])
+def _probe(replica: Replica, *mode: str) -> list[str]:
+    """The command of a :mod:`benchmarks.list_probe` on ``replica``'s list page."""
+    return [sys.executable, "-m", "benchmarks.list_probe", replica.base_url, *mode]
+
+
+def _latencies(output: str) -> list[float]:
+    return [float(line) for line in output.split()]
+
+
+async def _idle_list(replicas: list[Replica], count: int) -> tuple[list[float], float]:
+    """List page latencies with nothing else running (from a :mod:`benchmarks.list_probe`
+    process, as under load), and the servers' CPU per page."""
     before = sum(_proc_cpu(replica.process.pid) for replica in replicas)
-    samples = [await _list_page(http, replicas[-1]) for _ in range(count)]
+    done = await anyio.run_process(_probe(replicas[-1], "--count", str(count)), cwd=ROOT)
     after = sum(_proc_cpu(replica.process.pid) for replica in replicas)
-    return samples, (after - before) / count
+    samples = _latencies(done.stdout.decode())
+    return samples, (after - before) / (count + 1)  # and its warm-up request
+
+
+@contextmanager
+def _sampling_lists(replica: Replica, every: float) -> Iterator[list[float]]:
+    """A :mod:`benchmarks.list_probe` process sampling ``replica``'s list page every
+    ``every`` seconds for the duration of the block; the list holds its latencies after."""
+    probe = subprocess.Popen(
+        _probe(replica, "--every", str(every)),
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    listed: list[float] = []
+    try:
+        yield listed
+    finally:
+        output, _ = probe.communicate(timeout=120)  # closes its stdin: it stops
+    if probe.returncode != 0:
+        raise RuntimeError(f"list probe exited {probe.returncode}")
+    listed.extend(_latencies(output.decode()))
 
 
 @asynccontextmanager
@@ -454,14 +478,6 @@ async def _window(
 ) -> dict[str, Any]:
     """Answer every parked agent at the offered rate; list pages sampled meanwhile."""
     sent: dict[int, float] = {}
-    listed: list[float] = []
-    finished = anyio.Event()
-
-    async def sample_list(http: httpx2.AsyncClient) -> None:
-        while not finished.is_set():
-            listed.append(await _list_page(http, replicas[-1]))
-            with anyio.move_on_after(sizes.list_every):
-                await finished.wait()
 
     cpu.signal(signal.SIGUSR1)  # the profiler, when there is one, counts from here
     cpu.record("window")
@@ -469,19 +485,18 @@ async def _window(
     server_before, database_before = cpu.sample()
     client_before = time.process_time()
     started = time.perf_counter()
-    async with (
-        httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http,
-        anyio.create_task_group() as tasks,
-    ):
-        tasks.start_soon(sample_list, http)
-        for slot, agent in enumerate(agents):
-            await anyio.sleep(max(0.0, started + slot / sizes.rate - time.perf_counter()))
-            answerer = replicas[(replicas.index(agent.replica) + 1) % len(replicas)]
-            tasks.start_soon(_answer, http, answerer, agent, sent)
-        with anyio.fail_after(60 + 2 * sizes.task_poll):
-            for agent in agents:
-                await agent.done.wait()
-        finished.set()
+    with _sampling_lists(replicas[-1], sizes.list_every) as listed:
+        async with (
+            httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http,
+            anyio.create_task_group() as tasks,
+        ):
+            for slot, agent in enumerate(agents):
+                await anyio.sleep(max(0.0, started + slot / sizes.rate - time.perf_counter()))
+                answerer = replicas[(replicas.index(agent.replica) + 1) % len(replicas)]
+                tasks.start_soon(_answer, http, answerer, agent, sent)
+            with anyio.fail_after(60 + 2 * sizes.task_poll):
+                for agent in agents:
+                    await agent.done.wait()
     ended = max([agent.woke for agent in agents if agent.woke] or [time.perf_counter()])
     client_cpu_s = time.process_time() - client_before
     server_after, database_after = cpu.sample()
@@ -538,7 +553,7 @@ async def _load(
         created = await http.post(f"{replicas[0].base_url}/api/v1/notifications/routes", json=route)
         if created.status_code >= 300:
             raise RuntimeError(f"route: {created.status_code} {created.text}")
-        idle, list_cpu = await _idle_list(http, replicas, sizes.idle_lists)
+        idle, list_cpu = await _idle_list(replicas, sizes.idle_lists)
         rss_before = [_rss_kib(replica.process.pid) for replica in replicas]
         park_started = time.perf_counter()
         with anyio.fail_after(120 + sizes.agents):
