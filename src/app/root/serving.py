@@ -549,6 +549,10 @@ def uvicorn_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config
         "port": settings.port,
         "http": gate_class(gate_policy(settings)),
         "ws": "none",
+        # asyncio's own loop, even where uvloop is installed (uvicorn's "auto" would take it):
+        # AcceptErrorLog relies on asyncio's handling of a failed accept(); under uvloop 0.23
+        # running out of file descriptors ended the server instead (#29 S12).
+        "loop": "asyncio",
         "timeout_keep_alive": settings.keep_alive_timeout_s,
         "log_config": None,
         "access_log": False,

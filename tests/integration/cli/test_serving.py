@@ -410,3 +410,12 @@ def test_running_out_of_file_descriptors_logs_one_line_per_interval(tmp_path: Pa
     assert len(failures) == 1, "\n".join(lines[-5:])
     assert "ulimit -n" in failures[0]
     assert not [line for line in lines if "out of system resource" in line]
+
+
+def test_serve_keeps_asyncios_loop_where_uvloop_is_installed() -> None:
+    """#29 S12 above holds on asyncio's loop only: uvicorn's default ("auto") takes uvloop
+    whenever it can be imported, and under uvloop 0.23 the same out-of-descriptors case ended
+    the server (``RuntimeError: Cannot close a running event loop``; seen with uvloop
+    installed). A host that has uvloop for its own reasons must not lose that."""
+    config = uvicorn_config(Starlette(), Settings(database_url="memory://"), lifespan="off")
+    assert config.loop == "asyncio"
