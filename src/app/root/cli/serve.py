@@ -29,7 +29,12 @@ def serve_command(args: argparse.Namespace) -> int:
     from clarion.adapters.resume import is_plain_http_to_another_host
     from clarion.app.root.compose import build_clarion
     from clarion.app.root.listening import bound_port, listening_sockets
-    from clarion.app.root.serving import ClarionServer, ensure_open_files, uvicorn_config
+    from clarion.app.root.serving import (
+        ClarionServer,
+        ensure_open_files,
+        tune_collector,
+        uvicorn_config,
+    )
 
     settings = settings_of(args)
     sockets = listening_sockets(settings.host, settings.port)
@@ -62,6 +67,7 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         if warning := ensure_open_files(settings.limit_concurrency):
             print(f"clarion: warning: {warning}", file=sys.stderr, flush=True)
+        tune_collector()
         config = uvicorn_config(
             clarion.asgi_app, settings, timeout_graceful_shutdown=SHUTDOWN_GRACE_S
         )
