@@ -19,10 +19,9 @@ from __future__ import annotations
 from typing import Final
 
 import anyio
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.adapters.http_guard import send_error
+from clarion.adapters.http_guard import announces_body, request_headers, send_error
 
 REQUEST_TIMEOUT: Final = 408
 DEFAULT_BODY_TIMEOUT_S: Final = 10.0
@@ -36,12 +35,6 @@ def timed_out_message(timeout_s: float) -> str:
     )
 
 
-def _announces_body(scope: Scope) -> bool:
-    headers = Headers(scope=scope)
-    length = headers.get("content-length", "").strip()
-    return (length != "" and length != "0") or "transfer-encoding" in headers
-
-
 class BodyDeadline:
     """Pure ASGI middleware: the body deadline (see the module docstring)."""
 
@@ -52,7 +45,7 @@ class BodyDeadline:
         self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _announces_body(scope):
+        if scope["type"] != "http" or not announces_body(request_headers(scope)):
             await self.app(scope, receive, send)
             return
         deadline = anyio.current_time() + self.timeout_s

@@ -51,14 +51,14 @@ address the process by its IP, and the answer says nothing but "up".
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Final
 
 import attrs
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 GUARD_SCOPE_KEY: Final = "clarion.http_guard"
+HEADERS_SCOPE_KEY: Final = "clarion.headers"
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 JSON_MEDIA_TYPE: Final = "application/json"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -160,6 +160,38 @@ class HostAllowlist:
         return self.allows(authority, default_port=default_port)
 
 
+def request_headers(scope: Scope) -> Mapping[str, str]:
+    """The request's headers by name (ASGI servers send names in lower case), each name's
+    first value: what Starlette's ``Headers(scope=scope).get(name)`` returns, latin-1 decoded.
+
+    Every layer in front of the routes reads a few headers of every request; this reads the
+    header list once per request and leaves the result in the scope for the next layer
+    (issue #35: each ``Headers.get`` walks the whole list again). The result is tied to the
+    list it was read from, so a layer that replaces ``scope["headers"]`` is never answered
+    from a stale read."""
+    raw = scope.get("headers") or ()
+    cached = scope.get(HEADERS_SCOPE_KEY)
+    if cached is not None and cached[0] is raw:
+        found: Mapping[str, str] = cached[1]
+        return found
+    parsed: dict[str, str] = {}
+    for name, value in raw:
+        key = name.decode("latin-1")
+        if key not in parsed:
+            parsed[key] = value.decode("latin-1")
+    scope[HEADERS_SCOPE_KEY] = (raw, parsed)
+    return parsed
+
+
+def announces_body(headers: Mapping[str, str]) -> bool:
+    """The request says a body follows: a ``Content-Length`` other than 0, or a
+    ``Transfer-Encoding``."""
+    length = headers.get("content-length")
+    return (length is not None and length.strip() not in ("", "0")) or (
+        "transfer-encoding" in headers
+    )
+
+
 def _media_type_is(content_type: str, expected: str) -> bool:
     media_type, *parameters = (part.strip().lower() for part in content_type.split(";"))
     if media_type != expected:
@@ -171,7 +203,7 @@ def _media_type_is(content_type: str, expected: str) -> bool:
     return True
 
 
-def _carries_body(headers: Headers) -> bool:
+def _carries_body(headers: Mapping[str, str]) -> bool:
     length = headers.get("content-length")
     return (length is not None and length.strip() != "0") or "transfer-encoding" in headers
 
@@ -204,7 +236,7 @@ async def send_error(send: Send, status: int, message: str, *headers: tuple[byte
     await send({"type": "http.response.body", "body": body})
 
 
-def _null_origin_form(origin: str, headers: Headers, form_path: bool) -> bool:
+def _null_origin_form(origin: str, headers: Mapping[str, str], form_path: bool) -> bool:
     """A form on a form path posted from a no-referrer page of this site: ``Origin: null``,
     with a ``Sec-Fetch-Site`` (when the browser sends one) of ``same-origin``."""
     site = headers.get("sec-fetch-site", "same-origin")
@@ -255,7 +287,7 @@ class HttpGuard:
         path = _relative_path(scope)
         if path in self._open:
             return None
-        headers = Headers(scope=scope)
+        headers = request_headers(scope)
         host = headers.get("host", "")
         default_port = _DEFAULT_PORTS.get(scope.get("scheme", "http"), 80)
         if not self._allowed.allows(host, default_port=default_port):

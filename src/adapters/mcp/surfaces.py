@@ -40,12 +40,11 @@ from mcp.server.streamable_http_manager import (
 )
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool
-from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from clarion.adapters.http_guard import HostAllowlist, HttpGuard
+from clarion.adapters.http_guard import HostAllowlist, HttpGuard, request_headers
 from clarion.adapters.mcp import tasks, tools
 from clarion.adapters.mcp.agent import AgentBinding
 from clarion.adapters.mcp.app_card import AppCard
@@ -452,7 +451,7 @@ class SessionLimitGate:
     def _opens_session(self, scope: Scope) -> bool:
         if self._manager.stateless or scope.get("method") != "POST":
             return False
-        headers = Headers(scope=scope)
+        headers = request_headers(scope)
         return is_legacy_request(headers) and "mcp-session-id" not in headers
 
 

@@ -7,7 +7,7 @@ route template, method and status — never question or answer text (docs/observ
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Final
 
 from opentelemetry import trace
@@ -25,16 +25,29 @@ KNOWN_METHODS: Final = frozenset(
     {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
 )
 OTHER_METHOD: Final = "_OTHER"
+_SILENT_PROVIDERS: Final = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
 class OtelTracer:
     """The Tracer port over ``provider`` (default: the global provider, set by the host)."""
 
     def __init__(self, provider: TracerProvider | None = None) -> None:
+        self._provider = provider
         self._tracer = trace.get_tracer(INSTRUMENTATION, tracer_provider=provider)
 
     def span(self, name: str, **attributes: str) -> AbstractContextManager[None]:
+        if not self.may_record():
+            return nullcontext()
         return self._span(name, attributes)
+
+    def may_record(self) -> bool:
+        """False while spans would go nowhere: no provider was given and the host has not set
+        a global one yet (OpenTelemetry's proxy), or the provider is the no-op one. Asked on
+        every span, since the host may set its provider after Clarion was built; skipping a
+        span then skips only the non-recording span OpenTelemetry would have made, whose
+        context is the current one's (#35: a few µs per request with no SDK installed)."""
+        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
+        return not isinstance(provider, _SILENT_PROVIDERS)
 
     @contextmanager
     def _span(self, name: str, attributes: dict[str, str]) -> Iterator[None]:
@@ -51,15 +64,17 @@ class TracingMiddleware:
     (``HTTP template`` for a method outside the known set). The template is the route that
     served the request (:class:`~clarion.adapters.route_label.RouteLabel`), so the span is
     named once the request was served; until then it bears the method alone, as OpenTelemetry's
-    HTTP conventions name a span whose route is not known."""
+    HTTP conventions name a span whose route is not known. While the tracer cannot record
+    (:meth:`OtelTracer.may_record`) the request passes straight through."""
 
     def __init__(self, app: ASGIApp, *, tracer: OtelTracer, routes: Sequence[BaseRoute]) -> None:
         self.app = app
+        self._otel = tracer
         self._tracer = tracer.tracer
         self._label = RouteLabel(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not self._otel.may_record():
             await self.app(scope, receive, send)
             return
         sent = str(scope.get("method", ""))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clarion.adapters.http_guard import request_headers
 from clarion.adapters.rest.errors import failure
 
 MAX_BODY_SCOPE_KEY: Final = "clarion.max_body_bytes"
@@ -40,7 +40,7 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         scope[MAX_BODY_SCOPE_KEY] = self.max_bytes
-        headers = Headers(scope=scope)
+        headers = request_headers(scope)
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send)

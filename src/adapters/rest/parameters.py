@@ -19,10 +19,13 @@ INVALID_PARAMETER = f"invalid parameter: {wire.UNSTORABLE_TEXT}"
 
 def parameters_are_storable(scope: Scope) -> bool:
     """The decoded path and every decoded query name and value are storable text."""
-    query = scope.get("query_string", b"").decode("latin-1")
+    if not wire.is_storable(scope.get("path", "")):
+        return False
+    raw = scope.get("query_string", b"")
+    if not raw:
+        return True  # most requests (every MCP post) carry no query: nothing to decode
     # The same decoding Starlette's QueryParams uses (percent-escapes as UTF-8).
-    pairs = parse_qsl(query, keep_blank_values=True)
-    return wire.is_storable(scope.get("path", "")) and wire.is_storable(pairs)
+    return wire.is_storable(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
 
 
 class StorableParametersMiddleware:
