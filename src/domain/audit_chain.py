@@ -110,10 +110,15 @@ class ChainReport:
         return self.broken is None and self.rows_changed is None
 
 
+# ``json.dumps`` with these options builds this very encoder on every call; every claim
+# encodes one body (issue #34), so it is built once. Same options, same text.
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: Mapping[str, Any]) -> str:
     """The canonical JSON text of ``value``: sorted keys, no insignificant space, non-ASCII
     kept as is (hashed as UTF-8)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def link_hash(prev_hash: str, body: str) -> str:

@@ -502,14 +502,7 @@ class SqlClaimRepository:
         # Read inside the serialized section, so stamps follow commit order.
         now = self._clock.now()
         params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
-        # PostgreSQL: the record is appended by the claim's own statement when its body can
-        # be known beforehand — every response's question among the claimed rows', which
-        # the statement checks (issue #34); else by a statement of its own after it.
-        fold = (
-            self._audit_chain
-            and connection.dialect.name == "postgresql"
-            and answers == len(responses or ())
-        )
+        fold = self._folds_append(connection, answers, responses)
         if fold:
             params["body"] = resolution_body(pending_id, terminal, responses, resolved_by, now)
         statement = self._claim_statement(connection, terminal, answers, fold=fold)
@@ -631,6 +624,20 @@ class SqlClaimRepository:
         return written
 
     # -- the audit chain (issue #34): one record per claim and restore, in its transaction --
+
+    def _folds_append(
+        self, connection: Connection, answers: int, responses: Mapping[str, Answer] | None
+    ) -> bool:
+        """Whether the claim's own statement appends its record: on PostgreSQL, when every
+        response given is bound in the claim (``answers`` of them), so the statement can
+        check that their questions are all among the claimed rows' — which makes the body
+        computed beforehand the claimed rows' body. Otherwise :meth:`_chain_resolution`
+        appends it after the claim, from the rows it returned."""
+        return (
+            self._audit_chain
+            and connection.dialect.name == "postgresql"
+            and answers == len(responses or ())
+        )
 
     def _chain_resolution(
         self,
