@@ -113,11 +113,14 @@ def claim_and_append(claim: DriverStatement, answers: int) -> DriverStatement:
     of the rows the claim takes only when each of those responses' question ids is among
     theirs (``ChainEntry.resolution`` keeps the claimed ones), so the record is appended only
     then — else ``appended`` is false and the caller appends the record of what was claimed.
-    Locks keep their order: the head row is locked by ``head``, which reads ``claimed`` to
-    its end first (its count), so every claimed row is locked before it, as with the append
-    run after the claim; the bundle's session locks come before this statement."""
+    Locks keep their order: the head row is locked by ``head``, whose condition counts
+    ``claimed`` first — reading it to its end, so every claimed row is locked before the
+    head, as with the append run after the claim; the bundle's session locks come before
+    this statement."""
     questions = ", ".join(f"CAST(:question_{n} AS text)" for n in range(answers))
-    taken = "EXISTS (SELECT 1 FROM claimed)"
+    # Counts, not EXISTS: an aggregate reads ``claimed`` to its end, so every row is claimed
+    # (and locked) before ``head`` locks the head row.
+    taken = "(SELECT count(*) FROM claimed) > 0"
     if answers:
         taken += f"""
     AND (SELECT count(DISTINCT c.{CLAIMED_QUESTION}) FROM claimed AS c
