@@ -95,9 +95,13 @@ LEFT JOIN LATERAL (
 
 
 class UniqueRetryClaims(SqlClaimRepository):
-    """The claim with the unique-constraint-and-retry append instead of the head row."""
+    """The claim with the unique-constraint-and-retry append instead of the head row (never
+    folded into the claim's statement)."""
 
     retries = 0
+
+    def _folds_append(self, *_args: Any) -> bool:
+        return False
 
     def _chain_resolution(self, connection: Connection, *args: Any) -> None:
         entry = ChainEntry.resolution(*args)
@@ -257,9 +261,14 @@ def verify_seconds(engine: Engine, count: int) -> float:
 
 @contextmanager
 def _without_chain() -> Iterator[None]:
-    """The answer path with the claim's append skipped (the ``audit_chain=False`` switch the
-    REST harness does not expose)."""
-    with mock.patch.object(SqlClaimRepository, "_chain_resolution", return_value=None):
+    """The answer path with every claim repository built with ``audit_chain=False`` (the
+    switch the REST harness does not expose): no append, folded or not."""
+    build = SqlClaimRepository.__init__
+
+    def without(self: SqlClaimRepository, *args: Any, **kwargs: Any) -> None:
+        build(self, *args, **{**kwargs, "audit_chain": False})
+
+    with mock.patch.object(SqlClaimRepository, "__init__", without):
         yield
 
 

@@ -5,10 +5,12 @@
 written, so the record commits or rolls back with them. The chain stays linear because the
 next position is taken from the scope's one ``audit_heads`` row, which the append locks:
 
-- PostgreSQL: ONE statement — ``INSERT … ON CONFLICT (scope) DO UPDATE … RETURNING`` on the
-  head computes the next ``seq`` and the new hash (``sha256`` in the database, over the same
-  UTF-8 text as :func:`clarion.domain.audit_chain.link_hash`) from the head's latest committed
-  version, and the statement's outer ``INSERT … SELECT`` stores the record. A concurrent
+- PostgreSQL: ``INSERT … ON CONFLICT (scope) DO UPDATE … RETURNING`` on the head computes
+  the next ``seq`` and the new hash (``sha256`` in the database, over the same UTF-8 text as
+  :func:`clarion.domain.audit_chain.link_hash`) from the head's latest committed version, and
+  an ``INSERT … SELECT`` from it stores the record — both inside the claim's own statement
+  (:func:`claim_and_append`) whenever the record's body is known before the claim runs, else
+  in one statement of their own after it (:func:`append_record`). A concurrent
   claim in the same workspace waits on the head row until this transaction ends, then links
   to what it committed: no two records share a ``prev_hash``. Claims in other workspaces do
   not wait. The lock is the transaction's last, taken after the bundle's session locks, so
@@ -28,6 +30,7 @@ import re
 from collections.abc import Collection, Iterator
 from typing import Any, Final
 
+import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
@@ -35,6 +38,7 @@ from clarion.adapters.sql.engine import SQLITE_LINK_HASH, check_engine, read_tra
 from clarion.adapters.sql.metadata_sql import is_clarification
 from clarion.adapters.sql.records import select_messages
 from clarion.adapters.sql.schema import audit_chain, audit_heads, messages
+from clarion.adapters.sql.statements import CLAIMED_QUESTION, DriverStatement
 from clarion.domain.audit_chain import (
     GENESIS_HASH,
     ChainEntry,
@@ -58,14 +62,12 @@ _SCOPE: Final = """coalesce((
 
 def _driver_sql(sql: str) -> str:
     """``sql`` with its ``:name`` parameters in psycopg's ``%(name)s`` style."""
-    return re.sub(r"(?<!:):([a-z_]+)", r"%(\1)s", sql)
+    return re.sub(r"(?<!:):([a-z_][a-z0-9_]*)", r"%(\1)s", sql)
 
 
-# Both statements go to the driver as they are (``exec_driver_sql``: no compilation, no result
-# set-up), the append being the one statement every claim adds: sqlite3 takes ``:name``.
-_PG_APPEND: Final = _driver_sql(f"""
-WITH target AS (SELECT {_SCOPE} AS scope),
-head AS (
+# The head's move on PostgreSQL (the CTE ``head``) and the record's insert from it, below a
+# ``target`` CTE naming the scope (no row: nothing is appended).
+_PG_HEAD: Final = """head AS (
     INSERT INTO audit_heads (scope, seq, prev_hash, hash)
     SELECT scope, 1, CAST(:genesis AS text),
            encode(sha256(convert_to(CAST(:genesis AS text) || CAST(:body AS text), 'UTF8')),
@@ -77,10 +79,64 @@ head AS (
         hash = encode(sha256(convert_to(audit_heads.hash || CAST(:body AS text), 'UTF8')),
                       'hex')
     RETURNING scope, seq, prev_hash, hash
-)
-INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
-SELECT scope, seq, CAST(:pending_id AS text), prev_hash, hash, CAST(:body AS text) FROM head
+)"""
+_PG_RECORD: Final = """INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
+SELECT scope, seq, CAST(:pending_id AS text), prev_hash, hash, CAST(:body AS text) FROM head"""
+
+# Both statements go to the driver as they are (``exec_driver_sql``: no compilation, no result
+# set-up), the append being the one statement every claim adds: sqlite3 takes ``:name``.
+_PG_APPEND: Final = _driver_sql(f"""
+WITH target AS (SELECT {_SCOPE} AS scope),
+{_PG_HEAD}
+{_PG_RECORD}
 """)
+
+# The claimed rows' scope, as ``ChainEntry.resolution`` finds it from them: the smallest
+# non-empty task id in code-point order (``resolve_task_id``), else the first row's session's.
+_CLAIMED_SCOPE: Final = """coalesce((
+    SELECT t.workspace_id FROM tasks AS t
+    WHERE t.id = coalesce(
+        (SELECT min(nullif(c.task_id, '') COLLATE "C") FROM claimed AS c),
+        (SELECT s.task_id FROM task_sessions AS s
+         WHERE s.id = (SELECT c.task_session_id FROM claimed AS c LIMIT 1))
+    )
+), '')"""
+
+
+def claim_and_append(claim: DriverStatement, answers: int) -> DriverStatement:
+    """PostgreSQL: the claim ``claim`` (an UPDATE … RETURNING whose last column is
+    ``statements.CLAIMED_QUESTION``, its ``question_<n>`` bound for ``answers``) and the
+    append of its record (bound as ``body``) as ONE statement, saving the append's round
+    trip (issue #34). Each returned row is a claimed row plus ``appended``.
+
+    The body is computed before the claim runs, from every response given; it is the body
+    of the rows the claim takes only when each of those responses' question ids is among
+    theirs (``ChainEntry.resolution`` keeps the claimed ones), so the record is appended only
+    then — else ``appended`` is false and the caller appends the record of what was claimed.
+    Locks keep their order: the head row is locked by ``head``, whose condition counts
+    ``claimed`` first — reading it to its end, so every claimed row is locked before the
+    head, as with the append run after the claim; the bundle's session locks come before
+    this statement."""
+    questions = ", ".join(f"CAST(:question_{n} AS text)" for n in range(answers))
+    # Counts, not EXISTS: an aggregate reads ``claimed`` to its end, so every row is claimed
+    # (and locked) before ``head`` locks the head row.
+    taken = "(SELECT count(*) FROM claimed) > 0"
+    if answers:
+        taken += f"""
+    AND (SELECT count(DISTINCT c.{CLAIMED_QUESTION}) FROM claimed AS c
+         WHERE c.{CLAIMED_QUESTION} IN ({questions})) = {answers}"""
+    chained = _driver_sql(f"""target AS (SELECT {_CLAIMED_SCOPE} AS scope WHERE {taken}),
+{_PG_HEAD},
+record AS ({_PG_RECORD})
+SELECT claimed.*, EXISTS (SELECT 1 FROM head) AS appended FROM claimed""")
+    return attrs.evolve(
+        claim,
+        sql=f"WITH claimed AS (\n{claim.sql}\n),\n{chained}",
+        binds={**claim.binds, "body": None},
+        constants={**claim.constants, "genesis": GENESIS_HASH},
+        results=(*claim.results, None),
+    )
+
 
 _SQLITE_APPEND: Final = f"""
 INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
@@ -191,4 +247,4 @@ class SqlAuditChain:
             return {row.pending_id: _record(row) for row in connection.execute(statement)}
 
 
-__all__ = ["SqlAuditChain", "append_record"]
+__all__ = ["SqlAuditChain", "append_record", "claim_and_append"]

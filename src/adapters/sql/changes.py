@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from clarion.domain.model import ANSWERED, Answer
 from clarion.domain.transitions import RESPONSE, claim_values
+
+# What ``json.dumps(value, ensure_ascii=False)`` builds on every call, built once (the claim
+# encodes every response, issue #34).
+_JSON: Final = json.JSONEncoder(ensure_ascii=False)
 
 
 def claim_parameters(
@@ -23,7 +27,5 @@ def claim_parameters(
     params: dict[str, Any] = {}
     for n, (question_id, answer) in enumerate(sorted((responses or {}).items())):
         params[f"question_{n}"] = question_id
-        params[f"response_{n}"] = json.dumps(
-            claim_values(terminal, answer)[RESPONSE], ensure_ascii=False
-        )
+        params[f"response_{n}"] = _JSON.encode(claim_values(terminal, answer)[RESPONSE])
     return len(params) // 2, params

@@ -8,6 +8,8 @@ Every transition is one write transaction that first takes the bundle's session 
   and whose ``SET`` writes the terminal status, the response (answered only), the delivery
   marker and ``updated_at``. The returned rows decide: none means the claim was lost; a row
   without a question id or without a response rolls the whole claim back (facts §4.5, R4a).
+  It is compiled once per shape and dialect and sent straight to the driver; on PostgreSQL
+  the same statement also appends the audit record (issue #34, :mod:`.audit`).
 - Finalize, restore, expire, cancel and detach read the rows they may touch, compute their
   new metadata with :mod:`clarion.domain.transitions` (as the in-memory reference does), and
   write them with one conditional ``UPDATE`` repeating the transition's whole guard; fewer
@@ -26,7 +28,7 @@ import structlog
 from sqlalchemy.engine import Connection, Engine
 
 from clarion.adapters.sql import approvals, changes, statements
-from clarion.adapters.sql.audit import append_record
+from clarion.adapters.sql.audit import append_record, claim_and_append
 from clarion.adapters.sql.engine import (
     check_engine,
     for_writes,
@@ -47,7 +49,7 @@ from clarion.adapters.sql.records import (
     resolver_values,
     update_session_state,
 )
-from clarion.adapters.sql.statements import Guard
+from clarion.adapters.sql.statements import DriverStatement, Guard
 from clarion.adapters.sql.visibility import Seen, task_visibility
 from clarion.domain import transitions
 from clarion.domain.approvals import (
@@ -64,7 +66,7 @@ from clarion.domain.approvals import (
     earlier_vote,
     tally,
 )
-from clarion.domain.audit_chain import ChainEntry
+from clarion.domain.audit_chain import ChainEntry, resolution_body
 from clarion.domain.errors import ClaimError, NotFound, Resource
 from clarion.domain.history import ResolvedPage, ResolvedQuery
 from clarion.domain.listing import ListPage, ListQuery, PendingSummary, Visibility
@@ -192,6 +194,24 @@ class SqlClaimRepository:
         self._lease = lease
         # Issue #34: every claim and restore appends its audit record (off only to measure).
         self._audit_chain = audit_chain
+        self._claims: dict[tuple[str, int, bool], DriverStatement] = {}
+
+    def _claim_statement(
+        self, connection: Connection, terminal: str, answers: int, *, fold: bool
+    ) -> DriverStatement:
+        """The claim's UPDATE for ``terminal`` and ``answers`` — with ``fold``, the audit
+        append folded in (PostgreSQL, :func:`clarion.adapters.sql.audit.claim_and_append`) —
+        compiled once for this engine's dialect (issue #34: the claim pays for no
+        per-call compilation step)."""
+        key = (terminal, answers, fold)
+        found = self._claims.get(key)
+        if found is None:
+            claim = statements.claim(terminal, answers, question_ids=fold)
+            found = DriverStatement.compile(claim, connection.dialect)
+            if fold:
+                found = claim_and_append(found, answers)
+            self._claims[key] = found
+        return found
 
     def _bits(self, event: str) -> int:
         """The ``event_bits`` a transition causing ``event`` marks its rows with."""
@@ -482,14 +502,19 @@ class SqlClaimRepository:
         # Read inside the serialized section, so stamps follow commit order.
         now = self._clock.now()
         params.update(pending_id=pending_id, terminal=terminal, updated_at=now)
-        returned = connection.execute(statements.claim(terminal, answers), params)
+        fold = self._folds_append(connection, answers, responses)
+        if fold:
+            params["body"] = resolution_body(pending_id, terminal, responses, resolved_by, now)
+        statement = self._claim_statement(connection, terminal, answers, fold=fold)
+        returned = statement.rows(connection, params)
         rows = [parse_row(message_record_at(row)) for row in returned]
         if not rows:
             return ClaimResult(claimed=False)
         # Raising here rolls the whole claim back: nothing persists (§4.5, R4a).
         for row in rows:
             transitions.claimed_answer(row.id, row.question_id, terminal, responses)
-        self._chain_resolution(connection, rows, terminal, responses, resolved_by, now)
+        if not (fold and returned[0][-1]):
+            self._chain_resolution(connection, rows, terminal, responses, resolved_by, now)
         return ClaimResult(claimed=True, rows=order_rows(rows), responded_at=now)
 
     def finalize_delivery(
@@ -599,6 +624,20 @@ class SqlClaimRepository:
         return written
 
     # -- the audit chain (issue #34): one record per claim and restore, in its transaction --
+
+    def _folds_append(
+        self, connection: Connection, answers: int, responses: Mapping[str, Answer] | None
+    ) -> bool:
+        """Whether the claim's own statement appends its record: on PostgreSQL, when every
+        response given is bound in the claim (``answers`` of them), so the statement can
+        check that their questions are all among the claimed rows' — which makes the body
+        computed beforehand the claimed rows' body. Otherwise :meth:`_chain_resolution`
+        appends it after the claim, from the rows it returned."""
+        return (
+            self._audit_chain
+            and connection.dialect.name == "postgresql"
+            and answers == len(responses or ())
+        )
 
     def _chain_resolution(
         self,

@@ -11,10 +11,13 @@ event a transition marks its rows with, :mod:`clarion.adapters.sql.outbox`) and
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+import attrs
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.approvals import EXTRAS_COLUMNS
@@ -331,8 +334,11 @@ def resume_records() -> sa.Select[Any]:
     )
 
 
+CLAIMED_QUESTION: Final = "claimed_question_id"
+
+
 @cache
-def claim(terminal: str, answers: int) -> sa.Update:
+def claim(terminal: str, answers: int, *, question_ids: bool = False) -> sa.Update:
     """The claim (facts §4.5) as ONE conditional UPDATE … RETURNING: every claimable row
     (the ``claimable`` guard) takes ``terminal``, the delivery marker, ``updated_at``, who
     resolved (the ``resolver_*`` columns, bound by the same names; NULL when not recorded;
@@ -340,7 +346,9 @@ def claim(terminal: str, answers: int) -> sa.Update:
     :mod:`clarion.adapters.sql.outbox`), the process whose lease it was made under
     (``delivery_process``, NULL for none; issue #28) and — answered only — the response
     bound for its question id (``question_<n>`` → ``response_<n>``, JSON text; NULL when none
-    was given, which the caller refuses)."""
+    was given, which the caller refuses). With ``question_ids``, every returned row also
+    carries its question id as :data:`CLAIMED_QUESTION`, after :data:`MESSAGE_COLUMNS` (what
+    the audit append folded into the claim checks, issue #34)."""
     values: dict[str, Any] = {
         STATUS: _param("terminal"),
         DELIVERY_PENDING: AsJson(const("true")),
@@ -354,6 +362,9 @@ def claim(terminal: str, answers: int) -> sa.Update:
             else_=sa.null(),
         )
         values[RESPONSE] = AsJson(by_question) if answers else AsJson(sa.null())
+    returned: list[Any] = list(MESSAGE_COLUMNS)
+    if question_ids:
+        returned.append(question_id_of(m).label(CLAIMED_QUESTION))
     return (
         sa.update(m)
         .where(guard("claimable"))
@@ -364,5 +375,68 @@ def claim(terminal: str, answers: int) -> sa.Update:
             delivery_process=_param("delivery_process"),
             **{name: _param(name) for name in RESOLVER_COLUMNS},
         )
-        .returning(*MESSAGE_COLUMNS)
+        .returning(*returned)
     )
+
+
+@attrs.frozen
+class DriverStatement:
+    """A cached statement compiled ONCE for one dialect, run with ``exec_driver_sql``.
+
+    ``Connection.execute`` of even a cached statement regenerates its cache key, constructs
+    its parameters and sets up its result processing on every call — on the claim, which runs
+    it once per resolution, that is a measurable share of the whole transaction (issue #34).
+    Here the SQL text, the order of its bound names, each bind's and each returned column's
+    type processor are taken from one compilation, so a call only processes values: the same
+    SQL, the same bound values and the same Python values back as ``execute`` gives.
+    ``before_cursor_execute`` listeners still see every statement.
+    """
+
+    sql: str
+    positional: tuple[str, ...] | None  # the bound names in order (qmark), None when named
+    binds: Mapping[str, Callable[[Any], Any] | None]  # every required bind's processor
+    constants: Mapping[str, Any]  # the compiled-in bound values, processed once
+    results: tuple[Callable[[Any], Any] | None, ...]  # each returned column's processor
+
+    @classmethod
+    def compile(cls, statement: sa.Select[Any] | sa.Update, dialect: Dialect) -> DriverStatement:
+        """``statement`` compiled for ``dialect``; its bound values plain ones (no expanding
+        IN lists), its returned columns' types ones whose results need no driver type code
+        (every column Clarion reads)."""
+        compiled = statement.compile(dialect=dialect)
+        binds: dict[str, Callable[[Any], Any] | None] = {}
+        constants: dict[str, Any] = {}
+        for bind, name in compiled.bind_names.items():
+            if bind.expanding or bind.literal_execute:
+                raise ValueError(f"{name}: only plain bound values run as driver SQL")
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if bind.required:
+                binds[name] = process
+            else:
+                value = bind.effective_value
+                constants[name] = process(value) if process is not None else value
+        results = tuple(
+            column.type.dialect_impl(dialect).result_processor(dialect, None)
+            for column in statement.exported_columns
+        )
+        positional = tuple(compiled.positiontup or ()) if compiled.positional else None
+        return cls(compiled.string, positional, binds, constants, results)
+
+    def rows(self, connection: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run with ``params`` (every required bound name) and return the processed rows."""
+        values = dict(self.constants)
+        for name, process in self.binds.items():
+            value = params[name]
+            values[name] = value if process is None else process(value)
+        bound: Any = (
+            values if self.positional is None else tuple(values[name] for name in self.positional)
+        )
+        found = connection.exec_driver_sql(self.sql, bound).fetchall()
+        processors = self.results
+        return [
+            tuple(
+                value if process is None else process(value)
+                for process, value in zip(processors, row, strict=True)
+            )
+            for row in found
+        ]
