@@ -13,15 +13,17 @@ On SQLite ``BEGIN IMMEDIATE`` already serializes every write transaction databas
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 
 from clarion.adapters.sql.metadata_sql import is_clarification, pending_id_of
 from clarion.adapters.sql.schema import messages, task_sessions
+from clarion.adapters.sql.statements import DriverStatement
 
 LOCK_PREFIX = "task-session-turn:"
 
@@ -72,10 +74,19 @@ def lock_sessions(connection: Connection, session_ids: Iterable[str]) -> None:
         connection.execute(_advisory_lock(), {"lock_name": LOCK_PREFIX + session_id})
 
 
+# The bundle lock compiled once per dialect (engine) and sent to the driver: it opens every
+# claim, and ``Connection.execute`` would rebuild its cache key and result set-up each time
+# (issue #34, as the claim's own UPDATE).
+_LOCK_BUNDLE: weakref.WeakKeyDictionary[Dialect, DriverStatement] = weakref.WeakKeyDictionary()
+
+
 def lock_bundle(connection: Connection, pending_id: str) -> tuple[str, ...]:
     """Lock every session holding a clarification row of ``pending_id`` (advisory lock, then
     the session row ``FOR UPDATE``); returns their ids. A no-op on SQLite."""
     if not _is_postgresql(connection):
         return ()
-    found = connection.execute(_lock_bundle(), {"pending_id": pending_id}).scalars()
-    return tuple(found)
+    dialect = connection.dialect
+    statement = _LOCK_BUNDLE.get(dialect)
+    if statement is None:
+        statement = _LOCK_BUNDLE[dialect] = DriverStatement.compile(_lock_bundle(), dialect)
+    return tuple(str(row[0]) for row in statement.rows(connection, {"pending_id": pending_id}))
