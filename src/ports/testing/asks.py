@@ -68,6 +68,36 @@ def claimed(world: ContractWorld, pending_id: str) -> tuple[str, ...]:
     return result.claimed_ids
 
 
+def settled_bundles(world: ContractWorld) -> list[str]:
+    """Bundles whose asks no longer wait, each named as its pending id: answered (then
+    superseded: the answer stands), cancelled, expired, superseded, on a session that ended
+    (no expiry written), and one that does not exist."""
+    answered = world.bundle_in_new_session("answered")
+    finished = world.claims.finalize_delivery("answered", ANSWERED, claimed(world, "answered"))
+    assert finished
+    world.host.start_turn(answered.session_id)
+    cancelled = world.bundle_in_new_session("cancelled")
+    assert world.claims.cancel_active_bundle(cancelled.session_id, "cancelled")
+    expired = world.bundle_in_new_session("expired")
+    assert world.claims.expire_active_bundle(expired.session_id, "expired")
+    superseded = world.bundle_in_new_session("superseded", questions=2)
+    world.host.start_turn(superseded.session_id)
+    ended = world.bundle_in_new_session("ended")
+    assert world.host.set_session_state(ended.session_id, SessionState.FAILED)
+    return ["answered", "cancelled", "expired", "superseded", "ended", "gone"]
+
+
+def waiting_bundles(world: ContractWorld) -> list[str]:
+    """Bundles whose asks still wait: pending (two questions), being delivered (the claim may
+    yet be restored) and detached from its session."""
+    world.bundle_in_new_session("pending", questions=2)
+    world.bundle_in_new_session("delivering")
+    claimed(world, "delivering")
+    detached = world.bundle_in_new_session("detached")
+    assert world.claims.detach_active_bundles(detached.session_id)
+    return ["pending", "delivering", "detached"]
+
+
 class AskRecordsContract:
     """Agent asks. Provide a ``records`` fixture (a fresh, empty store) and a ``world``
     fixture whose claim repository keeps its bundles where ``records`` looks for them."""
@@ -146,19 +176,7 @@ class AskRecordsContract:
     def test_returned_lists_every_ask_whose_bundle_no_longer_waits(
         self, world: ContractWorld, records: AskRecords
     ) -> None:
-        answered = world.bundle_in_new_session("answered")
-        finished = world.claims.finalize_delivery("answered", ANSWERED, claimed(world, "answered"))
-        assert finished
-        world.host.start_turn(answered.session_id)  # the answer stands, superseded or not
-        cancelled = world.bundle_in_new_session("cancelled")
-        assert world.claims.cancel_active_bundle(cancelled.session_id, "cancelled")
-        expired = world.bundle_in_new_session("expired")
-        assert world.claims.expire_active_bundle(expired.session_id, "expired")
-        superseded = world.bundle_in_new_session("superseded", questions=2)
-        world.host.start_turn(superseded.session_id)
-        ended = world.bundle_in_new_session("ended")  # terminal, no expiry written
-        assert world.host.set_session_state(ended.session_id, SessionState.FAILED)
-        names = ["answered", "cancelled", "expired", "superseded", "ended", "gone"]
+        names = settled_bundles(world)
         for minutes, name in enumerate(names):
             asked(records, name, name, minutes)
         assert listed(records) == names
@@ -166,13 +184,9 @@ class AskRecordsContract:
     def test_returned_leaves_out_asks_whose_bundle_still_waits(
         self, world: ContractWorld, records: AskRecords
     ) -> None:
-        world.bundle_in_new_session("pending", questions=2)
-        world.bundle_in_new_session("delivering")
-        claimed(world, "delivering")  # the claim may yet be restored
-        detached = world.bundle_in_new_session("detached")
-        assert world.claims.detach_active_bundles(detached.session_id)
+        names = waiting_bundles(world)
         world.bundle_in_new_session("later")
-        for minutes, name in enumerate(["pending", "delivering", "detached", "later"]):
+        for minutes, name in enumerate([*names, "later"]):
             asked(records, name, name, minutes)
         assert listed(records) == []
         world.claims.finalize_delivery("later", ANSWERED, claimed(world, "later"))
@@ -182,25 +196,8 @@ class AskRecordsContract:
         self, world: ContractWorld, records: AskRecords
     ) -> None:
         """``probe`` reads the record ``get`` reads; ``waits`` is True for the bundles
-        ``returned`` leaves out (pending, being delivered, detached) and False for every one
-        it lists (answered, cancelled, expired, superseded, on an ended session, gone)."""
-        world.bundle_in_new_session("pending", questions=2)
-        world.bundle_in_new_session("delivering")
-        claimed(world, "delivering")
-        detached = world.bundle_in_new_session("detached")
-        assert world.claims.detach_active_bundles(detached.session_id)
-        world.bundle_in_new_session("answered")
-        world.claims.finalize_delivery("answered", ANSWERED, claimed(world, "answered"))
-        cancelled = world.bundle_in_new_session("cancelled")
-        assert world.claims.cancel_active_bundle(cancelled.session_id, "cancelled")
-        expired = world.bundle_in_new_session("expired")
-        assert world.claims.expire_active_bundle(expired.session_id, "expired")
-        superseded = world.bundle_in_new_session("superseded", questions=2)
-        world.host.start_turn(superseded.session_id)
-        ended = world.bundle_in_new_session("ended")
-        assert world.host.set_session_state(ended.session_id, SessionState.FAILED)
-        waiting = ["pending", "delivering", "detached"]
-        settled = ["answered", "cancelled", "expired", "superseded", "ended", "gone"]
+        ``returned`` leaves out and False for every one it lists."""
+        waiting, settled = waiting_bundles(world), settled_bundles(world)
         for minutes, name in enumerate(waiting + settled):
             asked(records, name, name, minutes)
         records.move("pending", (AskState.OPEN,), AskState.CANCELLED)  # the record's own state
