@@ -162,6 +162,21 @@ def test_returning_an_ask_probes_its_earlier_asks_bundles_by_pending_id(
     assert _full_scans(engine, statements) == []
 
 
+def test_a_tasks_get_probe_reads_its_bundle_by_pending_id(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #35: a poll's probe tells a waiting ask from one that may be settled by the same
+    probes of its bundle, never a read of the message history."""
+    records = SqlAskRecords(engine)
+    records.reserve(ask_record("a-2", minutes=2, pending_id="p-2"))
+    records.reserve(ask_record("a-3", key=retry_key("", {"n": 3}), pending_id="p-3"))
+    world.host.start_turn(world.bundle("p-3").rows[0].session_id)  # p-3 no longer waits
+    statements = _captured(engine, lambda: (records.probe("a-2"), records.probe("a-3")))
+    probes = [records.probe(ask_id) for ask_id in ("a-2", "a-3")]
+    assert [probe.waits for probe in probes if probe is not None] == [True, False]
+    assert _full_scans(engine, statements) == []
+
+
 def test_the_claim_never_scans_the_messages(engine: Engine, world: ContractWorld) -> None:
     answers = answers_for(world.bundle("p-2"))
 
