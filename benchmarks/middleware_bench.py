@@ -315,7 +315,9 @@ async def measure(*, requests: int, rounds: int, auth: bool) -> list[Figures]:
 @contextlib.contextmanager
 def logged_to_nowhere() -> Iterator[None]:
     """Log lines rendered as ``clarion serve --log-format json`` renders them, written to
-    ``/dev/null``; the logging configuration before is back afterwards."""
+    ``/dev/null``; the logging configuration before is back afterwards — but not for the
+    module-level structlog loggers first used meanwhile, which keep the configuration they
+    were cached with (``cache_logger_on_first_use``): run the bench as a process of its own."""
     config = structlog.get_config()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
