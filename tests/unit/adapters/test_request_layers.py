@@ -18,6 +18,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from clarion.adapters.http_guard import request_headers
 from clarion.adapters.otel import OtelTracer, TracingMiddleware
+from clarion.adapters.rest import request_log
 from clarion.adapters.rest.parameters import parameters_are_storable
 from clarion.adapters.rest.request_log import RequestLogMiddleware
 
@@ -74,8 +75,11 @@ async def _served(app: Any, scope: dict[str, Any]) -> list[Message]:
     [(None, None), (b"abc-123.X_y", "abc-123.X_y"), (b"not acceptable!", None), (b"x" * 65, None)],
 )
 async def test_the_request_id_is_the_callers_short_token_or_32_new_hex_digits(
-    offered: bytes | None, echoed: str | None
+    offered: bytes | None, echoed: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A fresh module logger: one first used under another test's configuration (the CLI's
+    # configure_logging caches loggers on first use) would log past capture_logs.
+    monkeypatch.setattr(request_log, "log", structlog.get_logger(request_log.__name__))
     seen: dict[str, object] = {}
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
