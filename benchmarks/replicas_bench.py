@@ -11,7 +11,8 @@ What runs, all in this one asyncio (anyio) client process against real server pr
 - agents, round robin over the replicas and over five kinds: the in-session endpoint
   ``/mcp/session/{id}`` in the 2026-07-28 and the 2025-11-25 era, ``/mcp/agent`` in both eras,
   and ``/mcp/agent`` with the MCP tasks extension (2026-07-28: the call returns a task at once,
-  the agent polls ``tasks/get`` every ``--task-poll`` seconds). Each asks one question whose
+  the agent polls ``tasks/get`` every ``pollIntervalMs`` the task advises, as the extension
+  asks of clients, or every ``--task-poll`` seconds when given). Each asks one question whose
   prompt names it, so the ``bundle.created`` event tells which agent parked;
 - E ``/api/v1/events`` streams spread over the replicas, counting every event they receive;
 - one notification route (``webhook:`` to a sink on loopback that answers 204 and counts);
@@ -96,6 +97,8 @@ AGENT_TIMEOUT: Final = httpx2.Timeout(60, read=None)
 PARKING: Final = 25  # agents connecting at once
 PROMPT: Final = "Agent {}: which way?"
 WEBHOOK_GRACE_S: Final = 5.0
+# The answer window's allowance for task agents polling as their task advises (2 s here).
+MAX_ADVISED_POLL_S: Final = 5.0
 
 
 def _question(number: int) -> dict[str, Any]:
@@ -141,7 +144,7 @@ class Sizes:
     streams: int
     rate: float
     list_every: float
-    task_poll: float
+    task_poll: float | None  # None: the interval the server advises (``pollIntervalMs``)
     kinds: tuple[str, ...] = KINDS
     background_s: float = 4.0
     floor_updates: int = 500
@@ -157,7 +160,7 @@ class Agent:
     replica: Replica
     session_id: str = ""
     pending_id: str = ""
-    poll: float = 1.0
+    poll: float | None = None  # None: the task's own ``pollIntervalMs``
     woke: float = 0.0
     error: str = ""
     parked: anyio.Event = attrs.Factory(anyio.Event)
@@ -197,14 +200,23 @@ class Agent:
         async with httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http:
             created = await call_ask(http, self.url, ASK, args)
             task_id = created["taskId"]
+            poll = self.poll if self.poll is not None else advised_poll_s(created)
             while True:
                 polled = await task_method(http, self.url, "tasks/get", task_id)
                 if polled.get("status") != "working":
                     self.woke = time.perf_counter()
                     break
-                await anyio.sleep(self.poll)
+                await anyio.sleep(poll)
         if polled.get("status") != "completed":
             self.error = f"task ended {polled}"[:200]
+
+
+def advised_poll_s(task: dict[str, Any]) -> float:
+    """The poll period a task advises in ``pollIntervalMs`` (seconds), else 1 s."""
+    advised = task.get("pollIntervalMs")
+    if isinstance(advised, int | float) and not isinstance(advised, bool) and advised > 0:
+        return advised / 1000
+    return 1.0
 
 
 @attrs.define
@@ -494,7 +506,7 @@ async def _window(
                 await anyio.sleep(max(0.0, started + slot / sizes.rate - time.perf_counter()))
                 answerer = replicas[(replicas.index(agent.replica) + 1) % len(replicas)]
                 tasks.start_soon(_answer, http, answerer, agent, sent)
-            with anyio.fail_after(60 + 2 * sizes.task_poll):
+            with anyio.fail_after(60 + 2 * (sizes.task_poll or MAX_ADVISED_POLL_S)):
                 for agent in agents:
                     await agent.done.wait()
     ended = max([agent.woke for agent in agents if agent.woke] or [time.perf_counter()])
@@ -772,7 +784,12 @@ def report(figures: dict[str, Any]) -> str:
         f"{len(figures['errors'])} errors)",
         f"answer-to-wake: p50 {figures['wake_ms']['p50']:.1f} ms, p99 "
         f"{figures['wake_ms']['p99']:.1f} ms (blocking agents); task agents to 'completed' "
-        f"p50 {figures['task_wake_ms']['p50']:.0f} ms (poll every {sizes['task_poll']:g} s)",
+        f"p50 {figures['task_wake_ms']['p50']:.0f} ms (poll "
+        + (
+            f"every {sizes['task_poll']:g} s)"
+            if sizes["task_poll"] is not None
+            else "as the server advises)"
+        ),
         "  p50 by kind: "
         + ", ".join(f"{k} {v:.0f} ms" for k, v in figures["wake_ms_p50_by_kind"].items()),
         f"server CPU per answer: {server:.2f} ms (all replicas); " + _database_cpu(figures),
@@ -819,7 +836,12 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     parser.add_argument("--streams", type=int, default=30, help="open event streams")
     parser.add_argument("--rate", type=float, default=25.0, help="offered answers per second")
     parser.add_argument("--list-every", type=float, default=0.5, help="list sample period (s)")
-    parser.add_argument("--task-poll", type=float, default=1.0, help="tasks/get period (s)")
+    parser.add_argument(
+        "--task-poll",
+        type=float,
+        default=None,
+        help="tasks/get period (s); default: the task's advised pollIntervalMs",
+    )
     parser.add_argument(
         "--background", type=float, default=4.0, help="parked fleet's idle period measured (s)"
     )

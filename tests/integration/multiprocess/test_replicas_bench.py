@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from benchmarks.replicas_bench import KINDS, main
+from benchmarks.replicas_bench import KINDS, advised_poll_s, main
 
 
 @pytest.fixture(name="structlog_restored")
@@ -39,6 +39,7 @@ def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
     assert figures["answers_per_s"] > 0
     assert 0 < figures["wake_ms"]["p50"] <= figures["wake_ms"]["p99"]
     assert figures["task_wake_ms"]["p50"] > 0
+    assert sizes["task_poll"] is None  # as each task advises
     assert figures["server_cpu_ms_per_answer"] > 0
     assert figures["database_cpu_ms_per_answer"] >= 0
     assert figures["client_cpu_ms_per_s"] > 0
@@ -50,3 +51,22 @@ def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
     assert figures["streams_connected"] == sizes["streams"]
     assert figures["events_received"] > 0
     assert figures["webhooks_received"] > 0
+
+
+@pytest.mark.parametrize(
+    ("task", "seconds"),
+    [
+        ({"pollIntervalMs": 2000}, 2.0),
+        ({"pollIntervalMs": 250.0}, 0.25),
+        ({}, 1.0),
+        ({"pollIntervalMs": 0}, 1.0),
+        ({"pollIntervalMs": -5}, 1.0),
+        ({"pollIntervalMs": True}, 1.0),
+        ({"pollIntervalMs": "2000"}, 1.0),
+    ],
+)
+def test_task_agents_poll_as_their_task_advises(task: dict[str, object], seconds: float) -> None:
+    """The bench's task agents are well-behaved clients of the tasks extension: they poll at
+    the ``pollIntervalMs`` the task advises (Clarion advises 2 s), 1 s when it advises none
+    usable, unless ``--task-poll`` says otherwise."""
+    assert advised_poll_s(task) == seconds
