@@ -34,6 +34,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from clarion.adapters.sql.driver import driver_rows
 from clarion.adapters.sql.engine import SQLITE_LINK_HASH, check_engine, read_transaction
 from clarion.adapters.sql.metadata_sql import is_clarification
 from clarion.adapters.sql.records import select_messages
@@ -83,7 +84,7 @@ _PG_HEAD: Final = """head AS (
 _PG_RECORD: Final = """INSERT INTO audit_chain (scope, seq, pending_id, prev_hash, hash, body)
 SELECT scope, seq, CAST(:pending_id AS text), prev_hash, hash, CAST(:body AS text) FROM head"""
 
-# Both statements go to the driver as they are (``exec_driver_sql``: no compilation, no result
+# Both statements go to the driver as they are (:func:`driver_rows`: no compilation, no result
 # set-up), the append being the one statement every claim adds: sqlite3 takes ``:name``.
 _PG_APPEND: Final = _driver_sql(f"""
 WITH target AS (SELECT {_SCOPE} AS scope),
@@ -160,7 +161,7 @@ def append_record(connection: Connection, entry: ChainEntry) -> None:
         "genesis": GENESIS_HASH,
     }
     postgresql = connection.dialect.name == "postgresql"
-    connection.exec_driver_sql(_PG_APPEND if postgresql else _SQLITE_APPEND, params)
+    driver_rows(connection, _PG_APPEND if postgresql else _SQLITE_APPEND, params)
 
 
 def _record(row: Any) -> ChainRecord:

@@ -33,6 +33,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
+from clarion.adapters.sql.driver import driver_rows
 from clarion.domain.audit_chain import link_hash
 from clarion.ports.system import Clock, IdGenerator
 
@@ -138,13 +139,13 @@ def _configure_sqlite(engine: Engine, synchronous: SqliteSynchronous, database: 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         if not connection.get_execution_options().get(_WRITE_OPTION, False):
-            connection.exec_driver_sql("BEGIN")
+            driver_rows(connection, "BEGIN")
             return
         if not writer.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
             raise TimeoutError("timed out waiting for the SQLite writer lock")
         connection.info[_HOLDS_WRITER] = True
         try:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            driver_rows(connection, "BEGIN IMMEDIATE")
         except BaseException:
             connection.info.pop(_HOLDS_WRITER, None)
             writer.release()

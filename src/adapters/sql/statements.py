@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.adapters.sql.approvals import EXTRAS_COLUMNS
+from clarion.adapters.sql.driver import driver_rows
 from clarion.adapters.sql.metadata_sql import (
     AsJson,
     Inline,
@@ -381,7 +382,8 @@ def claim(terminal: str, answers: int, *, question_ids: bool = False) -> sa.Upda
 
 @attrs.frozen
 class DriverStatement:
-    """A cached statement compiled ONCE for one dialect, run with ``exec_driver_sql``.
+    """A cached statement compiled ONCE for one dialect, run on the driver's cursor
+    (:func:`clarion.adapters.sql.driver.driver_rows`).
 
     ``Connection.execute`` of even a cached statement regenerates its cache key, constructs
     its parameters and sets up its result processing on every call — on the claim, which runs
@@ -389,7 +391,8 @@ class DriverStatement:
     Here the SQL text, the order of its bound names, each bind's and each returned column's
     type processor are taken from one compilation, so a call only processes values: the same
     SQL, the same bound values and the same Python values back as ``execute`` gives.
-    ``before_cursor_execute`` listeners still see every statement.
+    ``before_cursor_execute`` listeners still see every statement, and driver errors are
+    raised as SQLAlchemy's.
     """
 
     sql: str
@@ -431,7 +434,7 @@ class DriverStatement:
         bound: Any = (
             values if self.positional is None else tuple(values[name] for name in self.positional)
         )
-        found = connection.exec_driver_sql(self.sql, bound).fetchall()
+        found = driver_rows(connection, self.sql, bound)
         processors = self.results
         return [
             tuple(
