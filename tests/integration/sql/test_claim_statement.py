@@ -1,6 +1,6 @@
 """The claim's statement as the driver runs it (issue #34), on SQLite and PostgreSQL.
 
-The claim's UPDATE is compiled once per dialect and run with ``exec_driver_sql``
+The claim's UPDATE is compiled once per dialect and run on the driver's cursor
 (:class:`clarion.adapters.sql.statements.DriverStatement`); on PostgreSQL the audit append is
 folded into it (:func:`clarion.adapters.sql.audit.claim_and_append`) whenever the record's
 body can be known before the claim runs, and appended by a statement of its own otherwise.
