@@ -2,8 +2,9 @@
 
 ``Connection.exec_driver_sql`` skips compilation, but still builds an execution context, runs
 the event dispatch and sets up a result object — reading the cursor's description and
-looking up a type processor for every returned column — on every call: about 40 µs a
-statement on these machines, against 8 µs for the driver itself on a primary-key read.
+looking up a type processor for every returned column — on every call: on these machines
+45 µs on a primary-key read of 17 columns that takes sqlite3 itself 8 µs, 77 µs on the
+claim's ``UPDATE … RETURNING``.
 The claim and its audit record (a resolution's hot path, run once per answer), the bundle
 lock before it and SQLite's ``BEGIN`` run here instead, on the connection's own DBAPI cursor,
 in the transaction the ``Connection`` holds.
