@@ -123,3 +123,24 @@ def test_a_lost_connection_is_invalidated_and_never_handed_out_again(
     for _ in range(3):  # every pooled connection after it works
         with postgres_engine.connect() as connection:
             assert driver_rows(connection, "SELECT 1") == [(1,)]
+
+
+def test_an_error_listener_sees_the_driver_error_through_sqlalchemy(engine: Engine) -> None:
+    """A ``handle_error`` listener (SQLAlchemy's hook for translating or logging driver errors)
+    is called for an error in a statement ``driver_rows`` runs, as for ``exec_driver_sql``."""
+    seen: list[str] = []
+
+    def listener(context: Any) -> None:
+        seen.append(type(context.original_exception).__name__)
+
+    with for_writes(engine).begin() as connection:
+        _insert_head(connection, "kept-scope")
+    event.listen(engine, "handle_error", listener)
+    try:
+        with for_writes(engine).begin() as connection:
+            with pytest.raises(sa.exc.IntegrityError):
+                _insert_head(connection, "kept-scope")
+            connection.rollback()
+    finally:
+        event.remove(engine, "handle_error", listener)
+    assert seen == ["IntegrityError" if engine.dialect.name == "sqlite" else "UniqueViolation"]
