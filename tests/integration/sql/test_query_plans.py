@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from clarion.adapters.sql import SqlAskRecords, SqlNotificationStore
 from clarion.adapters.system import UuidIds
 from clarion.domain.approvals import Candidates
-from clarion.domain.asks import retry_key
+from clarion.domain.asks import AskProbe, retry_key
 from clarion.domain.history import ResolvedQuery
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
@@ -171,8 +171,8 @@ def test_a_tasks_get_probe_reads_its_bundle_by_pending_id(
     records.reserve(ask_record("a-2", minutes=2, pending_id="p-2"))
     records.reserve(ask_record("a-3", key=retry_key("", {"n": 3}), pending_id="p-3"))
     world.host.start_turn(world.bundle("p-3").rows[0].session_id)  # p-3 no longer waits
-    statements = _captured(engine, lambda: (records.probe("a-2"), records.probe("a-3")))
-    probes = [records.probe(ask_id) for ask_id in ("a-2", "a-3")]
+    probes: list[AskProbe | None] = []
+    statements = _captured(engine, lambda: probes.extend(map(records.probe, ("a-2", "a-3"))))
     assert [probe.waits for probe in probes if probe is not None] == [True, False]
     assert _full_scans(engine, statements) == []
 
