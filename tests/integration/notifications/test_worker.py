@@ -10,6 +10,7 @@ import anyio
 import attrs
 import pytest
 
+from clarion.adapters.receipts import Ed25519Verifier
 from clarion.app.usecases.notifications import DeliveryPolicy
 from clarion.domain.errors import NotActive
 from clarion.domain.model import ANSWERED, EXPIRED, Answer, Identity
@@ -23,6 +24,7 @@ from clarion.domain.notifications import (
     REMINDER,
     RESOLVED,
 )
+from clarion.domain.receipts import parse_receipt
 from clarion.domain.resolved_by import IdentityKind, Surface
 from clarion.ports.notifications import Sent
 from tests.integration.notifications.support import (
@@ -255,6 +257,16 @@ async def test_a_default_deadline_answers_through_the_resolver_as_the_system(
     (sent,) = world.channel.sent
     assert sent.event == RESOLVED
     assert [a.selected_options for a in sent.answers] == [("q1_opt1",)]
+    # Issue #34: a deadline's default yields a signed receipt like any other resolution.
+    receipts = world.clarion.services.receipts
+    assert receipts is not None
+    receipt = await receipts.for_answer("p-1")
+    assert receipt is not None
+    parsed = parse_receipt(receipt)
+    Ed25519Verifier().verify(parsed, await receipts.public_keys())
+    assert parsed.payload["resolved_by"]["surface"] == "deadline"
+    assert parsed.payload["resolved_by"]["kind"] == "system"
+    assert parsed.payload["outcome"]["status"] == "answered"
 
 
 @pytest.mark.parametrize("policy", ["expire", "default:q1_opt1"])
