@@ -5,8 +5,11 @@ How a surface notices the client leaving depends on who owns the request's ``rec
 
 - :func:`disconnect_message` — REST, whose handler owns ``receive`` once the body is read: the
   ASGI ``http.disconnect`` message;
-- :func:`disconnect_polled` — MCP, whose SDK transport owns ``receive``: Starlette's
-  ``Request.is_disconnected`` asked every ``interval`` seconds.
+- :func:`disconnect_polled` — MCP, whose SDK transport owns ``receive``: the transport is
+  handed ``http.disconnect`` when the client leaves, and :class:`DisconnectSignal` (around
+  the transport) tells the work at once; Starlette's ``Request.is_disconnected`` is still
+  asked now and then, in case the transport stopped reading ``receive`` (issue #35: a
+  thousand parked calls each asking every second kept the event loop busy for nothing).
 
 (The event stream's response, ``sse-starlette``'s, watches ``receive`` itself.)
 """
@@ -19,7 +22,7 @@ from typing import Final, Literal, TypeVar
 
 import anyio
 from starlette.requests import Request
-from starlette.types import Receive
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 T = TypeVar("T")
 Gone = Callable[[], Awaitable[None]]
@@ -33,6 +36,11 @@ class Disconnected(enum.Enum):
 
 
 DISCONNECTED: Final = Disconnected.DISCONNECTED
+SIGNAL_KEY: Final = "clarion.disconnect_signal"
+# How often a watched request still asks ``is_disconnected`` itself while the signal is
+# there: the signal is what notices a departure; this only covers a transport that stopped
+# reading ``receive`` while the work goes on. Read when a watch starts.
+SIGNALLED_RECHECK_S = 15.0
 
 
 def disconnect_message(receive: Receive) -> Gone:
@@ -47,13 +55,47 @@ def disconnect_message(receive: Receive) -> Gone:
     return gone
 
 
+class DisconnectSignal:
+    """Pure ASGI wrapper for an application that reads ``receive`` itself (the MCP SDK's
+    transport): puts an :class:`anyio.Event` in the request's scope (``SIGNAL_KEY``) and
+    sets it once ``receive`` hands that application ``http.disconnect``, so work the request
+    started learns at once that its client left, without asking."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        signal = scope[SIGNAL_KEY] = anyio.Event()
+
+        async def observed() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                signal.set()
+            return message
+
+        await self._app(scope, observed, send)
+
+
 def disconnect_polled(request: Request, interval: float) -> Gone:
-    """The client has gone when ``request.is_disconnected()`` says so, asked every
-    ``interval`` seconds (for a transport that reads ``receive`` itself)."""
+    """The client has gone when ``request.is_disconnected()`` says so, or — for a request
+    under :class:`DisconnectSignal` — as soon as its transport was handed ``http.disconnect``.
+    ``is_disconnected`` is asked every ``interval`` seconds without the signal, every
+    :data:`SIGNALLED_RECHECK_S` seconds with it (for a transport that reads ``receive``
+    itself)."""
+    signal = request.scope.get(SIGNAL_KEY)
 
     async def gone() -> None:
-        while not await request.is_disconnected():
-            await anyio.sleep(interval)
+        if not isinstance(signal, anyio.Event):
+            while not await request.is_disconnected():
+                await anyio.sleep(interval)
+            return
+        recheck = SIGNALLED_RECHECK_S
+        while not signal.is_set() and not await request.is_disconnected():
+            with anyio.move_on_after(recheck):
+                await signal.wait()
 
     return gone
 

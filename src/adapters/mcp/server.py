@@ -293,7 +293,9 @@ class _ToolDispatch:
         # the session's, not the connection's); without an event store that stream can never
         # be resumed, so nobody could ever receive the result. Watching the connection makes
         # it end a call when its client leaves, as the 2026-07-28 era does — for the ask tool
-        # that is what detaches the bundle (facts §4.9).
+        # that is what detaches the bundle (facts §4.9). The SDK's event-stream response reads
+        # ``receive`` until the client leaves; the route's DisconnectSignal passes that on at
+        # once, and the poll is only a backstop (#35).
         result = await until_disconnected(disconnect_polled(request, self.disconnect_poll), run)
         return error_result("CANCELLED", CLIENT_GONE) if result is DISCONNECTED else result
 

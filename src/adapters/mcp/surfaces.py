@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from clarion.adapters.disconnect import DisconnectSignal
 from clarion.adapters.http_guard import HostAllowlist, HttpGuard, request_headers
 from clarion.adapters.mcp import tasks, tools
 from clarion.adapters.mcp.agent import AgentBinding
@@ -617,8 +618,9 @@ class _Endpoints:
         authenticate: Authenticator,
     ) -> Route:
         """One endpoint's stack: Host/Origin guard, credential (watched while the request
-        runs), duplicate JSON keys, the per-identity session cap, then the SDK."""
-        inner = SessionLimitGate(StreamableHTTPASGIApp(manager), manager)
+        runs), duplicate JSON keys, the per-identity session cap, then the SDK (whose reads
+        of ``receive`` tell a legacy call at once that its client left)."""
+        inner = SessionLimitGate(DisconnectSignal(StreamableHTTPASGIApp(manager)), manager)
         checked = AuthGate(
             DuplicateKeyGate(inner, max_body=self.limits.max_body_bytes),
             authenticate,

@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
+from clarion.adapters import disconnect
 from clarion.domain.limits import Limits
 from clarion.ports.events import Event
 from tests.integration.mcp.harness import (
@@ -227,6 +228,27 @@ async def test_a_client_gone_mid_ask_leaves_an_answerable_bundle_whose_answer_re
     assert [(r.pending_id, r.session_id, r.task_id) for r in world.resumes] == [
         (created.pending_id, created.session_id, created.task_id)
     ]
+
+
+async def test_a_legacy_call_learns_from_its_transport_that_its_client_left(
+    world: McpWorld, alice: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#35: a parked 2025-11-25 call is not asked every second whether its client is still
+    there: the SDK's event-stream response reads the ``http.disconnect`` and the route's
+    signal ends the call at once. With the slow re-check put out of reach, the client
+    leaving mid-ask still detaches the bundle (facts §4.9)."""
+    monkeypatch.setattr(disconnect, "SIGNALLED_RECHECK_S", 3600.0)
+    async with watching(world) as events:
+        async with anyio.create_task_group() as tasks:
+
+            async def ask() -> None:
+                async with mcp_client(world.agent_url, token=alice.token, mode="legacy") as agent:
+                    await agent.call_tool(ASK, {"questions": question_args(1)})
+
+            tasks.start_soon(ask)
+            created = await events.wait_for("bundle.created")
+            tasks.cancel_scope.cancel()
+        await events.wait_for("bundle.detached", pending_id=created.pending_id)
 
 
 async def test_the_end_of_an_ask_call_without_an_mcp_session_completes_its_turn(
