@@ -22,8 +22,10 @@ from typing import Any, Final, cast
 import attrs
 import structlog
 from mcp.server import Server, ServerRequestContext
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -43,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.adapters import wire
+from clarion.adapters import span_provider, wire
 from clarion.adapters.disconnect import DISCONNECTED, disconnect_polled, until_disconnected
 from clarion.adapters.mcp.errors import INTERNAL_MESSAGE, error_result, tool_error
 from clarion.adapters.revocation import Check, RevocationWatch
@@ -227,8 +229,9 @@ class _ToolDispatch:
         )
 
     def server(self, name: str, version: str) -> Server[Any]:
-        """A low-level server answering with these methods."""
-        return Server(
+        """A low-level server answering with these methods (the SDK's spans only while
+        OpenTelemetry records: :class:`SpansWhileTracing`)."""
+        server: Server[Any] = Server(
             name,
             version=version,
             on_list_tools=self.list_tools,
@@ -237,6 +240,13 @@ class _ToolDispatch:
             on_call_tool=cast("Any", self.call_tool),
             get_tool_input_schema=self.input_schema,
         )
+        server.middleware = [
+            SpansWhileTracing(middleware)
+            if isinstance(middleware, OpenTelemetryMiddleware)
+            else middleware
+            for middleware in server.middleware
+        ]
+        return server
 
     def _extension_applies(self, ctx: ServerRequestContext[Any, Any]) -> bool:
         return self.negotiated is not None and self.negotiated.applies(ctx)
@@ -310,6 +320,26 @@ class _ToolDispatch:
             return tool_error(exc, tool=tool)
         finally:
             self.timings.tool_call(tool, time.perf_counter() - started)
+
+
+class SpansWhileTracing:
+    """The SDK's per-message OpenTelemetry middleware (a SERVER span around every MCP
+    request, on by default; the SDK's documented opt-out is to drop it from
+    ``Server.middleware``), run only while OpenTelemetry has a provider that records: with
+    none installed — the host set no global provider, or the no-op one — its span would go
+    nowhere, and building it (trace-context extraction, attributes, context attach) cost a
+    noticeable share of every ``tasks/get`` poll (#35). Asked on every request, so a host
+    that installs its provider after Clarion was built gets the SDK's spans from then on."""
+
+    def __init__(self, spans: ServerMiddleware[Any]) -> None:
+        self._spans = spans
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if not span_provider.records():
+            return await call_next(ctx)
+        return await self._spans(ctx, call_next)
 
 
 def _progress_reporter(

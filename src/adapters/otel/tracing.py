@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanKind, TracerProvider
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clarion.adapters import span_provider
 from clarion.adapters.route_label import RouteLabel
 
 INSTRUMENTATION: Final = "clarion"
@@ -25,7 +26,6 @@ KNOWN_METHODS: Final = frozenset(
     {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
 )
 OTHER_METHOD: Final = "_OTHER"
-_SILENT_PROVIDERS: Final = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
 class OtelTracer:
@@ -46,8 +46,7 @@ class OtelTracer:
         every span, since the host may set its provider after Clarion was built; skipping a
         span then skips only the non-recording span OpenTelemetry would have made, whose
         context is the current one's (#35: a few µs per request with no SDK installed)."""
-        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
-        return not isinstance(provider, _SILENT_PROVIDERS)
+        return span_provider.records(self._provider)
 
     @contextmanager
     def _span(self, name: str, attributes: dict[str, str]) -> Iterator[None]:
