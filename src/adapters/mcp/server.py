@@ -327,9 +327,10 @@ class SpansWhileTracing:
     request, on by default; the SDK's documented opt-out is to drop it from
     ``Server.middleware``), run only while OpenTelemetry has a provider that records: with
     none installed — the host set no global provider, or the no-op one — its span would go
-    nowhere, and building it (trace-context extraction, attributes, context attach) cost a
-    noticeable share of every ``tasks/get`` poll (#35). Asked on every request, so a host
-    that installs its provider after Clarion was built gets the SDK's spans from then on."""
+    nowhere, and building it (trace-context extraction, attributes, context attach) cost
+    13–19 µs of every MCP request, each ``tasks/get`` poll included (#35; the check: about
+    3 µs). Asked on every request, so a host that installs its provider after Clarion was
+    built gets the SDK's spans from then on."""
 
     def __init__(self, spans: ServerMiddleware[Any]) -> None:
         self._spans = spans
