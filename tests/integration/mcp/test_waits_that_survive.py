@@ -28,7 +28,7 @@ from tests.integration.mcp.harness import (
     tool_error,
     watching,
 )
-from tests.integration.mcp.rpc import IDEMPOTENCY, call_ask, task_method
+from tests.integration.mcp.rpc import IDEMPOTENCY, PROTOCOL, call_ask, capabilities, task_method
 
 pytestmark = pytest.mark.anyio
 
@@ -343,3 +343,56 @@ async def test_a_legacy_form_client_whose_wait_ended_gets_the_late_answer_by_ret
             await answer_over_rest(world, alice, details["pending_id"], option=2)
             assert structured(await client.call_tool(ASK, arguments)) == answered(2)
         assert forms  # the first call did offer the form
+
+
+async def test_a_poll_is_one_json_reply_and_a_mislabelled_ask_is_refused(world: McpWorld) -> None:
+    """#35: a 2026-07-28 ``tasks/get`` is served with the SDK's JSON replies (no response
+    stream set up for a read that answers at once): one ``application/json`` JSON-RPC
+    response. The route is chosen by the ``Mcp-Method`` header, so a blocking ask labelled
+    ``tasks/get`` must not run there: the SDK checks the header against the body and refuses
+    it before any question is asked."""
+    alice = world.person("alice")
+    async with http_client(alice.token) as http:
+        created = await call_ask(http, world.agent_url, ASK, {"questions": question_args(1)})
+        poll = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tasks/get",
+            "params": {"taskId": created["taskId"], "_meta": _envelope()},
+        }
+        polled = await http.post(world.agent_url, json=poll, headers=_headers("tasks/get"))
+        ask = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": ASK,
+                "arguments": {"questions": question_args(1)},
+                "_meta": _envelope(),
+            },
+        }
+        mislabelled = await http.post(world.agent_url, json=ask, headers=_headers("tasks/get"))
+    assert polled.status_code == 200
+    assert polled.headers["content-type"].startswith("application/json")
+    assert polled.json()["result"]["status"] == "working"
+    assert mislabelled.headers["content-type"].startswith("application/json")
+    assert "error" in mislabelled.json(), mislabelled.text
+    assert "result" not in mislabelled.json()
+    assert await pending(world, alice) == [created["_meta"]["dev.clarion/pending-id"]]
+
+
+def _envelope() -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": capabilities(),
+        "io.modelcontextprotocol/clientInfo": {"name": "rpc-test", "version": "1"},
+    }
+
+
+def _headers(method: str) -> dict[str, str]:
+    return {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": PROTOCOL,
+        "Mcp-Method": method,
+    }
