@@ -16,12 +16,20 @@ LISTEN/NOTIFY live delivery a PostgreSQL deployment runs):
   unmeasured;
 - answers per second (closed loop: the capacity; open loop: the rate achieved).
 
+Between parking and answering, the database is brought to the state a live one would be in
+(:func:`benchmarks.sql_bench.settle`): PostgreSQL gets the planner statistics autovacuum
+would have gathered while the asks arrived, SQLite's WAL is checkpointed. A scratch database
+filled in minutes has none of its own, and a server run with ``autovacuum = off`` (as on the
+development machine) never gathers them: without them PostgreSQL claimed each answer by
+scanning every pending row (issue #35, tenth pass). ``--stale-statistics`` skips the step to
+show that case.
+
 Targets: under 20 KiB per waiting ask (issue 4); answer-to-wake p99 under 25 ms on one node
 with 10,000 parked, SQLite ``FULL`` and PostgreSQL (issue 35).
 
     .venv/bin/python -m benchmarks.waiters_bench [--asks 10000] [--answerers 8] \
         [--only memory|sqlite|postgresql] [--sqlite-synchronous full,normal] \
-        [--rate 25 --answered 1000] [--postgres-url URL]
+        [--rate 25 --answered 1000] [--postgres-url URL] [--stale-statistics]
 """
 
 from __future__ import annotations
@@ -38,8 +46,10 @@ import tracemalloc
 import anyio
 import attrs
 import structlog
+from sqlalchemy.engine import Engine
 
 from benchmarks.scratch import postgres_engine, sqlite_engine
+from benchmarks.sql_bench import settle
 from clarion.adapters.events import InProcessEventBus
 from clarion.adapters.memory import InMemoryClaimRepository, InMemoryHostRepository, InMemoryStore
 from clarion.adapters.memory.waiters import InMemoryWaiters
@@ -122,6 +132,8 @@ class Answering:
     answerers: int
     rate: float = 0.0
     answered: int = 1_000
+    # Bring the database to a live one's state between parking and answering (settle).
+    settled: bool = True
 
 
 @attrs.frozen
@@ -145,6 +157,7 @@ async def _run(
     host: HostRepository,
     asks: int,
     answering: Answering,
+    engine: Engine | None = None,
 ) -> Figures:
     workspace = host.create_workspace("bench")
     task = host.create_task("bench", workspace.id)
@@ -205,6 +218,8 @@ async def _run(
         gc.collect()
         per_ask = (tracemalloc.get_traced_memory()[0] - baseline) / asks
         tracemalloc.stop()
+        if engine is not None and answering.settled:
+            await anyio.to_thread.run_sync(settle, engine)
         queue = [entry.pending_id for entry in waiters._entries.values()]
         measured = min(answering.answered, asks) if answering.rate else asks
         timing = time.perf_counter()
@@ -222,6 +237,8 @@ async def _run(
         if answering.rate
         else f"{answering.answerers} answerers"
     )
+    if engine is not None and not answering.settled:
+        how += ", stale statistics"
     figures = Figures(name, parked_s, per_ask / 1024, len(latencies), p50, p99, measured / answer_s)
     print(
         f"{name:<10} asks={asks} parked in {parked_s:6.1f}s | "
@@ -251,7 +268,7 @@ def _sqlite(
         claims = SqlClaimRepository(engine, clock, ids)
         services, waiters, events = _services(claims, host, threads)
         name = f"sqlite/{synchronous.lower()}"
-        return anyio.run(_run, name, services, waiters, events, host, asks, answering)
+        return anyio.run(_run, name, services, waiters, events, host, asks, answering, engine)
 
 
 def _postgres(server_url: str, asks: int, answering: Answering, threads: int) -> Figures:
@@ -271,7 +288,14 @@ def _postgres(server_url: str, asks: int, answering: Answering, threads: int) ->
         async def run() -> Figures:
             async with live:
                 return await _run(
-                    "postgresql", services, local_waiters, local_events, host, asks, answering
+                    "postgresql",
+                    services,
+                    local_waiters,
+                    local_events,
+                    host,
+                    asks,
+                    answering,
+                    engine,
                 )
 
         return anyio.run(run)
@@ -292,6 +316,11 @@ def main(argv: list[str] | None = None) -> list[Figures]:
         help="comma-separated SQLite synchronous modes to run in turn (full, normal)",
     )
     parser.add_argument("--postgres-url", default=os.environ.get("CLARION_TEST_POSTGRES_URL", ""))
+    parser.add_argument(
+        "--stale-statistics",
+        action="store_true",
+        help="answer without first gathering the planner statistics a live database has",
+    )
     args = parser.parse_args(argv)
     if args.rate < 0 or args.answered < 1 or args.answerers < 1:
         parser.error("--rate must be at least 0, --answered and --answerers at least 1")
@@ -300,7 +329,9 @@ def main(argv: list[str] | None = None) -> list[Figures]:
         if mode.strip().upper() not in ("FULL", "NORMAL"):
             parser.error(f"--sqlite-synchronous: full or normal, not {mode!r}")
         modes.append("FULL" if mode.strip().upper() == "FULL" else "NORMAL")
-    answering = Answering(args.answerers, args.rate, args.answered)
+    answering = Answering(
+        args.answerers, args.rate, args.answered, settled=not args.stale_statistics
+    )
     # A benchmark is an entry point: keep per-event info logs out of the measurement.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     runs: list[Figures] = []

@@ -7,9 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 import structlog
+from sqlalchemy.engine import Engine
 
+import benchmarks.waiters_bench as waiters_bench
 from benchmarks.waiters_bench import main
+from clarion.adapters.sql.schema import messages
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +49,28 @@ def test_postgresql_runs_with_live_delivery(postgres_server_url: str) -> None:
     (figures,) = main([*flags, "--postgres-url", postgres_server_url])
     assert figures.name == "postgresql"
     assert figures.timed == 10
+
+
+@pytest.mark.parametrize(("flags", "settled"), [([], 1), (["--stale-statistics"], 0)])
+def test_the_database_is_settled_between_parking_and_answering(
+    monkeypatch: pytest.MonkeyPatch, flags: list[str], settled: int
+) -> None:
+    """As a live database would be (planner statistics, a checkpointed WAL), unless asked
+    not to; the parked asks are all in the database by then."""
+    parked_then: list[int] = []
+
+    def settle(engine: Engine) -> None:
+        with engine.connect() as connection:
+            parked_then.append(
+                connection.execute(sa.select(sa.func.count()).select_from(messages)).scalar_one()
+            )
+
+    monkeypatch.setattr(waiters_bench, "settle", settle)
+    (figures,) = main(
+        ["--asks", "12", "--only", "sqlite", "--rate", "200", "--answered", "6", *flags]
+    )
+    assert parked_then == [12] * settled
+    assert figures.timed == 6
 
 
 def test_bad_flags_are_named(capsys: pytest.CaptureFixture[str]) -> None:
