@@ -16,6 +16,7 @@ one that does so without the mark fails, naming what it started (:class:`InProce
 
 from __future__ import annotations
 
+import logging
 import multiprocessing.process
 import os
 import socket
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from hypothesis import HealthCheck, settings
 from sqlalchemy.engine import Engine, make_url
 
@@ -102,6 +104,26 @@ def pytest_configure(config: pytest.Config) -> None:
         logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
+
+
+@pytest.fixture(autouse=True)
+def logging_restored() -> Iterator[None]:
+    """Put the logging configuration back after each test. ``clarion``'s ``main`` configures
+    logging as a command line does (a handler on the test's captured standard error, structlog
+    through it); left in place, a warning logged by a later test in the same process went to
+    that closed stream and printed "Logging error" into the later test's own output."""
+    config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        structlog.configure(**config)
+        for handler in root.handlers[:]:
+            # pytest's own capture handlers come and go with each phase: leave them be.
+            if handler not in handlers and not type(handler).__module__.startswith("_pytest"):
+                root.removeHandler(handler)
+        root.setLevel(level)
 
 
 @pytest.fixture(name="anyio_backend")

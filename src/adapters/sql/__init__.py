@@ -10,7 +10,7 @@ from clarion.adapters.sql.answer_links import SqlAnswerLinkStore
 from clarion.adapters.sql.approvals import SqlGroupDirectory, SqlStandingApprovals
 from clarion.adapters.sql.asks import SqlAskRecords
 from clarion.adapters.sql.claims import SqlClaimRepository
-from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, create_engine
+from clarion.adapters.sql.engine import DEFAULT_DATABASE_URL, autovacuum_disabled, create_engine
 from clarion.adapters.sql.filelock import DatabaseInUse
 from clarion.adapters.sql.filelock import acquire as hold_sqlite_file
 from clarion.adapters.sql.filelock import release as release_sqlite_file
@@ -35,6 +35,7 @@ __all__ = [
     "SqlNotificationStore",
     "SqlStandingApprovals",
     "SqlTokenStore",
+    "autovacuum_disabled",
     "create_engine",
     "database_probe",
     "head_revision",

@@ -168,6 +168,28 @@ def check_engine(engine: Engine) -> Engine:
     return engine
 
 
+def autovacuum_disabled(engine: Engine) -> bool:
+    """True when PostgreSQL will never gather planner statistics for the bundle rows on its
+    own: ``autovacuum`` is off on the server, or ``autovacuum_enabled`` on
+    ``task_session_messages``. Without statistics the planner guesses that the partial
+    indexes over pending rows are nearly empty and may claim an answer by reading every
+    pending row instead of probing its pending id (issue #35: 4.9 ms instead of 0.9 ms per
+    claim with 5,000 pending, and growing with them). False on SQLite, whose planner does
+    not depend on gathered statistics for these lookups."""
+    if engine.dialect.name != "postgresql":
+        return False
+    with engine.connect() as connection:
+        return bool(
+            connection.exec_driver_sql(
+                "SELECT current_setting('autovacuum')::boolean IS NOT TRUE"
+                " OR coalesce((SELECT option_value::boolean IS NOT TRUE"
+                "  FROM pg_class, pg_options_to_table(reloptions)"
+                "  WHERE pg_class.oid = to_regclass('task_session_messages')"
+                "   AND option_name = 'autovacuum_enabled'), false)"
+            ).scalar_one()
+        )
+
+
 def for_writes(engine: Engine) -> Engine:
     """The same engine (same pool) whose transactions are write transactions: on SQLite
     they begin with ``BEGIN IMMEDIATE``. Repositories keep one and call ``.begin()`` on it."""

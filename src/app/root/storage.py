@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 import attrs
+import structlog
 from sqlalchemy.engine import Engine
 
 from clarion.adapters.memory import (
@@ -38,6 +39,7 @@ from clarion.adapters.sql import (
     SqlNotificationStore,
     SqlStandingApprovals,
     SqlTokenStore,
+    autovacuum_disabled,
     create_engine,
     database_probe,
     hold_sqlite_file,
@@ -57,6 +59,13 @@ from clarion.ports.system import Clock, IdGenerator
 from clarion.ports.tokens import TokenStore
 
 MEMORY_URL: Final = "memory://"
+AUTOVACUUM_ADVICE: Final = (
+    "PostgreSQL will not gather planner statistics for Clarion's tables (autovacuum is off); "
+    "without them a claim may read every pending question instead of one. Turn autovacuum "
+    "on, or run ANALYZE regularly (docs/operations.md, PostgreSQL)."
+)
+
+log = structlog.get_logger(__name__)
 
 
 @attrs.frozen
@@ -186,7 +195,8 @@ def opened_storage(settings: Settings) -> Iterator[Storage]:
 @attrs.define
 class Startup:
     """Start-up's storage step, once: on a SQLite file, take its lock (one serving process
-    per file), then migrate; :meth:`close` releases the engine and the lock."""
+    per file), then migrate (and warn when PostgreSQL gathers no planner statistics);
+    :meth:`close` releases the engine and the lock."""
 
     storage: Storage
     _lock: Path | None = attrs.field(default=None, init=False)
@@ -204,6 +214,9 @@ class Startup:
             self._lock = hold_sqlite_file(self.storage.lock_file)  # before anything writes
         self.storage.upgrade()
         self._upgraded = True
+        engine = self.storage.engine
+        if engine is not None and autovacuum_disabled(engine):
+            log.warning("database.autovacuum_off", advice=AUTOVACUUM_ADVICE)
 
     def close(self) -> None:
         self.storage.close()
