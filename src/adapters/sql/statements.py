@@ -111,13 +111,24 @@ def guard(kind: Guard) -> ColumnElement[bool]:
 def bundle_with_sessions() -> sa.Select[Any]:
     """A bundle's clarification rows, each with its session's ``task_id`` (NULL when the
     session row is missing) and the bundle's extras (issue #33; NULL when it has none, one
-    primary-key probe): ``load_bundle`` in one statement."""
+    primary-key probe): ``load_bundle`` in one statement.
+
+    The session's task is a correlated subquery, one primary-key probe per row, not an outer
+    join: joined, PostgreSQL planned a merge join that walked ``task_sessions`` in key order
+    from its first row up to the bundle's session, half the sessions per load on average
+    (issue #35, tenth pass: 35,000 session rows read a second in ``replicas_bench``'s answer
+    window)."""
     session = task_sessions.alias("bundle_session")
-    joined = m.outerjoin(session, session.c.id == m.c.task_session_id).outerjoin(
-        bundle_extras, bundle_extras.c.pending_id == _param("pending_id")
+    session_task_id = (
+        sa.select(session.c.task_id)
+        .where(session.c.id == m.c.task_session_id)
+        .correlate(m)
+        .scalar_subquery()
+        .label("session_task_id")
     )
+    joined = m.outerjoin(bundle_extras, bundle_extras.c.pending_id == _param("pending_id"))
     return (
-        sa.select(*MESSAGE_COLUMNS, session.c.task_id.label("session_task_id"), *EXTRAS_COLUMNS)
+        sa.select(*MESSAGE_COLUMNS, session_task_id, *EXTRAS_COLUMNS)
         .select_from(joined)
         .where(guard("bundle"))
         .order_by(m.c.created_at, m.c.id)

@@ -34,7 +34,7 @@ from clarion.adapters.sql import (
     metadata,
     upgrade_database,
 )
-from clarion.adapters.sql.schema import messages
+from clarion.adapters.sql.schema import messages, task_sessions
 from clarion.adapters.system import UuidIds
 from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST
 from clarion.ports.system import IdGenerator
@@ -155,5 +155,26 @@ def add_resolved_history(engine: Engine, world: ContractWorld, bundles: int) -> 
             )
     with engine.begin() as connection:
         connection.execute(sa.insert(messages), rows)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("ANALYZE")
+
+
+def add_sessions(engine: Engine, world: ContractWorld, count: int) -> None:
+    """``count`` RUNNING sessions of one new task, written in one multi-row insert, then
+    fresh planner statistics (as autovacuum would)."""
+    task = world.task()
+    stamp = world.clock.now()
+    rows = [
+        {
+            "id": f"bulk-{n:06d}",
+            "task_id": task.id,
+            "state": "RUNNING",
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        for n in range(count)
+    ]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(task_sessions), rows)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("ANALYZE")

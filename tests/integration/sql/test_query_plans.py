@@ -11,22 +11,25 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from clarion.adapters.sql import SqlAskRecords, SqlNotificationStore
+from clarion.adapters.sql.outbox import entry_values
+from clarion.adapters.sql.schema import notification_outbox
 from clarion.adapters.system import UuidIds
 from clarion.domain.approvals import Candidates
 from clarion.domain.asks import AskProbe, retry_key
 from clarion.domain.history import ResolvedQuery
 from clarion.domain.listing import ListQuery, Visibility
 from clarion.domain.model import ANSWERED
-from clarion.domain.notifications import ANSWERABLE, RESOLVED
+from clarion.domain.notifications import ANSWERABLE, DONE, RESOLVED, NewEntry
 from clarion.ports.testing import ContractWorld
 from clarion.ports.testing.approvals import ask_approval, vote, voter
 from clarion.ports.testing.asks import ask_record
 from clarion.ports.testing.world import answers_for, sample_questions
-from tests.integration.sql.support import add_resolved_history, sql_world
+from tests.integration.sql.support import add_resolved_history, add_sessions, sql_world
 
 HISTORY_BUNDLES = 3000
 # The partial indexes over pending clarification rows only, and over the rows still carrying
@@ -128,6 +131,52 @@ def test_loading_a_bundle_by_pending_id_never_scans_the_messages(
     assert _full_scans(engine, statements) == []
 
 
+def _session_walks(engine: Engine, statement: Statement) -> list[str]:
+    """The plan's reads of ``task_sessions`` that are not a probe by key."""
+    sql, parameters = statement
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            details = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            return [
+                row[3]
+                for row in details
+                if re.match(r"^SCAN (task_sessions|bundle_session)\b", row[3])
+            ]
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    plan = raw if isinstance(raw, list) else json.loads(str(raw))
+    return [
+        f"{node['Node Type']} on {node.get('Alias')}"
+        for node in _plan_nodes(plan[0]["Plan"])
+        if node.get("Relation Name") == "task_sessions"
+        and (node["Node Type"] == "Seq Scan" or "Index Cond" not in node)
+    ]
+
+
+@pytest.mark.parametrize("sessions", [400, 3000])
+def test_loading_a_bundle_probes_its_session_by_key(
+    engine: Engine, world: ContractWorld, sessions: int
+) -> None:
+    """Issue #35, tenth pass: among hundreds or thousands of sessions, a bundle's read finds
+    its session's task with a probe by key. Joined, PostgreSQL read the whole sessions table
+    or walked its primary key up to the bundle's session (a hash or a merge join) at a few
+    hundred sessions, in every load. (With a hundred, a page or two, it may read them all:
+    cheaper than a probe.)"""
+    add_sessions(engine, world, sessions)
+    visible = Visibility.owned_by("alice")
+    statements = _captured(
+        engine,
+        lambda: (world.claims.load_bundle("p-1"), world.claims.load_visible_bundle("p-1", visible)),
+    )
+    assert len(statements) == 2
+    assert [walk for s in statements for walk in _session_walks(engine, s)] == []
+    bundle = world.claims.load_bundle("p-1")
+    assert bundle is not None
+    session = world.host.get_session(bundle.rows[0].session_id)
+    assert session is not None
+    assert bundle.task_id == session.task_id
+
+
 def test_loading_a_visible_bundle_never_scans_the_messages(
     engine: Engine, world: ContractWorld
 ) -> None:
@@ -200,6 +249,78 @@ def test_taking_the_notification_events_reads_only_the_marked_rows(
     statements = _captured(engine, lambda: store.claim_due(world.clock.peek(), limit=5, lease_s=60))
     assert _full_scans(engine, statements) == []
     assert [e.event for e in store.entries("p-3")] == [ANSWERABLE, RESOLVED]
+
+
+def _outbox_scans(engine: Engine, statement: Statement) -> list[str]:
+    sql, parameters = statement
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            details = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            return [row[3] for row in details if row[3].startswith("SCAN notification_outbox")]
+        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
+        connection.rollback()
+    plan = raw if isinstance(raw, list) else json.loads(str(raw))
+    return [
+        f"{node['Node Type']} on notification_outbox"
+        for node in _plan_nodes(plan[0]["Plan"])
+        if node.get("Relation Name") == "notification_outbox" and node["Node Type"] == "Seq Scan"
+    ]
+
+
+def test_finishing_an_event_takes_its_deliveries_back_by_key(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #35, tenth pass: the worker finishing an event reads the deliveries it just
+    recorded by their ids, never the outbox's history (kept for days: a read by lease token,
+    which has no index, read all of it on every event)."""
+    stamp = world.clock.now()
+    history = [
+        entry_values(
+            NewEntry(
+                pending_id="old",
+                event=ANSWERABLE,
+                due_at=stamp,
+                idempotency_key=f"old-{n}",
+                route_id="r",
+            ),
+            f"h{n}",
+            stamp,
+        )
+        | {"status": DONE}
+        for n in range(2000)
+    ]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(notification_outbox), history)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("ANALYZE")
+    assert world.claims.complete_active_bundle(
+        "p-3", ANSWERED, answers_for(world.bundle("p-3"))
+    ).claimed
+    store = SqlNotificationStore(engine, world.clock, UuidIds())
+    now = world.clock.peek()
+    event = store.claim_due(now, limit=1, lease_s=60)[0]
+    delivery = NewEntry(
+        pending_id=event.pending_id,
+        event=event.event,
+        due_at=now,
+        idempotency_key=f"{event.idempotency_key}:r",
+        route_id="r",
+        origin_key=event.idempotency_key,
+    )
+    taken: list[Any] = []
+
+    def finish() -> None:
+        taken.append(
+            store.finish_and_take(
+                event.id, event.lease_token, DONE, follow_ups=[delivery], now=now, lease_s=60
+            )
+        )
+
+    statements = _captured(engine, finish)
+    assert [(e.idempotency_key, bool(e.lease_token)) for e in taken[0]] == [
+        (delivery.idempotency_key, True)
+    ]
+    assert [scan for s in statements for scan in _outbox_scans(engine, s)] == []
 
 
 def test_a_recovery_round_reads_only_the_rows_in_delivery(
