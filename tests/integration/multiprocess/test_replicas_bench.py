@@ -40,6 +40,8 @@ def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
     # The parking's own notifications were delivered before anything was measured.
     assert figures["parking_notifications_left"] == 0
     assert figures["parking_notified_s"] >= 0
+    # Then the planner statistics a deployment's autovacuum would have gathered by now.
+    assert figures["settled_s"] > 0
     assert 0 < figures["wake_ms"]["p50"] <= figures["wake_ms"]["p99"]
     assert figures["task_wake_ms"]["p50"] > 0
     assert sizes["task_poll"] is None  # as each task advises
