@@ -67,15 +67,19 @@ def _captured(engine: Engine, action: Callable[[], object]) -> list[Statement]:
     return statements
 
 
-def _sqlite_scans(engine: Engine, statement: Statement) -> list[str]:
+def _sqlite_plan(engine: Engine, statement: Statement) -> list[str]:
+    """The details of SQLite's ``EXPLAIN QUERY PLAN``, one per step."""
     sql, parameters = statement
     with engine.connect() as connection:
-        details = [
+        return [
             row[3] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
         ]
+
+
+def _sqlite_scans(engine: Engine, statement: Statement) -> list[str]:
     return [
         detail
-        for detail in details
+        for detail in _sqlite_plan(engine, statement)
         if _SQLITE_MESSAGE_SCAN.match(detail)
         and not any(index in detail for index in PARTIAL_INDEXES)
     ]
@@ -87,14 +91,19 @@ def _plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _plan_nodes(child)
 
 
-def _postgres_scans(engine: Engine, statement: Statement) -> list[str]:
+def _postgres_plan(engine: Engine, statement: Statement) -> list[dict[str, Any]]:
+    """Every node of PostgreSQL's plan."""
     sql, parameters = statement
     with engine.connect() as connection:
         raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
         connection.rollback()
     plan = raw if isinstance(raw, list) else json.loads(str(raw))
+    return list(_plan_nodes(plan[0]["Plan"]))
+
+
+def _postgres_scans(engine: Engine, statement: Statement) -> list[str]:
     full_scans = []
-    for node in _plan_nodes(plan[0]["Plan"]):
+    for node in _postgres_plan(engine, statement):
         on_messages = node.get("Relation Name") == "task_session_messages"
         if on_messages and node["Node Type"] == "Seq Scan":
             full_scans.append(f"Seq Scan on {node.get('Alias')}")
@@ -131,25 +140,22 @@ def test_loading_a_bundle_by_pending_id_never_scans_the_messages(
     assert _full_scans(engine, statements) == []
 
 
-def _session_walks(engine: Engine, statement: Statement) -> list[str]:
-    """The plan's reads of ``task_sessions`` that are not a probe by key."""
-    sql, parameters = statement
-    with engine.connect() as connection:
-        if engine.dialect.name == "sqlite":
-            details = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
-            return [
-                row[3]
-                for row in details
-                if re.match(r"^SCAN (task_sessions|bundle_session)\b", row[3])
-            ]
-        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
-        connection.rollback()
-    plan = raw if isinstance(raw, list) else json.loads(str(raw))
+def _reads_beyond_keys(engine: Engine, statements: list[Statement], table: str) -> list[str]:
+    """The plans' reads of ``table`` that are not a probe by key (SQLite: a ``SCAN`` of it,
+    under any alias; PostgreSQL: a sequential scan, or an index scan with no condition)."""
+    if engine.dialect.name == "sqlite":
+        aliases = {"task_sessions": "task_sessions|bundle_session"}.get(table, table)
+        scan = re.compile(rf"^SCAN ({aliases})\b")
+        return [d for s in statements for d in _sqlite_plan(engine, s) if scan.match(d)]
     return [
         f"{node['Node Type']} on {node.get('Alias')}"
-        for node in _plan_nodes(plan[0]["Plan"])
-        if node.get("Relation Name") == "task_sessions"
-        and (node["Node Type"] == "Seq Scan" or "Index Cond" not in node)
+        for s in statements
+        for node in _postgres_plan(engine, s)
+        if node.get("Relation Name") == table
+        and (
+            node["Node Type"] == "Seq Scan"
+            or (node["Node Type"] in ("Index Scan", "Index Only Scan") and "Index Cond" not in node)
+        )
     ]
 
 
@@ -169,7 +175,7 @@ def test_loading_a_bundle_probes_its_session_by_key(
         lambda: (world.claims.load_bundle("p-1"), world.claims.load_visible_bundle("p-1", visible)),
     )
     assert len(statements) == 2
-    assert [walk for s in statements for walk in _session_walks(engine, s)] == []
+    assert _reads_beyond_keys(engine, statements, "task_sessions") == []
     bundle = world.claims.load_bundle("p-1")
     assert bundle is not None
     session = world.host.get_session(bundle.rows[0].session_id)
@@ -251,22 +257,6 @@ def test_taking_the_notification_events_reads_only_the_marked_rows(
     assert [e.event for e in store.entries("p-3")] == [ANSWERABLE, RESOLVED]
 
 
-def _outbox_scans(engine: Engine, statement: Statement) -> list[str]:
-    sql, parameters = statement
-    with engine.connect() as connection:
-        if engine.dialect.name == "sqlite":
-            details = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
-            return [row[3] for row in details if row[3].startswith("SCAN notification_outbox")]
-        raw = connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {sql}", parameters).scalar()
-        connection.rollback()
-    plan = raw if isinstance(raw, list) else json.loads(str(raw))
-    return [
-        f"{node['Node Type']} on notification_outbox"
-        for node in _plan_nodes(plan[0]["Plan"])
-        if node.get("Relation Name") == "notification_outbox" and node["Node Type"] == "Seq Scan"
-    ]
-
-
 def test_finishing_an_event_takes_its_deliveries_back_by_key(
     engine: Engine, world: ContractWorld
 ) -> None:
@@ -320,7 +310,7 @@ def test_finishing_an_event_takes_its_deliveries_back_by_key(
     assert [(e.idempotency_key, bool(e.lease_token)) for e in taken[0]] == [
         (delivery.idempotency_key, True)
     ]
-    assert [scan for s in statements for scan in _outbox_scans(engine, s)] == []
+    assert _reads_beyond_keys(engine, statements, "notification_outbox") == []
 
 
 def test_a_recovery_round_reads_only_the_rows_in_delivery(
