@@ -378,6 +378,8 @@ notification_outbox = sa.Table(
     sa.Column("origin_key", sa.Text, nullable=False, server_default=EMPTY),
     sa.Index("ix_notification_outbox_status_due_at", "status", "due_at"),
     sa.Index("ix_notification_outbox_pending_id", "pending_id"),
+    # The worker's purge of finished entries past the retention reads only those (0021).
+    sa.Index("ix_notification_outbox_created_at", "created_at"),
 )
 
 # Messages a channel posted for a bundle, updated in place by its terminal events, and chat

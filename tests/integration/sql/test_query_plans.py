@@ -55,7 +55,7 @@ def _captured(engine: Engine, action: Callable[[], object]) -> list[Statement]:
     statements: list[Statement] = []
 
     def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        if statement.lstrip().upper().startswith(("SELECT", "UPDATE", "WITH")):
+        if statement.lstrip().upper().startswith(("SELECT", "UPDATE", "WITH", "DELETE")):
             statements.append((statement, parameters))
 
     event.listen(engine, "before_cursor_execute", capture)
@@ -257,12 +257,8 @@ def test_taking_the_notification_events_reads_only_the_marked_rows(
     assert [e.event for e in store.entries("p-3")] == [ANSWERABLE, RESOLVED]
 
 
-def test_finishing_an_event_takes_its_deliveries_back_by_key(
-    engine: Engine, world: ContractWorld
-) -> None:
-    """Issue #35, tenth pass: the worker finishing an event reads the deliveries it just
-    recorded by their ids, never the outbox's history (kept for days: a read by lease token,
-    which has no index, read all of it on every event)."""
+def _add_finished_outbox_history(engine: Engine, world: ContractWorld, count: int) -> None:
+    """``count`` delivered outbox entries, then fresh planner statistics."""
     stamp = world.clock.now()
     history = [
         entry_values(
@@ -277,12 +273,21 @@ def test_finishing_an_event_takes_its_deliveries_back_by_key(
             stamp,
         )
         | {"status": DONE}
-        for n in range(2000)
+        for n in range(count)
     ]
     with engine.begin() as connection:
         connection.execute(sa.insert(notification_outbox), history)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("ANALYZE")
+
+
+def test_finishing_an_event_takes_its_deliveries_back_by_key(
+    engine: Engine, world: ContractWorld
+) -> None:
+    """Issue #35, tenth pass: the worker finishing an event reads the deliveries it just
+    recorded by their ids, never the outbox's history (kept for days: a read by lease token,
+    which has no index, read all of it on every event)."""
+    _add_finished_outbox_history(engine, world, 2000)
     assert world.claims.complete_active_bundle(
         "p-3", ANSWERED, answers_for(world.bundle("p-3"))
     ).claimed
@@ -310,6 +315,19 @@ def test_finishing_an_event_takes_its_deliveries_back_by_key(
     assert [(e.idempotency_key, bool(e.lease_token)) for e in taken[0]] == [
         (delivery.idempotency_key, True)
     ]
+    assert _reads_beyond_keys(engine, statements, "notification_outbox") == []
+
+
+def test_the_outbox_purge_reads_only_what_it_deletes(engine: Engine, world: ContractWorld) -> None:
+    """Issue #35, tenth pass: the worker purges finished entries past the retention on every
+    quiet round, on every replica; it reads them by creation time, never the outbox's history
+    (kept for days)."""
+    _add_finished_outbox_history(engine, world, 2000)
+    store = SqlNotificationStore(engine, world.clock, UuidIds())
+    week_ago = world.clock.peek() - timedelta(days=7)
+    purged: list[int] = []
+    statements = _captured(engine, lambda: purged.append(store.purge_finished(week_ago)))
+    assert purged == [0]
     assert _reads_beyond_keys(engine, statements, "notification_outbox") == []
 
 
