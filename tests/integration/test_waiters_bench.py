@@ -4,27 +4,13 @@ prints are the ones it measured."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
-import structlog
 from sqlalchemy.engine import Engine
 
 import benchmarks.waiters_bench as waiters_bench
 from benchmarks.waiters_bench import main
 from clarion.adapters.sql.schema import messages
-
-
-@pytest.fixture(autouse=True)
-def structlog_restored() -> Iterator[None]:
-    """The bench's ``main`` quiets structlog globally; run in-process, that must not outlive
-    this test."""
-    config = structlog.get_config()
-    try:
-        yield
-    finally:
-        structlog.configure(**config)
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])

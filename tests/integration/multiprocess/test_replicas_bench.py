@@ -5,28 +5,13 @@ replica, with the event streams, the webhook and every figure the bench prints."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from benchmarks.replicas_bench import KINDS, advised_poll_s, main
 
 
-@pytest.fixture(name="structlog_restored")
-def fixture_structlog_restored() -> Iterator[None]:
-    """The bench's ``main`` quiets structlog globally (a level filter, as a command line
-    should); run in-process, that must not outlive this test, or the info lines later tests
-    in the same worker capture would be dropped."""
-    config = structlog.get_config()
-    try:
-        yield
-    finally:
-        structlog.configure(**config)
-
-
-@pytest.mark.usefixtures("structlog_restored")
 def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
     postgres_server_url: str, tmp_path: Path
 ) -> None:

@@ -34,9 +34,11 @@ from clarion.adapters.sql import (
     metadata,
     upgrade_database,
 )
-from clarion.adapters.sql.schema import messages, task_sessions
+from clarion.adapters.sql.outbox import entry_values
+from clarion.adapters.sql.schema import messages, notification_outbox, task_sessions
 from clarion.adapters.system import UuidIds
 from clarion.domain.model import ANSWERED, CLARIFICATION_REQUEST
+from clarion.domain.notifications import ANSWERABLE, DONE, NewEntry
 from clarion.ports.system import IdGenerator
 from clarion.ports.testing import ContractWorld, ManualClock, Replica, row_metadata
 from tests.postgres_server import admin_connection
@@ -155,8 +157,7 @@ def add_resolved_history(engine: Engine, world: ContractWorld, bundles: int) -> 
             )
     with engine.begin() as connection:
         connection.execute(sa.insert(messages), rows)
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("ANALYZE")
+    fresh_statistics(engine)
 
 
 def add_sessions(engine: Engine, world: ContractWorld, count: int) -> None:
@@ -176,5 +177,34 @@ def add_sessions(engine: Engine, world: ContractWorld, count: int) -> None:
     ]
     with engine.begin() as connection:
         connection.execute(sa.insert(task_sessions), rows)
+    fresh_statistics(engine)
+
+
+def add_finished_outbox_history(engine: Engine, world: ContractWorld, count: int) -> None:
+    """``count`` delivered outbox entries, written in one multi-row insert, then fresh
+    planner statistics."""
+    stamp = world.clock.now()
+    rows = [
+        entry_values(
+            NewEntry(
+                pending_id="old",
+                event=ANSWERABLE,
+                due_at=stamp,
+                idempotency_key=f"old-{n}",
+                route_id="r",
+            ),
+            f"h{n}",
+            stamp,
+        )
+        | {"status": DONE}
+        for n in range(count)
+    ]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(notification_outbox), rows)
+    fresh_statistics(engine)
+
+
+def fresh_statistics(engine: Engine) -> None:
+    """The planner statistics autovacuum would gather after a bulk write (SQLite's too)."""
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("ANALYZE")

@@ -11,13 +11,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from clarion.adapters.sql import SqlAskRecords, SqlNotificationStore
-from clarion.adapters.sql.outbox import entry_values
-from clarion.adapters.sql.schema import notification_outbox
 from clarion.adapters.system import UuidIds
 from clarion.domain.approvals import Candidates
 from clarion.domain.asks import AskProbe, retry_key
@@ -29,7 +26,12 @@ from clarion.ports.testing import ContractWorld
 from clarion.ports.testing.approvals import ask_approval, vote, voter
 from clarion.ports.testing.asks import ask_record
 from clarion.ports.testing.world import answers_for, sample_questions
-from tests.integration.sql.support import add_resolved_history, add_sessions, sql_world
+from tests.integration.sql.support import (
+    add_finished_outbox_history,
+    add_resolved_history,
+    add_sessions,
+    sql_world,
+)
 
 HISTORY_BUNDLES = 3000
 # The partial indexes over pending clarification rows only, and over the rows still carrying
@@ -257,37 +259,13 @@ def test_taking_the_notification_events_reads_only_the_marked_rows(
     assert [e.event for e in store.entries("p-3")] == [ANSWERABLE, RESOLVED]
 
 
-def _add_finished_outbox_history(engine: Engine, world: ContractWorld, count: int) -> None:
-    """``count`` delivered outbox entries, then fresh planner statistics."""
-    stamp = world.clock.now()
-    history = [
-        entry_values(
-            NewEntry(
-                pending_id="old",
-                event=ANSWERABLE,
-                due_at=stamp,
-                idempotency_key=f"old-{n}",
-                route_id="r",
-            ),
-            f"h{n}",
-            stamp,
-        )
-        | {"status": DONE}
-        for n in range(count)
-    ]
-    with engine.begin() as connection:
-        connection.execute(sa.insert(notification_outbox), history)
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("ANALYZE")
-
-
 def test_finishing_an_event_takes_its_deliveries_back_by_key(
     engine: Engine, world: ContractWorld
 ) -> None:
     """Issue #35, tenth pass: the worker finishing an event reads the deliveries it just
     recorded by their ids, never the outbox's history (kept for days: a read by lease token,
     which has no index, read all of it on every event)."""
-    _add_finished_outbox_history(engine, world, 2000)
+    add_finished_outbox_history(engine, world, 2000)
     assert world.claims.complete_active_bundle(
         "p-3", ANSWERED, answers_for(world.bundle("p-3"))
     ).claimed
@@ -322,7 +300,7 @@ def test_the_outbox_purge_reads_only_what_it_deletes(engine: Engine, world: Cont
     """Issue #35, tenth pass: the worker purges finished entries past the retention on every
     quiet round, on every replica; it reads them by creation time, never the outbox's history
     (kept for days)."""
-    _add_finished_outbox_history(engine, world, 2000)
+    add_finished_outbox_history(engine, world, 2000)
     store = SqlNotificationStore(engine, world.clock, UuidIds())
     week_ago = world.clock.peek() - timedelta(days=7)
     purged: list[int] = []
