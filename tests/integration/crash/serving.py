@@ -63,13 +63,35 @@ def wait_ready(replica: Replica) -> Replica:
     return replica
 
 
+# What ``clarion serve`` says when its port was taken between free_port() and its own bind
+# (another test's process, or a client's ephemeral port, in that gap).
+_PORT_TAKEN = "is already in use by another process"
+_PORT_ATTEMPTS = 3
+
+
+def start_ready(
+    database_url: str, name: str, folder: Path, env: Mapping[str, str] | None = None
+) -> Replica:
+    """:func:`start_serve` and :func:`wait_ready`, on a fresh port again when the one chosen
+    was taken before the server bound it (any other failure is raised at once)."""
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        replica = start_serve(database_url, name, folder, env)
+        try:
+            return wait_ready(replica)
+        except RuntimeError:
+            replica.kill()
+            if attempt == _PORT_ATTEMPTS or _PORT_TAKEN not in replica.log():
+                raise
+    raise AssertionError("unreachable")
+
+
 @contextmanager
 def serving(
     database_url: str, name: str, folder: Path, env: Mapping[str, str] | None = None
 ) -> Iterator[Replica]:
-    replica = start_serve(database_url, name, folder, env)
+    replica = start_ready(database_url, name, folder, env)
     try:
-        yield wait_ready(replica)
+        yield replica
     finally:
         replica.kill()
 

@@ -17,8 +17,7 @@ from tests.integration.crash.serving import (
     pending_ids,
     resumes,
     serving,
-    start_serve,
-    wait_ready,
+    start_ready,
     webhook_receiver,
 )
 
@@ -47,11 +46,10 @@ def test_a_kill_at_each_point_of_the_answer_path_leaves_the_bundle_answerable_or
             else {}
         )
         receiver.status = 500 if point == "restore" else 200
-        crashing = start_serve(
+        crashing = start_ready(
             database_url, "crashing", tmp_path, {**env, "CLARION_TEST_CRASH_AFTER": point}
         )
         try:
-            wait_ready(crashing)
             with httpx2.Client(timeout=60) as http:
                 session_id, pending_id = new_bundle(http, crashing.base_url)
                 respond = f"{crashing.base_url}/api/v1/clarification/{pending_id}/respond"

@@ -27,8 +27,7 @@ from tests.integration.crash.serving import (
     answer_body,
     new_bundle,
     resumes,
-    start_serve,
-    wait_ready,
+    start_ready,
 )
 from tests.integration.multiprocess.cluster import Replica
 
@@ -76,7 +75,7 @@ def _settled(http: httpx2.Client, base: str, session_id: str) -> str:
 
 
 def _start(url: str, name: str, folder: Path, env: dict[str, str]) -> Replica:
-    return wait_ready(start_serve(url, name, folder, env))
+    return start_ready(url, name, folder, env)
 
 
 def _round(

@@ -17,7 +17,7 @@ from clarion.adapters.sql import create_engine, hold_sqlite_file, release_sqlite
 from clarion.app.root.compose import build_clarion
 from clarion.app.root.settings import Settings
 from clarion.domain.errors import ValidationError
-from tests.integration.crash.serving import serving, start_serve, wait_ready
+from tests.integration.crash.serving import serving, start_ready, start_serve
 from tests.integration.multiprocess.cluster import ROOT, STARTUP_TIMEOUT_S
 
 
@@ -49,7 +49,7 @@ def test_start_up_refuses_a_file_another_process_holds_and_shares_it_within_one(
 ) -> None:
     database = tmp_path / "held.db"
     settings = Settings(database_url=f"sqlite:///{database}")
-    holder = wait_ready(start_serve(settings.database_url, "holder", tmp_path))
+    holder = start_ready(settings.database_url, "holder", tmp_path)
     try:
         script = (
             "from clarion.app.root.compose import build_clarion\n"
