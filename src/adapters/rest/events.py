@@ -18,13 +18,14 @@ client disconnects, when the event source ends, or when :meth:`EventStream.close
 (the composition root calls it on shutdown, before the server waits for open connections).
 
 The response is ``sse-starlette``'s :class:`~sse_starlette.EventSourceResponse`: it writes the
-frames a producer task hands it, watches for the client's disconnect (then cancels the
-producer) and answers ``HEAD`` with the headers alone. Its own pings are off: the heartbeat is
-sent only when the stream was quiet for ``heartbeat_s``, as before. On the server's exit signal
-it would cancel the response at once, racing :meth:`EventStream.close` (which the same signal
-triggers in ``clarion serve``) and, when it won, leaving the response unfinished (uvicorn logs
-"ASGI callable returned without completing response"); a short grace lets the close end the
-stream with its final chunk first.
+frames a producer task hands it — every frame waiting at once, so a burst of events costs one
+write through the HTTP layers, not one per event (#35) — watches for the client's disconnect
+(then cancels the producer) and answers ``HEAD`` with the headers alone. Its own pings are
+off: the heartbeat is sent only when the stream was quiet for ``heartbeat_s``. On the server's
+exit signal it would cancel the response at once, racing :meth:`EventStream.close` (which the
+same signal triggers in ``clarion serve``) and, when it won, leaving the response unfinished
+(uvicorn logs "ASGI callable returned without completing response"); a short grace lets the
+close end the stream with its final chunk first.
 """
 
 from __future__ import annotations
@@ -32,13 +33,13 @@ from __future__ import annotations
 import collections
 import functools
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
 import attrs
 import structlog
-from anyio.abc import ObjectSendStream
 from anyio.streams.memory import MemoryObjectSendStream
 from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
@@ -102,6 +103,13 @@ HEARTBEAT: Final = b": heartbeat\n\n"
 _HEADERS: Final = {"Cache-Control": "no-cache"}
 # How long a stream may take to end by itself once the server's exit signal came (see above).
 _EXIT_GRACE_S: Final = 1.0
+
+
+@attrs.define
+class _Quiet:
+    """When the stream last sent a frame (``time.monotonic()``), for its heartbeat."""
+
+    since: float
 
 
 @attrs.define
@@ -208,19 +216,35 @@ class EventStream:
             done.set()
 
     async def _pump(
-        self, viewer: _Viewer, identity: Identity, sink: ObjectSendStream[Event]
+        self,
+        viewer: _Viewer,
+        identity: Identity,
+        subscription: AsyncIterator[Event],
+        frames: MemoryObjectSendStream[bytes],
+        quiet: _Quiet,
     ) -> None:
-        subscription: AsyncIterator[Event] = self._source.subscribe()
-        try:
-            async with sink:
-                async for event in subscription:
-                    if await self._sees(viewer, identity, event.task_id):
-                        await sink.send(event)
-        finally:
-            close: Any = getattr(subscription, "aclose", None)
-            if close is not None:
-                with anyio.CancelScope(shield=True):
-                    await close()
+        """Hand the frame of every event ``identity`` may see to ``frames`` until
+        ``subscription`` ends. A frame is handed over without yielding while there is room
+        (#35): the events a burst published together all reach the response before it
+        writes, and it writes them at once."""
+        async for event in subscription:
+            if await self._sees(viewer, identity, event.task_id):
+                frame = self._frames.frame(event)
+                try:
+                    frames.send_nowait(frame)
+                except anyio.WouldBlock:
+                    await frames.send(frame)
+                quiet.since = time.monotonic()
+
+    async def _heartbeat(self, frames: MemoryObjectSendStream[bytes], quiet: _Quiet) -> None:
+        """A heartbeat comment whenever no frame went out for ``heartbeat_s``."""
+        while True:
+            due = quiet.since + self._heartbeat_s - time.monotonic()
+            if due > 0:
+                await anyio.sleep(due)
+                continue
+            await frames.send(HEARTBEAT)
+            quiet.since = time.monotonic()
 
     async def _watch_credential(self, credential: Credential, scope: anyio.CancelScope) -> None:
         # Every half heartbeat, with results shared for at most half a heartbeat: a revoked
@@ -242,34 +266,35 @@ class EventStream:
     ) -> None:
         """Write the stream's frames to ``frames`` until it ends, then close it (the response
         then finishes); cancelled when the client disconnects."""
-        sink, events = anyio.create_memory_object_stream[Event](_BUFFER)
-        # Both ends are closed here whatever happens; the pump also closes its end when the
-        # source runs dry, which is how the loop below learns the stream is over.
+        quiet = _Quiet(time.monotonic())
+        # Subscribed before the client is told it is connected: it sees every event published
+        # after that frame.
+        subscription = self._source.subscribe()
         try:
-            with frames, sink, events:
+            with frames:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(self._pump, viewer, identity, sink)
+
+                    async def pump() -> None:
+                        await self._pump(viewer, identity, subscription, frames, quiet)
+                        # The source ran dry: the stream is over.
+                        group.cancel_scope.cancel()
 
                     async def watch_close() -> None:
                         await self._closed.wait()
                         group.cancel_scope.cancel()
 
+                    await frames.send(CONNECTED)
+                    group.start_soon(pump)
                     group.start_soon(watch_close)
+                    group.start_soon(self._heartbeat, frames, quiet)
                     if credential is not None:
                         group.start_soon(self._watch_credential, credential, group.cancel_scope)
-                    await frames.send(CONNECTED)
-                    while True:
-                        with anyio.move_on_after(self._heartbeat_s) as idle:
-                            try:
-                                event = await events.receive()
-                            except anyio.EndOfStream:
-                                break
-                        await frames.send(
-                            HEARTBEAT if idle.cancelled_caught else self._frames.frame(event)
-                        )
-                    group.cancel_scope.cancel()
         finally:
             release()
+            close: Any = getattr(subscription, "aclose", None)
+            if close is not None:
+                with anyio.CancelScope(shield=True):
+                    await close()
 
     @property
     def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
@@ -277,16 +302,25 @@ class EventStream:
             identity = require_identity(request)
             credential = auth_context(request).credential
             viewer, release = self._admission(identity)
-            # Unbuffered: a frame is handed over only when the response takes it.
-            frames, written = anyio.create_memory_object_stream[bytes](0)
+            # Bounded: a client that does not read holds at most _BUFFER frames here, then
+            # the stream's subscription (which counts what it drops) fills.
+            frames, written = anyio.create_memory_object_stream[bytes](_BUFFER)
 
             async def produce() -> None:
                 await self._serve(viewer, identity, credential, frames, release)
 
             async def content() -> AsyncIterator[bytes]:
+                # Every frame waiting is written at once: one write through the HTTP layers
+                # and the socket for a burst of events, not one per event (#35).
                 with written:
                     async for frame in written:
-                        yield frame
+                        burst = [frame]
+                        while True:
+                            try:
+                                burst.append(written.receive_nowait())
+                            except (anyio.WouldBlock, anyio.EndOfStream):
+                                break
+                        yield frame if len(burst) == 1 else b"".join(burst)
 
             def finish() -> None:
                 # Runs after every response, HEAD included (which never starts the producer

@@ -18,7 +18,9 @@ from anyio.abc import ObjectReceiveStream
 from starlette.applications import Starlette
 from starlette.types import Message, Scope
 
+from clarion.adapters.rest.events import event_frame
 from clarion.domain.model import Identity
+from clarion.ports.events import Event
 from tests.integration.rest.harness import Headers, RestWorld, aask, asetup_caller, async_client
 
 
@@ -132,6 +134,56 @@ async def test_a_quiet_stream_sends_heartbeat_comments() -> None:
         async with open_stream(world.app, {}) as (stream, _):
             assert await stream.frame() == ": connected"
             assert await stream.frame() == ": heartbeat"
+
+
+def _published(number: int) -> Event:
+    return Event(kind="bundle.resolved", task_id="t1", session_id="s1", pending_id=f"p{number}")
+
+
+@pytest.mark.anyio
+async def test_events_published_together_are_written_in_one_body_message() -> None:
+    """Issue #35: a burst of events costs the stream one write through the HTTP layers, not
+    one per event, and still every frame, in order."""
+    world = RestWorld.build(auth_enabled=False)
+    with anyio.fail_after(5):
+        async with open_stream(world.app, {}) as (stream, _):
+            assert await stream.frame() == ": connected"
+            for number in range(3):
+                world.bus.publish(_published(number))
+            message = await stream.messages.receive()
+            body = message["body"].decode()
+            assert body == "".join(event_frame(_published(n)).decode() for n in range(3))
+
+
+@pytest.mark.anyio
+async def test_a_burst_larger_than_the_streams_buffer_arrives_whole_and_in_order() -> None:
+    """More events at once than the stream holds between its subscription and its response
+    (256): the subscription waits for room instead of dropping, and the client gets them all
+    in publish order."""
+    world = RestWorld.build(auth_enabled=False)
+    with anyio.fail_after(10):
+        async with open_stream(world.app, {}) as (stream, _):
+            assert await stream.frame() == ": connected"
+            for number in range(700):
+                world.bus.publish(_published(number))
+            received = [(await stream.event())[1]["pending_id"] for _ in range(700)]
+    assert received == [f"p{n}" for n in range(700)]
+
+
+@pytest.mark.anyio
+async def test_a_heartbeat_comes_only_after_a_quiet_heartbeat_interval() -> None:
+    world = RestWorld.build(auth_enabled=False, heartbeat_s=0.3)
+    with anyio.fail_after(5):
+        async with open_stream(world.app, {}) as (stream, _):
+            assert await stream.frame() == ": connected"
+            started = anyio.current_time()
+            for number in range(4):
+                await anyio.sleep(0.1)
+                world.bus.publish(_published(number))
+                assert (await stream.event())[1]["pending_id"] == f"p{number}"
+            assert await stream.frame() == ": heartbeat"
+            # Events kept the stream busy for 0.4 s: no heartbeat before the last one plus 0.3 s.
+            assert anyio.current_time() - started >= 0.4 + 0.3 - 0.05
 
 
 @pytest.mark.anyio
