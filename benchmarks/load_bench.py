@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import signal
 import socket
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +194,33 @@ async def _measure(pid: int, peak: list[int], stop: anyio.Event) -> None:
             await stop.wait()
 
 
+@contextlib.asynccontextmanager
+async def serving(env: dict[str, str], base_url: str) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """``clarion serve`` with ``env``, once ``base_url`` answers ``/healthz``; stopped
+    (SIGTERM, then killed after 30 s) on the way out."""
+    clarion = Path(sys.executable).with_name("clarion")
+    server = subprocess.Popen(
+        [str(clarion), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        async with httpx2.AsyncClient(base_url=base_url) as http:
+            with anyio.fail_after(60):
+                while True:
+                    try:
+                        if (await http.get("/healthz")).status_code == 200:
+                            break
+                    except httpx2.TransportError:
+                        pass
+                    await anyio.sleep(0.2)
+        yield server
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
 async def main(clients: int, seconds: float) -> int:
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}"
@@ -207,20 +236,7 @@ async def main(clients: int, seconds: float) -> int:
             # and a waiting client holds two connections.
             "CLARION_MAX_CONNECTIONS_PER_CLIENT": str(2 * clients + 10),
         }
-        clarion = Path(sys.executable).with_name("clarion")
-        server = subprocess.Popen(
-            [str(clarion), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        try:
-            async with httpx2.AsyncClient(base_url=base_url) as http:
-                with anyio.fail_after(60):
-                    while True:
-                        try:
-                            if (await http.get("/healthz")).status_code == 200:
-                                break
-                        except httpx2.TransportError:
-                            pass
-                        await anyio.sleep(0.2)
+        async with serving(env, base_url) as server:
             start_rss = _rss_kib(server.pid, "VmRSS")
             peak = [start_rss]
             stop = anyio.Event()
@@ -231,12 +247,6 @@ async def main(clients: int, seconds: float) -> int:
                 elapsed = time.monotonic() - started
                 stop.set()
             high_water = _rss_kib(server.pid, "VmHWM")
-        finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
     total = sum(tally.statuses.values())
     print(f"{clients} clients for {seconds:.0f} s (ran {elapsed:.1f} s) against {base_url}")
     print(f"requests: {total} ({total / elapsed:.0f}/s); by role: {dict(tally.by_role)}")

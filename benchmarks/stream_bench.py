@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
 import attrs
 import httpx2
 
-from benchmarks.load_bench import ANSWER, QUESTIONS, _free_port, _session
+from benchmarks.load_bench import ANSWER, QUESTIONS, _free_port, _session, serving
 from benchmarks.replicas_bench import _proc_cpu
 
 
@@ -110,21 +106,9 @@ async def _run(args: argparse.Namespace) -> list[Round]:
         "CLARION_MAX_EVENT_STREAMS": str(args.streams),
         "CLARION_MAX_CONNECTIONS_PER_CLIENT": str(args.streams + 20),
     }
-    clarion = Path(sys.executable).with_name("clarion")
-    server = subprocess.Popen(
-        [str(clarion), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
     rounds: list[Round] = []
-    try:
+    async with serving(env, base_url) as server:
         async with httpx2.AsyncClient(base_url=base_url, timeout=30) as http:
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        if (await http.get("/healthz")).status_code == 200:
-                            break
-                    except httpx2.TransportError:
-                        pass
-                    await anyio.sleep(0.2)
             workspace = await http.post("/api/v1/workspaces", json={"name": "streams"})
             workspace.raise_for_status()
             # A session per answer, made beforehand: an asker's session holds one question at
@@ -142,12 +126,6 @@ async def _run(args: argparse.Namespace) -> list[Round]:
                         base_url, server.pid, sessions, streams=streams, answers=args.answers
                     )
                 )
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
     return rounds
 
 
