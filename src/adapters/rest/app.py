@@ -36,6 +36,7 @@ from clarion.adapters.rest.parameters import StorableParametersMiddleware
 from clarion.adapters.rest.receipts import receipt_routes
 from clarion.adapters.rest.request_log import RequestLogMiddleware
 from clarion.adapters.rest.routes import Endpoint, operation_ids, starlette_routes
+from clarion.adapters.rest.routing import IndexedRouter
 from clarion.adapters.wire import models
 from clarion.app.usecases.auth import Authentication
 from clarion.app.usecases.listing import Listing
@@ -218,5 +219,8 @@ def create_rest_app(
         exception_handlers=dict(rest.exception_handlers),
         lifespan=lifespan,
     )
+    # Built as Starlette builds its router, but matching a request only against the routes
+    # its first path segment can match (issue #35).
+    app.router = IndexedRouter(app.routes, lifespan=lifespan)
     app.state.rest = rest
     return app
