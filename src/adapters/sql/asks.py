@@ -17,15 +17,14 @@ surely waits when its bundle has a row being delivered, or rows that all keep it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from functools import cache
 from typing import Any
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy.engine import RowMapping
 
-from clarion.adapters.sql.engine import SqlRepository, read_one
+from clarion.adapters.sql.engine import SqlRepository, read_one, read_transaction
 from clarion.adapters.sql.metadata_sql import (
     DefaultCollation,
     Inline,
@@ -42,12 +41,13 @@ from clarion.adapters.sql.schema import (
     task_session_turns,
     task_sessions,
 )
+from clarion.adapters.sql.statements import PerDialect
 from clarion.domain.asks import IDEMPOTENCY_PREFIX, AskProbe, AskRecord, AskState
 
 _t = agent_asks.c
 
 
-def _record(row: RowMapping) -> AskRecord:
+def _record(row: Mapping[Any, Any]) -> AskRecord:
     return from_row(AskRecord, row, state=AskState(row["state"]), as_task=bool(row["as_task"]))
 
 
@@ -82,8 +82,14 @@ class SqlAskRecords(SqlRepository):
         return self._one(_by_id(), ask_id=ask_id)
 
     def probe(self, ask_id: str) -> AskProbe | None:
-        row = read_one(self._engine, _probe(), {"ask_id": ask_id})
-        return AskProbe(_record(row), bool(row["waits"])) if row is not None else None
+        # On the driver's cursor (``Connection.execute`` rebuilt its cache key and result
+        # set-up on every poll, issue #35).
+        with read_transaction(self._engine) as connection:
+            rows = _PROBE(connection.dialect).rows(connection, {"ask_id": ask_id})
+        if not rows:
+            return None
+        row = dict(zip(_probe().selected_columns.keys(), rows[0], strict=True))
+        return AskProbe(_record(row), bool(row["waits"]))
 
     def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:
         held = self._holder(owner, scope, retry_key)
@@ -199,6 +205,10 @@ def _probe() -> sa.Select[Any]:
     snapshot on either database, and one round trip for a ``tasks/get`` poll (issue #35)."""
     waits = sa.not_(_may_be_settled(DefaultCollation(_t.pending_id)))
     return sa.select(agent_asks, waits.label("waits")).where(_t.id == sa.bindparam("ask_id"))
+
+
+# Every tasks/get poll runs the probe: on the driver's cursor, compiled once per dialect.
+_PROBE = PerDialect(_probe)
 
 
 @cache

@@ -13,17 +13,16 @@ On SQLite ``BEGIN IMMEDIATE`` already serializes every write transaction databas
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection
 
 from clarion.adapters.sql.metadata_sql import is_clarification, pending_id_of
 from clarion.adapters.sql.schema import messages, task_sessions
-from clarion.adapters.sql.statements import DriverStatement
+from clarion.adapters.sql.statements import PerDialect
 
 LOCK_PREFIX = "task-session-turn:"
 
@@ -77,7 +76,7 @@ def lock_sessions(connection: Connection, session_ids: Iterable[str]) -> None:
 # The bundle lock compiled once per dialect (engine) and sent to the driver: it opens every
 # claim, and ``Connection.execute`` would rebuild its cache key and result set-up each time
 # (issue #34, as the claim's own UPDATE).
-_LOCK_BUNDLE: weakref.WeakKeyDictionary[Dialect, DriverStatement] = weakref.WeakKeyDictionary()
+_LOCK_BUNDLE = PerDialect(_lock_bundle)
 
 
 def lock_bundle(connection: Connection, pending_id: str) -> tuple[str, ...]:
@@ -85,8 +84,5 @@ def lock_bundle(connection: Connection, pending_id: str) -> tuple[str, ...]:
     the session row ``FOR UPDATE``); returns their ids. A no-op on SQLite."""
     if not _is_postgresql(connection):
         return ()
-    dialect = connection.dialect
-    statement = _LOCK_BUNDLE.get(dialect)
-    if statement is None:
-        statement = _LOCK_BUNDLE[dialect] = DriverStatement.compile(_lock_bundle(), dialect)
-    return tuple(str(row[0]) for row in statement.rows(connection, {"pending_id": pending_id}))
+    rows = _LOCK_BUNDLE(connection.dialect).rows(connection, {"pending_id": pending_id})
+    return tuple(str(row[0]) for row in rows)

@@ -11,6 +11,7 @@ event a transition marks its rows with, :mod:`clarion.adapters.sql.outbox`) and
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Final, Literal
@@ -454,3 +455,21 @@ class DriverStatement:
             )
             for row in found
         ]
+
+
+class PerDialect:
+    """The statement ``build`` returns, compiled once per dialect (engine) as a
+    :class:`DriverStatement`: for a statement on a hot path that takes no statement-level
+    options (the bundle lock that opens every claim, a ``tasks/get`` poll's probe)."""
+
+    def __init__(self, build: Callable[[], sa.Select[Any] | sa.Update]) -> None:
+        self._build = build
+        self._compiled: weakref.WeakKeyDictionary[Dialect, DriverStatement] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, dialect: Dialect) -> DriverStatement:
+        statement = self._compiled.get(dialect)
+        if statement is None:
+            statement = self._compiled[dialect] = DriverStatement.compile(self._build(), dialect)
+        return statement
