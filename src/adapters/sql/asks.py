@@ -85,10 +85,10 @@ class SqlAskRecords(SqlRepository):
         # On the driver's cursor (``Connection.execute`` rebuilt its cache key and result
         # set-up on every poll, issue #35).
         with read_transaction(self._engine) as connection:
-            rows = _PROBE(connection.dialect).rows(connection, {"ask_id": ask_id})
+            rows = _PROBE(connection.dialect).mappings(connection, {"ask_id": ask_id})
         if not rows:
             return None
-        row = dict(zip(_probe().selected_columns.keys(), rows[0], strict=True))
+        row = rows[0]
         return AskProbe(_record(row), bool(row["waits"]))
 
     def find(self, owner: str, scope: str, retry_key: str) -> AskRecord | None:

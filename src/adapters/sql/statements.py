@@ -412,6 +412,7 @@ class DriverStatement:
     binds: Mapping[str, Callable[[Any], Any] | None]  # every required bind's processor
     constants: Mapping[str, Any]  # the compiled-in bound values, processed once
     results: tuple[Callable[[Any], Any] | None, ...]  # each returned column's processor
+    names: tuple[str, ...] = ()  # each returned column's name, in the same order
 
     @classmethod
     def compile(cls, statement: sa.Select[Any] | sa.Update, dialect: Dialect) -> DriverStatement:
@@ -435,7 +436,8 @@ class DriverStatement:
             for column in statement.exported_columns
         )
         positional = tuple(compiled.positiontup or ()) if compiled.positional else None
-        return cls(compiled.string, positional, binds, constants, results)
+        names = tuple(map(str, statement.exported_columns.keys()))
+        return cls(compiled.string, positional, binds, constants, results, names)
 
     def rows(self, connection: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Run with ``params`` (every required bound name) and return the processed rows."""
@@ -455,6 +457,10 @@ class DriverStatement:
             )
             for row in found
         ]
+
+    def mappings(self, connection: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """:meth:`rows`, each as a mapping of the returned columns' names to their values."""
+        return [dict(zip(self.names, row, strict=True)) for row in self.rows(connection, params)]
 
 
 class PerDialect:
