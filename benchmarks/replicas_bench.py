@@ -13,7 +13,8 @@ What runs, all in this one asyncio (anyio) client process against real server pr
   and ``/mcp/agent`` with the MCP tasks extension (2026-07-28: the call returns a task at once,
   the agent polls ``tasks/get`` every ``pollIntervalMs`` the task advises, as the extension
   asks of clients, or every ``--task-poll`` seconds when given). Each asks one question whose
-  prompt names it, so the ``bundle.created`` event tells which agent parked;
+  prompt names it, so the ``bundle.created`` event tells which agent parked; a blocking agent
+  lists its tools first, as an agent whose model is shown them does;
 - E ``/api/v1/events`` streams spread over the replicas, counting every event they receive;
 - one notification route (``webhook:`` to a sink on loopback that answers 204 and counts);
   once every agent has parked, the bench waits for the ``answerable`` notifications the
@@ -37,6 +38,15 @@ It prints (and writes with ``--json``):
   ``/proc`` (so PostgreSQL must run on this machine; ``pg_stat_statements`` needs a server
   restart to preload and counts time, not CPU). Shared background work (WAL writer,
   checkpointer) is not in it;
+- both again, less the background the window carried. The parked fleet costs CPU while
+  nobody answers (measured for ``--background`` seconds before the window), but it shrinks
+  as the window answers it: an answered agent stops polling and waiting. So the bench also
+  measures the same servers once every agent has its answer (after the window's
+  notifications went out: the event streams, the worker's outbox polls and the
+  live-delivery links are what is left), and takes as the window's background that, plus
+  the parked fleet's own part times the share of the fleet still parked, averaged over the
+  window (each agent counts until it woke). Subtracting the whole parked fleet's background
+  for the whole window, also printed, takes off too much;
 - the cores the run kept busy in the answer window (servers, database backends and this
   client's own CPU, which runs every agent and answerer) against the machine's: above about
   0.8 of them, every latency figure includes queueing for a core;
@@ -202,6 +212,11 @@ class Agent:
             httpx2.AsyncClient(timeout=AGENT_TIMEOUT) as http,
             Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
         ):
+            # An agent discovers its tools before it calls one (its model is shown them). The
+            # SDK's client otherwise lists them when the first result comes back, to check it
+            # against the tool's output schema: a ``tools/list`` per woken agent, in the
+            # answer window, that no answer causes (until the twelfth pass of #35 it did).
+            await client.list_tools()
             result = await client.call_tool(ASK, {"questions": [_question(self.number)]})
             self.woke = time.perf_counter()
         if result.is_error:
@@ -497,6 +512,18 @@ async def _answer(
         agent.error = agent.error or f"respond {response.status_code}: {response.text[:200]}"
 
 
+def parked_share(woke: list[float], started: float, ended: float) -> float:
+    """The share of the fleet still parked, averaged over the answer window
+    ``[started, ended]``: each agent counts until it woke (its blocking call returned, or its
+    poll saw ``completed``), and then stops costing the fleet's background. 0 for an empty
+    fleet or window; an agent that never woke counts to the end."""
+    length = ended - started
+    if not woke or length <= 0:
+        return 0.0
+    held = sum(min(max((at or ended) - started, 0.0), length) for at in woke)
+    return held / (len(woke) * length)
+
+
 async def _window(
     replicas: list[Replica], agents: list[Agent], sizes: Sizes, cpu: Cpu
 ) -> dict[str, Any]:
@@ -531,6 +558,7 @@ async def _window(
     tasked = [a.woke - sent[a.number] for a in agents if a.woke and a.kind == "agent/tasks"]
     return {
         "seconds": ended - started,
+        "parked_share": parked_share([a.woke for a in agents], started, ended),
         "answers": len(sent),
         "server_cpu_s": server_after - server_before,
         "database_cpu_s": Cpu.database_delta(database_before, database_after),
@@ -595,19 +623,22 @@ def _settle(database_url: str) -> float:
     return time.perf_counter() - started
 
 
-async def _background(cpu: Cpu, seconds: float) -> tuple[float, float, float]:
-    """CPU seconds per second (servers, database, this client) of the parked fleet with
-    nobody answering: task polls, progress notifications, heartbeats, the notification
-    worker's polls."""
-    cpu.signal(signal.SIGUSR1, "background")
-    cpu.record("background")
+async def _background(
+    cpu: Cpu, seconds: float, period: str = "background"
+) -> tuple[float, float, float]:
+    """CPU seconds per second (servers, database, this client) with nobody answering: of
+    the parked fleet (task polls, progress notifications, heartbeats, the notification
+    worker's polls), or with ``period`` "emptied", of the same servers once every agent was
+    answered (what does not scale with the parked fleet)."""
+    cpu.signal(signal.SIGUSR1, period)
+    cpu.record(period)
     server_before, database_before = cpu.sample()
     client_before = time.process_time()
     started = time.perf_counter()
     await anyio.sleep(seconds)
     server_after, database_after = cpu.sample()
     cpu.stop_recording()
-    cpu.signal(signal.SIGUSR2, "background")
+    cpu.signal(signal.SIGUSR2, period)
     seconds = time.perf_counter() - started
     return (
         (server_after - server_before) / seconds,
@@ -641,6 +672,11 @@ async def _load(
                 )
                 background = await _background(cpu, sizes.background_s)
                 window = await _window(replicas, agents, sizes, cpu)
+                # What stays once every agent has its answer (event streams, the worker's
+                # outbox polls, the live-delivery links): measured after the window's own
+                # notifications went out.
+                await _parking_notified(cpu.database_url, PARKING_NOTIFICATIONS_S)
+                emptied = await _background(cpu, sizes.background_s, "emptied")
         with anyio.move_on_after(WEBHOOK_GRACE_S):  # the worker polls its outbox every 2 s
             while not sink.received:
                 await anyio.sleep(0.1)
@@ -649,6 +685,7 @@ async def _load(
     window["server_cpu_s"] -= list_cpu * len(window["list"])
     return window | {
         "background_cpu_per_s": background,
+        "emptied_cpu_per_s": emptied,
         "errors": [f"{a.kind} #{a.number}: {a.error}" for a in agents if a.error],
         "parked_s": parked_s,
         "parking_notified": notified,
@@ -782,7 +819,12 @@ def run(args: argparse.Namespace, sizes: Sizes) -> dict[str, Any]:
 def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> dict[str, Any]:
     answers = max(1, raw["answers"])
     server_idle, db_idle, client_idle = raw["background_cpu_per_s"]
-    seconds = raw["seconds"]
+    server_empty, db_empty, _ = raw["emptied_cpu_per_s"]
+    seconds, share = raw["seconds"], raw["parked_share"]
+    # The background the window carried: what an empty fleet costs, plus the parked fleet's
+    # own part for the share of it still parked (answered agents stop polling and waiting).
+    server_carried = seconds * (server_empty + (server_idle - server_empty) * share)
+    db_carried = seconds * (db_empty + (db_idle - db_empty) * share)
     busy = raw["server_cpu_s"] + raw["database_cpu_s"] + raw["client_cpu_s"]
     return {
         "database": database,
@@ -815,6 +857,10 @@ def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> 
         "database_cpu_ms_per_answer_net": 1000
         * (raw["database_cpu_s"] - db_idle * seconds)
         / answers,
+        "emptied_cpu_ms_per_s": {"server": 1000 * server_empty, "database": 1000 * db_empty},
+        "parked_share": share,
+        "server_cpu_ms_per_answer_carried": 1000 * (raw["server_cpu_s"] - server_carried) / answers,
+        "database_cpu_ms_per_answer_carried": 1000 * (raw["database_cpu_s"] - db_carried) / answers,
         "memory_kib_per_agent": raw["memory_kib_per_agent"],
         "list_ms": {
             "idle_median": _ms(raw["idle_list"], 0.5),
@@ -831,13 +877,17 @@ def _figures(raw: dict[str, Any], sizes: Sizes, floor: float, database: str) -> 
     }
 
 
+def _ratio(server: float, database: float) -> str:
+    return f"{server / database if database > 0 else float('nan'):.1f}x"
+
+
 def _database_cpu(figures: dict[str, Any]) -> str:
     if figures["database"] == "sqlite":
         return "database CPU: inside the server process (SQLite)"
     server, database = figures["server_cpu_ms_per_answer"], figures["database_cpu_ms_per_answer"]
     return (
         f"PostgreSQL CPU per answer: {database:.2f} ms (this database's backends); ratio "
-        f"{server / database if database else float('nan'):.1f}x"
+        f"{_ratio(server, database)}"
     )
 
 
@@ -847,6 +897,9 @@ def report(figures: dict[str, Any]) -> str:
     background = figures["background_cpu_ms_per_s"]
     server_net = figures["server_cpu_ms_per_answer_net"]
     database_net = figures["database_cpu_ms_per_answer_net"]
+    emptied = figures["emptied_cpu_ms_per_s"]
+    server_carried = figures["server_cpu_ms_per_answer_carried"]
+    database_carried = figures["database_cpu_ms_per_answer_carried"]
     memory = ", ".join(f"{kib:.1f}" for kib in figures["memory_kib_per_agent"])
     lines = [
         f"{figures['database']}: {sizes['replicas']} replica(s), {sizes['agents']} parked "
@@ -877,6 +930,11 @@ def report(figures: dict[str, Any]) -> str:
         f"  less the parked fleet's background (server {background['server']:.0f} ms/s, "
         f"database {background['database']:.0f} ms/s while nobody answers): server "
         f"{server_net:.2f} ms, database {database_net:.2f} ms per answer",
+        f"  less the background the window carried (the fleet still parked: "
+        f"{figures['parked_share']:.2f} of it on average; with every agent answered: server "
+        f"{emptied['server']:.0f} ms/s, database {emptied['database']:.0f} ms/s): server "
+        f"{server_carried:.2f} ms, database {database_carried:.2f} ms per answer; ratio "
+        f"{_ratio(server_carried, database_carried)}",
         f"cores busy in the answer window: {figures['cores_busy']['window']:.2f} of "
         f"{figures['cores_busy']['of']} (servers, database and this client, which used "
         f"{figures['client_cpu_ms_per_s']:.0f} ms/s; {background['client']:.0f} ms/s while "

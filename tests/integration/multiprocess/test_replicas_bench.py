@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.replicas_bench import KINDS, advised_poll_s, main
+from benchmarks.replicas_bench import KINDS, advised_poll_s, main, parked_share
 
 
 def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
@@ -41,6 +41,11 @@ def test_the_quick_run_wakes_every_agent_and_reports_every_figure(
     assert figures["streams_connected"] == sizes["streams"]
     assert figures["events_received"] > 0
     assert figures["webhooks_received"] > 0
+    # The background the window carried: the emptied fleet's, and the share still parked.
+    assert 0 < figures["parked_share"] < 1
+    assert figures["emptied_cpu_ms_per_s"]["server"] > 0
+    assert "server_cpu_ms_per_answer_carried" in figures
+    assert "database_cpu_ms_per_answer_carried" in figures
 
 
 @pytest.mark.parametrize(
@@ -60,3 +65,24 @@ def test_task_agents_poll_as_their_task_advises(task: dict[str, object], seconds
     the ``pollIntervalMs`` the task advises (Clarion advises 2 s), 1 s when it advises none
     usable, unless ``--task-poll`` says otherwise."""
     assert advised_poll_s(task) == seconds
+
+
+@pytest.mark.parametrize(
+    ("woke", "share"),
+    [
+        ([], 0.0),  # no fleet
+        ([10.0, 10.0], 0.0),  # everyone woke at the start
+        ([20.0, 20.0], 1.0),  # nobody woke before the end
+        ([15.0], 0.5),
+        ([12.0, 18.0], 0.5),  # answered evenly over the window: half of it on average
+        ([0.0], 1.0),  # never woke (0): counts to the end
+        ([5.0, 25.0], 0.5),  # woke before the window (0) and after its end (capped at 1)
+    ],
+)
+def test_the_parked_share_counts_each_agent_until_it_woke(woke: list[float], share: float) -> None:
+    """The window [10, 20]: the background it carried shrinks as its agents wake (#35)."""
+    assert parked_share(woke, 10.0, 20.0) == pytest.approx(share)
+
+
+def test_an_empty_window_has_no_parked_share() -> None:
+    assert parked_share([15.0], 10.0, 10.0) == 0.0
