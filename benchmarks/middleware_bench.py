@@ -79,7 +79,7 @@ class _Gate:
     def request_started(self) -> None:
         self.started += 1
 
-    def request_ended(self) -> None:
+    def request_ended(self, *, body_read: bool = True) -> None:
         self.ended += 1
 
 

@@ -1,17 +1,20 @@
 """The pieces of ``clarion serve``'s connection gate that need no socket: the connection book,
 the request-line check, the remote address a connection counts against, and the rate limit
-on ``accept()`` error logs (issue #29 S1 and S12); and the process's collector setting
-(issue #35)."""
+on ``accept()`` error logs (issue #29 S1 and S12); the process's collector setting and the
+request head's size (issue #35)."""
 
 from __future__ import annotations
 
 import asyncio
 import errno
 import gc
+import itertools
 from typing import Any
 
 import pytest
 import structlog
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clarion.app.root.serving import (
     GC_YOUNG_THRESHOLD,
@@ -20,6 +23,7 @@ from clarion.app.root.serving import (
     AcceptErrorLog,
     Admission,
     ConnectionBook,
+    HeadCount,
     client_of,
     is_accept_error,
     is_health_probe,
@@ -204,3 +208,32 @@ def test_the_servers_collector_runs_young_collections_ten_times_less_often() -> 
         assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, 11, 12)
     finally:
         gc.set_threshold(*saved)
+
+
+@given(
+    head_size=st.integers(min_value=23, max_value=300),
+    body=st.binary(max_size=400),
+    cuts=st.lists(st.integers(min_value=0, max_value=800), max_size=8),
+    limit=st.integers(min_value=20, max_value=300),
+)
+def test_a_head_fits_when_its_bytes_up_to_the_blank_line_do_however_it_is_read(
+    head_size: int, body: bytes, cuts: list[int], limit: int
+) -> None:
+    """#35: the gate counts a head up to its blank line, whichever reads split it (the end
+    too), and nothing after it — a body sent with its head, even one holding CRLFCRLF."""
+    head = b"GET / HTTP/1.1\r\nX: " + b"a" * (head_size - 23) + b"\r\n\r\n"
+    assert len(head) == head_size
+    data = head + body
+    bounds = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
+    count = HeadCount(limit)
+    fits = all(count.fits(data[a:b]) for a, b in itertools.pairwise(bounds))
+    assert fits == (head_size <= limit)
+    if fits:
+        assert count.whole  # it found the end, and counts nothing after it
+
+
+def test_a_head_without_its_end_keeps_counting() -> None:
+    count = HeadCount(10)
+    assert count.fits(b"GET / HTTP")
+    assert not count.fits(b"/")
+    assert not count.whole

@@ -1,7 +1,8 @@
 """Connections under ``clarion serve``'s uvicorn configuration (issues #14 and #29): idle and
 slow connections are closed, stalled bodies are answered 408, connections beyond the
 concurrency limit — or beyond one address's limit — are refused with 503 (429), and
-``/healthz`` is answered all the same.
+``/healthz`` is answered all the same; a request head past 16 KiB is answered 431 (#35: the
+limit h11 kept, kept by the gate in front of httptools).
 
 The server runs in a thread with :func:`clarion.app.root.serving.uvicorn_config` and
 :class:`~clarion.app.root.serving.ClarionServer`; the socket timeouts below only stop a broken
@@ -9,6 +10,7 @@ test from hanging, they assert nothing about timing."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -24,7 +26,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from clarion.adapters.body_deadline import BodyDeadline
-from clarion.app.root.serving import ClarionServer, uvicorn_config
+from clarion.app.root.serving import MAX_HEAD_BYTES, ClarionServer, uvicorn_config
 from clarion.app.root.settings import Settings
 from tests.sockets import free_port
 
@@ -352,13 +354,87 @@ def test_bytes_trickled_after_an_early_response_do_not_keep_the_connection() -> 
         assert closed
 
 
+def _head_of(size: int, path: bytes = b"/", method: bytes = b"GET") -> bytes:
+    """A request head of exactly ``size`` bytes, its blank line included."""
+    start = method + b" " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
+    padding = size - len(start) - len(b"\r\n\r\n")
+    return start + b"a" * padding + b"\r\n\r\n"
+
+
+def test_a_request_head_past_the_limit_is_answered_431_and_closed() -> None:
+    """httptools sets no bound on a head; without the gate's, one endless head would grow
+    the server's memory until the header timeout."""
+    with serving() as port, _connect(port) as client:
+        client.sendall(_head_of(MAX_HEAD_BYTES + 1))
+        received = b""
+        while chunk := client.recv(4096):
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 431 ")
+        assert b"the request head is too large: the limit is 16384 bytes" in received
+
+
+def test_an_endless_head_is_cut_off_at_the_limit() -> None:
+    with serving(header_timeout_s=30) as port, _connect(port) as client:
+        client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        refused = b""
+        try:
+            for _ in range(MAX_HEAD_BYTES // 1024 + 2):
+                client.sendall(b"X-Pad: " + b"a" * 1017 + b"\r\n")
+            while chunk := client.recv(4096):
+                refused += chunk
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed before all of it was sent: cut off all the same
+        assert refused == b"" or refused.startswith(b"HTTP/1.1 431 ")
+
+
+def test_heads_up_to_the_limit_are_served_on_one_connection() -> None:
+    """Each request of a kept-alive connection has the whole limit for its own head."""
+    with serving() as port, _connect(port) as client:
+        for _ in range(3):
+            assert _response(client, _head_of(MAX_HEAD_BYTES)).endswith(b"hello")
+
+
+def test_a_body_sent_with_its_head_does_not_count_against_the_head_limit() -> None:
+    body = b"b" * (4 * MAX_HEAD_BYTES)
+    head = (
+        b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+    )
+    with serving() as port, _connect(port) as client:
+        for _ in range(2):
+            assert _response(client, head + body).endswith(f"got {len(body)}".encode())
+
+
+def test_a_response_sent_before_its_body_was_read_closes_the_connection() -> None:
+    """The rest of that body is still on its way: read as the next request's head, it would
+    be refused 431 on a connection the client may have reused (h11 closed it too)."""
+    body = b"b" * (4 * MAX_HEAD_BYTES)
+    head = (
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" + f"Content-Length: {len(body)}\r\n\r\n".encode()
+    )
+    with serving(header_timeout_s=30, keep_alive_timeout_s=30) as port, _connect(port) as client:
+        client.sendall(head)
+        received = b""
+        while b"hello" not in received:
+            received += client.recv(4096)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            client.sendall(body)
+        try:
+            while chunk := client.recv(4096):
+                received += chunk
+        except ConnectionResetError:
+            pass
+        assert received.count(b"HTTP/1.1 ") == 1, received
+        assert received.startswith(b"HTTP/1.1 200 ")
+
+
 _OUT_OF_FILES = """
 import os, resource, socket, sys
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from clarion.app.root.logging_setup import configure_logging
 from clarion.adapters.body_deadline import BodyDeadline
-from clarion.app.root.serving import ClarionServer, uvicorn_config
+from clarion.app.root.serving import MAX_HEAD_BYTES, ClarionServer, uvicorn_config
 from clarion.app.root.settings import Settings
 
 configure_logging("json")
